@@ -1,0 +1,214 @@
+"""Tocsin's domain values: reminders, firings and their states. No I/O lives here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+class Channel(StrEnum):
+    """How a reminder reaches its owner."""
+
+    WEBHOOK = "webhook"
+    EMAIL = "email"
+    SMS = "sms"
+    APNS = "apns"
+    FCM = "fcm"
+    WEBPUSH = "webpush"
+    INAPP = "inapp"
+    LOG = "log"
+
+
+class ReminderStatus(StrEnum):
+    """Where a reminder is in its life."""
+
+    PENDING = "pending"  # waits for `due_at`
+    FIRED = "fired"  # a one-off that rang; its firing says how delivery went
+    ENDED = "ended"  # a series with no occurrence left
+    CANCELLED = "cancelled"  # cancelled by its owner or app before it rang
+
+
+class FiringState(StrEnum):
+    """Where one ring is in delivery: queued → sending → sent | failed | expired."""
+
+    QUEUED = "queued"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    EXPIRED = "expired"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (FiringState.SENT, FiringState.FAILED, FiringState.EXPIRED)
+
+
+class Outcome(StrEnum):
+    """What one delivery attempt came to."""
+
+    SENT = "sent"
+    RETRY = "retry"  # a retryable error: try again later
+    FAILED = "failed"  # a permanent error: never try again
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Schedule:
+    """When a reminder rings: a zone, an anchor and an optional repeat rule.
+
+    `anchor` is a naive local wall time in `zone` (RFC 5545's DTSTART for a series, or the
+    one-off's local time), or an aware UTC instant when the app gave an absolute `at` for a
+    one-off. `rule` is a normalised RRULE body without the `RRULE:` prefix
+    (`FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0`), or None for a one-off.
+    """
+
+    zone: str
+    anchor: datetime
+    rule: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reminder:
+    """One saved reminder, as stored."""
+
+    id: str
+    owner: str
+    shard: int
+    text: str
+    channel: Channel
+    schedule: Schedule
+    at: str | None  # `at` as the app gave it (normalised ISO 8601), or None
+    repeat: str | None  # `repeat` as the app gave it, or None
+    status: ReminderStatus
+    due_at: datetime | None  # next ring, aware UTC; None unless pending
+    freshness: int  # seconds after `due_at` a ring may still go out
+    metadata: JSON | None
+    source: str | None  # the app (API key) that saved it
+    snoozed_from: str | None  # the firing this one-off was snoozed from
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    last_firing: FiringSummary | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FiringSummary:
+    """The last ring of a reminder, shown on the reminder itself."""
+
+    id: str
+    due_at: datetime
+    state: FiringState
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Attempt:
+    """One try at delivering a firing."""
+
+    number: int
+    at: datetime
+    channel: Channel
+    outcome: Outcome
+    error: str | None = None
+    provider_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Firing:
+    """One ring of a reminder: the durable delivery record and queue entry.
+
+    `id` is the delivery identity (`tocsin.ids.firing_id`): every attempt reuses it and every
+    channel gets it as its idempotency key.
+    """
+
+    id: str
+    reminder_id: str
+    owner: str
+    shard: int
+    due_at: datetime
+    deadline: datetime  # due_at + freshness: never sent after this
+    channel: Channel
+    text: str
+    metadata: JSON | None
+    source: str | None
+    state: FiringState
+    attempts: int
+    next_attempt_at: datetime | None  # when `queued`: when it may be tried (again)
+    sender: str | None  # when `sending`: the worker that holds it
+    lease_until: datetime | None  # when `sending`: after this another worker may take it
+    created_at: datetime
+    sent_at: datetime | None = None
+    provider_id: str | None = None
+    last_error: str | None = None
+    snoozed_by: str | None = None  # the one-off reminder a snooze of this ring created
+    history: tuple[Attempt, ...] = field(default=())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class App:
+    """An app allowed to call the API: its key (hashed) and where its webhooks go."""
+
+    name: str
+    key_hash: str
+    key_prefix: str  # the first characters of the key, to tell keys apart in listings
+    created_at: datetime
+    webhook_url: str | None = None
+    webhook_secret: str | None = None  # `whsec_…`, Standard Webhooks format
+    webhook_disabled: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IdempotencyRecord:
+    """The answer given to a request with an `Idempotency-Key`, kept to replay on retry."""
+
+    scope: str  # who asked (app name or owner), so two apps' keys never collide
+    key: str
+    request_hash: str
+    status_code: int
+    body: bytes
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Claim:
+    """The scheduler's decision about one due reminder, applied by `Store.claim`.
+
+    The claim applies only while the row still has status `pending` and `due_at == due_at`
+    (the row decides). `next_due_at` is the series' next ring (None: the reminder has no
+    more occurrences, or is a one-off). `state` is the new firing's state: `sending` for a
+    ring handed straight to delivery, `expired` for one too stale to send.
+    """
+
+    reminder_id: str
+    due_at: datetime
+    next_due_at: datetime | None
+    state: FiringState
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AttemptResult:
+    """The outcome of one delivery attempt, recorded by `Store.record_attempts`.
+
+    `state` is the firing's new state: `sent`, `failed`, `expired`, or `queued` with
+    `next_attempt_at` set for a retry.
+    """
+
+    firing_id: str
+    sender: str
+    attempt: Attempt
+    state: FiringState
+    next_attempt_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HeldParts:
+    """The scheduler parts a worker holds after renewing its leases, with each part's watermark.
+
+    `watermarks[p]` is the last bucket (UTC epoch minute) part p finished, or None for a
+    part that never ran.
+    """
+
+    parts: frozenset[int]
+    watermarks: dict[int, int | None]
+    live_workers: int

@@ -1,0 +1,184 @@
+"""The storage interface every backend implements, with each method's contract.
+
+Both backends (`sqlite`, `postgres`) pass one shared test suite. Driver errors never leave a
+backend: they are wrapped in `tocsin.errors.StoreError` (or `StoreUnavailable` when the
+database cannot be reached). All instants given and returned are timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+from tocsin.domain import (
+    App,
+    AttemptResult,
+    Claim,
+    Firing,
+    HeldParts,
+    IdempotencyRecord,
+    Reminder,
+    ReminderStatus,
+)
+
+DueListener = Callable[[int, datetime], None]
+"""Called with (shard, due_at) when a reminder became due soon; see `Store.listen_due`."""
+
+
+class Store(ABC):
+    """Durable home of reminders, firings, apps, idempotency keys and scheduler leases."""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def migrate(self) -> list[int]:
+        """Apply every migration the database lacks, in order, recording each; return those
+        applied (empty when up to date). Safe to run from several processes at once."""
+
+    @abstractmethod
+    async def check_schema(self) -> None:
+        """Raise `SchemaTooOld` unless every migration this code knows has been applied."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections and listeners. The store is unusable afterwards."""
+
+    # -- reminders (the API's side) ------------------------------------------------------------
+
+    @abstractmethod
+    async def add_reminders(
+        self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
+    ) -> None:
+        """Save new reminders, and the idempotency record if given, in one transaction: all or
+        nothing. Raise `DuplicateIdempotencyKey` (saving nothing) when the record's
+        (scope, key) exists already. Wakes `listen_due` listeners for pending ones."""
+
+    @abstractmethod
+    async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """The record saved under (scope, key), or None."""
+
+    @abstractmethod
+    async def get_reminder(self, reminder_id: str) -> Reminder | None:
+        """The reminder with this id, with its `last_firing`, or None."""
+
+    @abstractmethod
+    async def list_reminders(
+        self,
+        owner: str,
+        *,
+        status: ReminderStatus | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Reminder]:
+        """The owner's reminders in id order (oldest first), those with id > `after_id` only,
+        at most `limit`, optionally of one status. Keyset pagination: stable under inserts."""
+
+    @abstractmethod
+    async def update_reminder(
+        self, reminder: Reminder, *, expected_version: int
+    ) -> Reminder | None:
+        """Replace the mutable fields (text, channel, schedule, at, repeat, status, due_at,
+        freshness, metadata) of the row with `reminder.id`, only while its version is
+        `expected_version`; the version becomes `expected_version + 1` and `updated_at` is set.
+        Return the row as saved, or None when the version no longer matches (the caller lost
+        a race: re-read to say why). Wakes `listen_due` listeners when pending."""
+
+    @abstractmethod
+    async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
+        """Set status `cancelled` (due_at None, version + 1) only while the row is `pending`.
+        Return the cancelled row, or None when it was not pending (or does not exist)."""
+
+    @abstractmethod
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
+        """In one transaction: save `reminder` (a fresh one-off) and mark the firing
+        `snoozed_by` it, only while the firing exists and was not snoozed already. Return
+        False (saving nothing) otherwise."""
+
+    @abstractmethod
+    async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
+        """The reminder's firings, newest due first, each with its attempt `history`."""
+
+    # -- apps and keys -------------------------------------------------------------------------
+
+    @abstractmethod
+    async def add_app(self, app: App) -> None:
+        """Save an app and its key hash. An app's name is unique: `StoreError` if taken."""
+
+    @abstractmethod
+    async def find_app(self, *, name: str | None = None, key_hash: str | None = None) -> App | None:
+        """The app with this name or key hash (exactly one of them given), or None."""
+
+    @abstractmethod
+    async def count_apps(self) -> int:
+        """How many apps (API keys) exist: 0 means the server runs without keys."""
+
+    @abstractmethod
+    async def disable_webhook(self, name: str) -> None:
+        """Mark the app's webhook endpoint disabled (it answered 410 Gone)."""
+
+    # -- the scheduler's side ----------------------------------------------------------------
+
+    @abstractmethod
+    async def load_due(
+        self, *, shards: range, first_bucket: int, last_bucket: int, limit: int
+    ) -> list[Reminder]:
+        """Pending reminders whose bucket (UTC epoch minute of `due_at`) is in
+        [first_bucket, last_bucket] and whose shard is in `shards`, ordered by `due_at`, at
+        most `limit`. An index range scan, never a full scan."""
+
+    @abstractmethod
+    async def claim(
+        self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
+    ) -> list[Firing]:
+        """Apply many claims in one transaction. For each claim whose row is still `pending`
+        with `due_at == claim.due_at`: move the row on (`next_due_at` set: stays pending with
+        the new due_at and bucket; else status `fired` for a one-off or `ended` for a
+        series), bump its version, and insert one firing with id `firing_id(reminder,
+        due_at)` built from the row (text, channel, owner, metadata, source, deadline =
+        due_at + freshness) in state `claim.state` — for `sending`, held by `sender` until
+        `now + lease`. A claim whose row moved on changes nothing; a firing id that exists
+        already is not inserted again. Return the firings inserted."""
+
+    @abstractmethod
+    async def take_deliveries(
+        self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
+    ) -> list[Firing]:
+        """Firings that need a sender: `queued` with `next_attempt_at <= now`, or `sending`
+        with `lease_until < now` (its sender vanished), in `shards` when given. Those past
+        their deadline are set `expired` instead and not returned. The rest become `sending`
+        held by `sender` until `now + lease` and are returned — each to one caller only, even
+        with many callers at once."""
+
+    @abstractmethod
+    async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
+        """Record each attempt and move its firing to `result.state` (setting `sent_at`,
+        `provider_id`, `last_error`, `attempts`, `next_attempt_at` as the result says), only
+        while the firing is `sending` held by `result.sender`. Return how many applied."""
+
+    @abstractmethod
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, now: datetime
+    ) -> HeldParts:
+        """Heartbeat for `worker` and rebalance: count live workers (heartbeat within `ttl`),
+        keep held parts (extending them to `now + ttl`) up to the fair share
+        ceil(parts / live), release the excess, and take free or expired parts up to the
+        share. Two workers never hold one part at once."""
+
+    @abstractmethod
+    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
+        """Give up the worker's leases on `parts` (all when None), and, for all, its
+        heartbeat, so others may take them over at once."""
+
+    @abstractmethod
+    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
+        """Record that `part` finished every bucket up to `bucket`, only while `worker` holds
+        the part and the watermark is lower. Return whether it was recorded."""
+
+    # -- wake-ups ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def listen_due(self, listener: DueListener) -> Callable[[], None]:
+        """Call `listener(shard, due_at)` whenever a reminder is saved or moved to pending
+        with a due time — in this process, and on PostgreSQL in every process (NOTIFY).
+        Return a function that stops listening. Listeners must not block."""

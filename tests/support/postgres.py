@@ -1,0 +1,155 @@
+"""A PostgreSQL server for the tests: the one running, or a throw-away one we start.
+
+Order of preference: `TOCSIN_TEST_POSTGRES` (a server URL), a server on 127.0.0.1:5432, then
+a fresh cluster made with `initdb` from the installed binaries in a temporary folder. When
+none is possible the PostgreSQL tests are skipped, loudly, except under CI (`CI=true`), where
+they fail instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import asyncpg
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """A reachable server; `admin_url` points at a database we may create databases from."""
+
+    admin_url: str
+
+    def url_for(self, database: str) -> str:
+        base, _, _ = self.admin_url.rpartition("/")
+        return f"{base}/{database}"
+
+    def create_database(self, template: str | None = None) -> str:
+        """Make a new empty database (or a copy of `template`) and return its URL."""
+        name = f"tocsin_test_{uuid.uuid4().hex[:12]}"
+        clause = f' TEMPLATE "{template}"' if template else ""
+        _run_admin(self.admin_url, f'CREATE DATABASE "{name}"{clause}')
+        return self.url_for(name)
+
+    def drop_database(self, url: str) -> None:
+        name = url.rpartition("/")[2]
+        _run_admin(self.admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _run_admin(url: str, sql: str) -> None:
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def _reachable(url: str) -> bool:
+    async def probe() -> None:
+        conn = await asyncpg.connect(url, timeout=3)
+        await conn.close()
+
+    try:
+        asyncio.run(probe())
+    except (OSError, asyncpg.PostgresError, TimeoutError):
+        return False
+    return True
+
+
+def _find_initdb() -> str | None:
+    found = shutil.which("initdb")
+    if found:
+        return found
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return candidates[-1] if candidates else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def _throwaway_server(initdb: str) -> Iterator[PostgresServer]:
+    bindir = os.path.dirname(initdb)
+    folder = tempfile.mkdtemp(prefix="tocsin-pg-")
+    data = os.path.join(folder, "data")
+    port = _free_port()
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        os.chown(folder, *_nobody())
+        run_as = ["runuser", "-u", "nobody", "--"]
+    subprocess.run(
+        [*run_as, initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *run_as,
+            os.path.join(bindir, "pg_ctl"),
+            "-D",
+            data,
+            "-w",
+            "-l",
+            os.path.join(folder, "log"),
+            "-o",
+            f"-p {port} -k {folder} -c fsync=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield PostgresServer(admin_url=f"postgresql://postgres@127.0.0.1:{port}/postgres")
+    finally:
+        subprocess.run(
+            [*run_as, os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "stop"],
+            check=False,
+            capture_output=True,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _nobody() -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam("nobody")
+    return entry.pw_uid, entry.pw_gid
+
+
+@contextmanager
+def postgres_server() -> Iterator[PostgresServer | str]:
+    """Yield a server, or a string saying why none is available."""
+    url = os.environ.get("TOCSIN_TEST_POSTGRES", DEFAULT_URL)
+    if _reachable(url):
+        yield PostgresServer(admin_url=url)
+        return
+    initdb = _find_initdb()
+    if initdb is None:
+        yield f"no PostgreSQL at {url} and no initdb installed to start one"
+        return
+    with _throwaway_server(initdb) as server:
+        deadline = time.monotonic() + 30
+        while not _reachable(server.admin_url):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the throw-away PostgreSQL did not start")
+            time.sleep(0.2)
+        yield server
