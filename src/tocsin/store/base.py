@@ -114,6 +114,11 @@ class Store(ABC):
         """How many apps (API keys) exist: 0 means the server runs without keys."""
 
     @abstractmethod
+    async def ensure_secret(self, name: str, value: str) -> str:
+        """Save `value` under `name` unless a value is saved already; return the saved one.
+        Every process sharing the database gets the same secret (owner-token signing)."""
+
+    @abstractmethod
     async def disable_webhook(self, name: str) -> None:
         """Mark the app's webhook endpoint disabled (it answered 410 Gone)."""
 
