@@ -1,0 +1,47 @@
+"""`tocsin migrate`: apply the schema migrations the database lacks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from tocsin.errors import StoreError
+from tocsin.settings import Settings
+from tocsin.store import open_store
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "migrate",
+        help="apply the schema migrations the database lacks",
+        description="Apply, in order, every schema migration the database lacks. Safe to run "
+        "from several processes at once; run it once per release before starting it.",
+    )
+    parser.add_argument(
+        "--db", metavar="URL", help="database URL (default: TOCSIN_DATABASE_URL or ./tocsin.db)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    url: str = args.db or Settings().database_url
+    try:
+        applied = asyncio.run(_migrate(url))
+    except (StoreError, ValueError) as error:
+        print(f"tocsin migrate: {error}", file=sys.stderr)
+        return 1
+    if applied:
+        print("applied migrations: " + ", ".join(f"{version:04d}" for version in applied))
+    else:
+        print("up to date")
+    return 0
+
+
+async def _migrate(url: str) -> list[int]:
+    store = await open_store(url)
+    try:
+        return await store.migrate()
+    finally:
+        await store.close()

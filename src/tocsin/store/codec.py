@@ -1,0 +1,81 @@
+"""Conversions both backends share: buckets, anchors, JSON and the due-soon wake-up rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+import orjson
+
+from tocsin.domain import JSON, Reminder, ReminderStatus
+
+WAKE_HORIZON = timedelta(minutes=2)
+"""A saved or moved reminder wakes `listen_due` listeners only when it is due this soon after
+its `updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
+
+DUE_CHANNEL = "tocsin_due"
+"""The PostgreSQL NOTIFY channel for wake-ups; the payload is `shard:epoch_seconds`."""
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def bucket_of(instant: datetime) -> int:
+    """The bucket of an instant: its UTC epoch minute."""
+    return (instant - EPOCH) // timedelta(minutes=1)
+
+
+def epoch_second(instant: datetime) -> int:
+    """The whole UTC epoch second of an instant (floored, so it stays in its bucket)."""
+    return (instant - EPOCH) // timedelta(seconds=1)
+
+
+def anchor_to_text(anchor: datetime) -> str:
+    """A schedule anchor as stored: naive local ISO text, or aware UTC ending `+00:00`."""
+    if anchor.tzinfo is None:
+        return anchor.isoformat()
+    return anchor.astimezone(UTC).isoformat()
+
+
+def anchor_from_text(text: str) -> datetime:
+    anchor = datetime.fromisoformat(text)
+    return anchor if anchor.tzinfo is None else anchor.astimezone(UTC)
+
+
+def dump_json(value: JSON | None) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def load_json(text: str | None) -> JSON | None:
+    if text is None:
+        return None
+    value: JSON = orjson.loads(text)
+    return value
+
+
+def wakes(reminder: Reminder) -> bool:
+    """Whether saving `reminder` must wake the scheduler (see `WAKE_HORIZON`)."""
+    return (
+        reminder.status is ReminderStatus.PENDING
+        and reminder.due_at is not None
+        and reminder.due_at - reminder.updated_at <= WAKE_HORIZON
+    )
+
+
+def wake_ups(reminders: Iterable[Reminder]) -> list[tuple[int, datetime]]:
+    """The distinct (shard, due second) pairs that saving `reminders` must announce."""
+    seen: dict[tuple[int, int], None] = {}
+    for reminder in reminders:
+        if wakes(reminder) and reminder.due_at is not None:
+            seen[(reminder.shard, epoch_second(reminder.due_at))] = None
+    return [(shard, datetime.fromtimestamp(second, UTC)) for shard, second in seen]
+
+
+def wake_payload(shard: int, due_at: datetime) -> str:
+    return f"{shard}:{epoch_second(due_at)}"
+
+
+def parse_wake_payload(payload: str) -> tuple[int, datetime]:
+    """The (shard, due_at) of a NOTIFY payload; ValueError when it is not one of ours."""
+    shard, _, second = payload.partition(":")
+    return int(shard), datetime.fromtimestamp(int(second), UTC)

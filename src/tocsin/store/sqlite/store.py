@@ -1,0 +1,618 @@
+"""The SQLite backend: the embedded default, one file in WAL mode, writes through one thread."""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from tocsin.domain import (
+    App,
+    Attempt,
+    AttemptResult,
+    Channel,
+    Claim,
+    Firing,
+    FiringState,
+    FiringSummary,
+    HeldParts,
+    IdempotencyRecord,
+    Outcome,
+    Reminder,
+    ReminderStatus,
+    Schedule,
+)
+from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
+from tocsin.ids import SHARDS, firing_id
+from tocsin.store import codec
+from tocsin.store.base import DueListener, Store
+from tocsin.store.migrations import migrations_for, sqlite_statements
+from tocsin.store.sqlite import queries as q
+from tocsin.store.sqlite.engine import Database, SqliteUrl
+
+log = logging.getLogger(__name__)
+
+Row = sqlite3.Row
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _us(instant: datetime) -> int:
+    """An aware instant as integer microseconds since the epoch (how SQLite stores it)."""
+    if instant.tzinfo is None:
+        raise ValueError("instants given to the store must be timezone-aware")
+    return (instant - codec.EPOCH) // _MICROSECOND
+
+
+def _opt_us(instant: datetime | None) -> int | None:
+    return None if instant is None else _us(instant)
+
+
+def _utc(micros: int) -> datetime:
+    return codec.EPOCH + timedelta(microseconds=micros)
+
+
+def _opt_utc(micros: int | None) -> datetime | None:
+    return None if micros is None else _utc(micros)
+
+
+class SqliteStore(Store):
+    """`Store` on an SQLite file. Wake-ups (`listen_due`) reach this object's listeners only."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+        self._listeners: list[DueListener] = []
+
+    @classmethod
+    async def connect(cls, url: str) -> SqliteStore:
+        """Open (creating it when missing) the file named by `sqlite:///path/to/file.db`."""
+        database = Database(SqliteUrl.parse(url))
+        try:
+            await database.unlocked(lambda connection: None)  # fail now if it cannot open
+        except BaseException:
+            await database.close()
+            raise
+        return cls(database)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def migrate(self) -> list[int]:
+        return await self._db.unlocked(_migrate)
+
+    async def check_schema(self) -> None:
+        applied = await self._db.read(_applied_versions)
+        missing = [m.version for m in migrations_for("sqlite") if m.version not in applied]
+        if missing:
+            raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+
+    async def close(self) -> None:
+        self._listeners.clear()
+        await self._db.close()
+
+    # -- reminders -----------------------------------------------------------------------------
+
+    async def add_reminders(
+        self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
+    ) -> None:
+        rows = [_reminder_params(reminder) for reminder in reminders]
+
+        def work(connection: sqlite3.Connection) -> None:
+            if idempotency is not None:
+                _insert_idempotency(connection, idempotency)
+            connection.executemany(q.INSERT_REMINDER, rows)
+
+        await self._db.write(work)
+        self._wake(codec.wake_ups(reminders))
+
+    async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        row = await self._db.read(
+            lambda connection: connection.execute(q.FIND_IDEMPOTENCY, (scope, key)).fetchone()
+        )
+        return None if row is None else _idempotency(row)
+
+    async def get_reminder(self, reminder_id: str) -> Reminder | None:
+        row = await self._db.read(
+            lambda connection: connection.execute(q.GET_REMINDER, (reminder_id,)).fetchone()
+        )
+        return None if row is None else _reminder(row)
+
+    async def list_reminders(
+        self,
+        owner: str,
+        *,
+        status: ReminderStatus | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Reminder]:
+        params = {
+            "owner": owner,
+            "after_id": after_id or "",
+            "status": None if status is None else status.value,
+            "limit": limit,
+        }
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.LIST_REMINDERS, params).fetchall()
+        )
+        return [_reminder(row) for row in rows]
+
+    async def update_reminder(
+        self, reminder: Reminder, *, expected_version: int
+    ) -> Reminder | None:
+        params = _reminder_params(reminder) | {"expected_version": expected_version}
+
+        def work(connection: sqlite3.Connection) -> Row | None:
+            if connection.execute(q.UPDATE_REMINDER, params).rowcount == 0:
+                return None
+            row: Row | None = connection.execute(q.GET_REMINDER, (reminder.id,)).fetchone()
+            return row
+
+        row = await self._db.write(work)
+        if row is None:
+            return None
+        saved = _reminder(row)
+        self._wake(codec.wake_ups([saved]))
+        return saved
+
+    async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
+        def work(connection: sqlite3.Connection) -> Row | None:
+            if connection.execute(q.CANCEL_REMINDER, (_us(now), reminder_id)).rowcount == 0:
+                return None
+            row: Row | None = connection.execute(q.GET_REMINDER, (reminder_id,)).fetchone()
+            return row
+
+        row = await self._db.write(work)
+        return None if row is None else _reminder(row)
+
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
+        params = _reminder_params(reminder)
+
+        def work(connection: sqlite3.Connection) -> bool:
+            if connection.execute(q.MARK_SNOOZED, (reminder.id, firing_id)).rowcount == 0:
+                return False
+            connection.execute(q.INSERT_REMINDER, params)
+            return True
+
+        snoozed = await self._db.write(work)
+        if snoozed:
+            self._wake(codec.wake_ups([reminder]))
+        return snoozed
+
+    async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
+        def work(connection: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
+            firings = connection.execute(q.LIST_FIRINGS, (reminder_id, limit)).fetchall()
+            ids = orjson.dumps([row["id"] for row in firings]).decode()
+            return firings, connection.execute(q.LIST_ATTEMPTS, (ids,)).fetchall()
+
+        firing_rows, attempt_rows = await self._db.read(work)
+        history: dict[str, list[Attempt]] = {}
+        for row in attempt_rows:
+            history.setdefault(row["firing_id"], []).append(_attempt(row))
+        return [_firing(row, tuple(history.get(row["id"], ()))) for row in firing_rows]
+
+    # -- apps and keys -----------------------------------------------------------------------
+
+    async def add_app(self, app: App) -> None:
+        params = (
+            app.name,
+            app.key_hash,
+            app.key_prefix,
+            app.webhook_url,
+            app.webhook_secret,
+            int(app.webhook_disabled),
+            _us(app.created_at),
+        )
+
+        def work(connection: sqlite3.Connection) -> None:
+            try:
+                connection.execute(q.INSERT_APP, params)
+            except sqlite3.IntegrityError as error:
+                raise StoreError(f"an app named {app.name!r} (or with this key) exists") from error
+
+        await self._db.write(work)
+
+    async def find_app(self, *, name: str | None = None, key_hash: str | None = None) -> App | None:
+        if (name is None) == (key_hash is None):
+            raise ValueError("give exactly one of name and key_hash")
+        value: str | None
+        if name is not None:
+            sql, value = q.FIND_APP_BY_NAME, name
+        else:
+            sql, value = q.FIND_APP_BY_KEY_HASH, key_hash
+        row = await self._db.read(lambda connection: connection.execute(sql, (value,)).fetchone())
+        return None if row is None else _app(row)
+
+    async def count_apps(self) -> int:
+        row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
+        count: int = row[0]
+        return count
+
+    async def ensure_secret(self, name: str, value: str) -> str:
+        def work(connection: sqlite3.Connection) -> str:
+            connection.execute(q.KEEP_FIRST_SHARED_VALUE, (name, value))
+            saved: str = connection.execute(q.READ_SHARED_VALUE, (name,)).fetchone()[0]
+            return saved
+
+        return await self._db.write(work)
+
+    async def disable_webhook(self, name: str) -> None:
+        await self._db.write(lambda connection: connection.execute(q.DISABLE_WEBHOOK, (name,)))
+
+    # -- the scheduler's side ------------------------------------------------------------------
+
+    async def load_due(
+        self, *, shards: range, first_bucket: int, last_bucket: int, limit: int
+    ) -> list[Reminder]:
+        if not shards or limit <= 0:
+            return []
+        params = {
+            "first_bucket": first_bucket,
+            "last_bucket": last_bucket,
+            "first_shard": shards.start,
+            "last_shard": shards[-1],
+            "limit": limit,
+        }
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.LOAD_DUE, params).fetchall()
+        )
+        return [_reminder(row) for row in rows]
+
+    async def claim(
+        self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
+    ) -> list[Firing]:
+        if not claims:
+            return []
+        now_us, until_us = _us(now), _us(now + lease)
+
+        def work(connection: sqlite3.Connection) -> list[Firing]:
+            return [
+                firing
+                for claim in claims
+                if (firing := _claim_one(connection, claim, sender, now_us, until_us)) is not None
+            ]
+
+        return await self._db.write(work)
+
+    async def take_deliveries(
+        self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
+    ) -> list[Firing]:
+        if limit <= 0 or (shards is not None and not shards):
+            return []
+        first, last = (0, SHARDS - 1) if shards is None else (shards.start, shards[-1])
+        window = {"now": _us(now), "first_shard": first, "last_shard": last}
+        take = window | {"sender": sender, "lease_until": _us(now + lease), "limit": limit}
+
+        def work(connection: sqlite3.Connection) -> list[Row]:
+            connection.execute(q.EXPIRE_OVERDUE, window)
+            return connection.execute(q.TAKE_DELIVERIES, take).fetchall()
+
+        rows = await self._db.write(work)
+        return [_firing(row, ()) for row in rows]
+
+    async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
+        params = [_attempt_params(result) for result in results]
+
+        def work(connection: sqlite3.Connection) -> int:
+            applied = 0
+            for one in params:
+                if connection.execute(q.FINISH_ATTEMPT, one).rowcount:
+                    connection.execute(q.INSERT_ATTEMPT, one)
+                    applied += 1
+            return applied
+
+        return await self._db.write(work) if params else 0
+
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, now: datetime
+    ) -> HeldParts:
+        def work(connection: sqlite3.Connection) -> HeldParts:
+            return _renew(connection, worker, parts, _us(now), _us(now + ttl), _us(now - ttl))
+
+        return await self._db.write(work)
+
+    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
+        def work(connection: sqlite3.Connection) -> None:
+            if parts is None:
+                connection.execute(q.RELEASE_ALL, (worker,))
+                connection.execute(q.FORGET_WORKER, (worker,))
+            else:
+                connection.execute(q.RELEASE_SOME, (worker, orjson.dumps(list(parts)).decode()))
+
+        await self._db.write(work)
+
+    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
+        params = {"worker": worker, "part": part, "bucket": bucket}
+        return await self._db.write(
+            lambda connection: connection.execute(q.ADVANCE_WATERMARK, params).rowcount > 0
+        )
+
+    # -- wake-ups ----------------------------------------------------------------------------
+
+    async def listen_due(self, listener: DueListener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return stop
+
+    def _wake(self, wake_ups: list[tuple[int, datetime]]) -> None:
+        for shard, due_at in wake_ups:
+            for listener in list(self._listeners):
+                try:
+                    listener(shard, due_at)
+                except Exception:
+                    log.exception("a due listener failed", extra={"shard": shard})
+
+
+# -- transactions run on the writer thread -------------------------------------------------------
+
+
+def _applied_versions(connection: sqlite3.Connection) -> set[int]:
+    if connection.execute(q.HAS_SCHEMA_MIGRATIONS).fetchone() is None:
+        return set()
+    return {row[0] for row in connection.execute(q.APPLIED_VERSIONS)}
+
+
+def _migrate(connection: sqlite3.Connection) -> list[int]:
+    """Apply each missing migration in its own immediate transaction (which also keeps other
+    processes out), re-checking inside the lock what is applied."""
+    connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
+    applied: list[int] = []
+    for migration in migrations_for("sqlite"):
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            if migration.version not in _applied_versions(connection):
+                for statement in sqlite_statements(migration.sql):
+                    connection.execute(statement)
+                now = _us(datetime.now(UTC))
+                connection.execute(q.RECORD_MIGRATION, (migration.version, migration.name, now))
+                applied.append(migration.version)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    return applied
+
+
+def _insert_idempotency(connection: sqlite3.Connection, record: IdempotencyRecord) -> None:
+    params = (
+        record.scope,
+        record.key,
+        record.request_hash,
+        record.status_code,
+        record.body,
+        _us(record.created_at),
+    )
+    try:
+        connection.execute(q.INSERT_IDEMPOTENCY, params)
+    except sqlite3.IntegrityError as error:
+        raise DuplicateIdempotencyKey(f"idempotency key {record.key!r} was used") from error
+
+
+def _claim_one(
+    connection: sqlite3.Connection, claim: Claim, sender: str, now_us: int, until_us: int
+) -> Firing | None:
+    next_due = claim.next_due_at
+    row = connection.execute(
+        q.CLAIM_REMINDER,
+        {
+            "id": claim.reminder_id,
+            "due_at": _us(claim.due_at),
+            "next_due_at": _opt_us(next_due),
+            "next_bucket": None if next_due is None else codec.bucket_of(next_due),
+            "now": now_us,
+        },
+    ).fetchone()
+    if row is None:
+        return None
+    sending = claim.state is FiringState.SENDING
+    params: dict[str, Any] = {
+        "id": firing_id(claim.reminder_id, claim.due_at),
+        "reminder_id": claim.reminder_id,
+        "owner": row["owner"],
+        "shard": row["shard"],
+        "due_at": _us(claim.due_at),
+        "deadline": _us(claim.due_at) + row["freshness"] * 1_000_000,
+        "channel": row["channel"],
+        "text": row["text"],
+        "metadata": row["metadata"],
+        "source": row["source"],
+        "state": claim.state.value,
+        "next_attempt_at": now_us if claim.state is FiringState.QUEUED else None,
+        "sender": sender if sending else None,
+        "lease_until": until_us if sending else None,
+        "now": now_us,
+    }
+    if connection.execute(q.INSERT_FIRING, params).rowcount == 0:
+        return None
+    return _firing_from_params(params)
+
+
+def _renew(
+    connection: sqlite3.Connection,
+    worker: str,
+    parts: int,
+    now_us: int,
+    until_us: int,
+    live_since_us: int,
+) -> HeldParts:
+    connection.execute(q.BEAT, (worker, now_us))
+    connection.execute(q.FORGET_WORKERS, (now_us - 10 * (until_us - now_us),))
+    live = max(1, connection.execute(q.COUNT_LIVE, (live_since_us,)).fetchone()[0])
+    share = math.ceil(parts / live)
+    connection.execute(q.ENSURE_PARTS, {"parts": parts})
+    held = [row[0] for row in connection.execute(q.HELD, (parts, worker))]
+    for part in held[share:]:
+        connection.execute(q.RELEASE_PART, (parts, part, worker))
+    for part in held[:share]:
+        connection.execute(q.EXTEND_PART, (until_us, parts, part, worker))
+    wanted = share - min(share, len(held))
+    if wanted:
+        free = [row[0] for row in connection.execute(q.FREE_PARTS, (parts, now_us, wanted))]
+        for part in free:
+            connection.execute(q.TAKE_PART, (worker, until_us, parts, part))
+    watermarks = {row[0]: row[1] for row in connection.execute(q.WATERMARKS, (parts, worker))}
+    return HeldParts(parts=frozenset(watermarks), watermarks=watermarks, live_workers=live)
+
+
+# -- rows to values -------------------------------------------------------------------------------
+
+
+def _reminder_params(reminder: Reminder) -> dict[str, Any]:
+    return {
+        "id": reminder.id,
+        "owner": reminder.owner,
+        "shard": reminder.shard,
+        "text": reminder.text,
+        "channel": reminder.channel.value,
+        "zone": reminder.schedule.zone,
+        "anchor": codec.anchor_to_text(reminder.schedule.anchor),
+        "rule": reminder.schedule.rule,
+        "at": reminder.at,
+        "repeat": reminder.repeat,
+        "status": reminder.status.value,
+        "due_at": _opt_us(reminder.due_at),
+        "bucket": None if reminder.due_at is None else codec.bucket_of(reminder.due_at),
+        "freshness": reminder.freshness,
+        "metadata": codec.dump_json(reminder.metadata),
+        "source": reminder.source,
+        "snoozed_from": reminder.snoozed_from,
+        "version": reminder.version,
+        "created_at": _us(reminder.created_at),
+        "updated_at": _us(reminder.updated_at),
+    }
+
+
+def _reminder(row: Row) -> Reminder:
+    keys = row.keys()
+    last = None
+    if "last_id" in keys and row["last_id"] is not None:
+        last = FiringSummary(
+            id=row["last_id"],
+            due_at=_utc(row["last_due_at"]),
+            state=FiringState(row["last_state"]),
+        )
+    return Reminder(
+        id=row["id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        text=row["text"],
+        channel=Channel(row["channel"]),
+        schedule=Schedule(
+            zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
+        ),
+        at=row["at"],
+        repeat=row["repeat"],
+        status=ReminderStatus(row["status"]),
+        due_at=_opt_utc(row["due_at"]),
+        freshness=row["freshness"],
+        metadata=codec.load_json(row["metadata"]),
+        source=row["source"],
+        snoozed_from=row["snoozed_from"],
+        version=row["version"],
+        created_at=_utc(row["created_at"]),
+        updated_at=_utc(row["updated_at"]),
+        last_firing=last,
+    )
+
+
+def _firing(row: Row, history: tuple[Attempt, ...]) -> Firing:
+    return Firing(
+        id=row["id"],
+        reminder_id=row["reminder_id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        due_at=_utc(row["due_at"]),
+        deadline=_utc(row["deadline"]),
+        channel=Channel(row["channel"]),
+        text=row["text"],
+        metadata=codec.load_json(row["metadata"]),
+        source=row["source"],
+        state=FiringState(row["state"]),
+        attempts=row["attempts"],
+        next_attempt_at=_opt_utc(row["next_attempt_at"]),
+        sender=row["sender"],
+        lease_until=_opt_utc(row["lease_until"]),
+        created_at=_utc(row["created_at"]),
+        sent_at=_opt_utc(row["sent_at"]),
+        provider_id=row["provider_id"],
+        last_error=row["last_error"],
+        snoozed_by=row["snoozed_by"],
+        history=history,
+    )
+
+
+def _firing_from_params(params: dict[str, Any]) -> Firing:
+    return Firing(
+        id=params["id"],
+        reminder_id=params["reminder_id"],
+        owner=params["owner"],
+        shard=params["shard"],
+        due_at=_utc(params["due_at"]),
+        deadline=_utc(params["deadline"]),
+        channel=Channel(params["channel"]),
+        text=params["text"],
+        metadata=codec.load_json(params["metadata"]),
+        source=params["source"],
+        state=FiringState(params["state"]),
+        attempts=0,
+        next_attempt_at=_opt_utc(params["next_attempt_at"]),
+        sender=params["sender"],
+        lease_until=_opt_utc(params["lease_until"]),
+        created_at=_utc(params["now"]),
+    )
+
+
+def _attempt(row: Row) -> Attempt:
+    return Attempt(
+        number=row["number"],
+        at=_utc(row["at"]),
+        channel=Channel(row["channel"]),
+        outcome=Outcome(row["outcome"]),
+        error=row["error"],
+        provider_id=row["provider_id"],
+    )
+
+
+def _attempt_params(result: AttemptResult) -> dict[str, Any]:
+    attempt = result.attempt
+    return {
+        "firing_id": result.firing_id,
+        "sender": result.sender,
+        "state": result.state.value,
+        "next_attempt_at": _opt_us(result.next_attempt_at),
+        "number": attempt.number,
+        "at": _us(attempt.at),
+        "channel": attempt.channel.value,
+        "outcome": attempt.outcome.value,
+        "error": attempt.error,
+        "provider_id": attempt.provider_id,
+    }
+
+
+def _idempotency(row: Row) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        scope=row["scope"],
+        key=row["key"],
+        request_hash=row["request_hash"],
+        status_code=row["status_code"],
+        body=bytes(row["body"]),
+        created_at=_utc(row["created_at"]),
+    )
+
+
+def _app(row: Row) -> App:
+    return App(
+        name=row["name"],
+        key_hash=row["key_hash"],
+        key_prefix=row["key_prefix"],
+        created_at=_utc(row["created_at"]),
+        webhook_url=row["webhook_url"],
+        webhook_secret=row["webhook_secret"],
+        webhook_disabled=bool(row["webhook_disabled"]),
+    )
