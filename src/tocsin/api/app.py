@@ -1,0 +1,85 @@
+"""The FastAPI app: `create_app` wires the store, settings and clock into the routes."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tocsin import __version__
+from tocsin.api import problems
+from tocsin.api.body import BodyGuard
+from tocsin.api.context import ApiContext
+from tocsin.api.routes import health, reminders
+from tocsin.api.security import Authenticator
+from tocsin.api.service import ReminderService
+from tocsin.auth import is_loopback
+from tocsin.clock import Clock
+from tocsin.settings import Settings
+from tocsin.store import Store
+
+access_log = logging.getLogger("tocsin.api.access")
+
+
+def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
+    """The API over an open store. Requests without a key are accepted only while no API
+    key exists and `settings.host` is a loopback address."""
+    app = FastAPI(
+        title="Tocsin",
+        version=__version__,
+        description="Reminders that ring on time. Errors are RFC 9457 problem details.",
+        openapi_url="/openapi.json",
+    )
+    auth = Authenticator(
+        store, clock, secret=settings.secret, open_allowed=is_loopback(settings.host)
+    )
+    app.state.tocsin = ApiContext(
+        store=store,
+        settings=settings,
+        clock=clock,
+        auth=auth,
+        reminders=ReminderService(store, clock),
+    )
+    problems.install(app)
+    app.include_router(health.router)
+    app.include_router(reminders.router)
+    app.add_middleware(BodyGuard)
+    app.add_middleware(AccessLog)
+    return app
+
+
+class AccessLog:
+    """One structured log line per request: method, path, status, duration, caller."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+        state = scope.setdefault("state", {})  # shared with copies of the scope below
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            access_log.info(
+                "request",
+                extra={
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status,
+                    "ms": round((time.perf_counter() - started) * 1000, 1),
+                    "caller": state.get("principal", "-"),
+                },
+            )

@@ -1,0 +1,215 @@
+"""Pure decisions about reminders: what a new one, an edit or a snooze turns into.
+
+Nothing here touches the store, so every rule about what is accepted is checked before
+anything is written: a bad request never leaves half-written state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from tocsin.api.models import ReminderIn, ReminderPatch
+from tocsin.api.problems import FieldError, Problem, invalid
+from tocsin.domain import Reminder, ReminderStatus, Schedule
+from tocsin.errors import InvalidInput
+from tocsin.ids import new_reminder_id, shard_of
+from tocsin.time import first_due, format_utc, parse_duration, parse_schedule
+
+FRESHNESS_MIN = 30
+FRESHNESS_MAX = 7 * 86400
+SNOOZE_MIN = 1
+SNOOZE_MAX = 366 * 86400
+SCHEDULE_FIELDS = frozenset({"at", "repeat", "zone"})
+SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
+NOT_NULL = ("text", "channel", "zone", "freshness")
+
+T = TypeVar("T")
+
+
+class _Errors:
+    """Collects every field error of one request, so the answer names them all at once."""
+
+    def __init__(self) -> None:
+        self.found: list[FieldError] = []
+
+    def attempt(self, make: Callable[[], T]) -> T | None:
+        try:
+            return make()
+        except InvalidInput as error:
+            self.found.append(FieldError(error.field, error.message))
+            return None
+
+    def check(self) -> None:
+        if self.found:
+            raise invalid(self.found)
+
+
+def parse_freshness(text: str) -> int:
+    return parse_duration(text, field="freshness", minimum=FRESHNESS_MIN, maximum=FRESHNESS_MAX)
+
+
+def schedule_of(
+    *, zone: str, at: str | None, repeat: str | None, now: datetime
+) -> tuple[Schedule, datetime]:
+    """The schedule and its first ring from now; InvalidInput when it never rings."""
+    if at is None and repeat is None:
+        raise InvalidInput("at", "give `at`, `repeat` or both")
+    schedule = parse_schedule(zone=zone, at=at, repeat=repeat, now=now)
+    due = first_due(schedule, now)
+    if due is None:
+        raise InvalidInput("repeat" if schedule.rule else "at", "never rings after now")
+    return schedule, due
+
+
+def normalised_at(schedule: Schedule, given: str | None) -> str | None:
+    """`at` as stored: an ISO 8601 local wall time, or a UTC instant if it was absolute."""
+    if given is None:
+        return None
+    if schedule.rule is None and schedule.anchor.tzinfo is not None:
+        return format_utc(schedule.anchor)
+    if schedule.anchor.tzinfo is None:
+        return schedule.anchor.isoformat(timespec="seconds")
+    return given
+
+
+def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datetime) -> Reminder:
+    """A pending reminder from a validated request; 422 naming every field at fault."""
+    errors = _Errors()
+    planned = errors.attempt(
+        lambda: schedule_of(zone=item.zone, at=item.at, repeat=item.repeat, now=now)
+    )
+    freshness = errors.attempt(lambda: parse_freshness(item.freshness))
+    errors.check()
+    assert planned is not None
+    assert freshness is not None
+    schedule, due = planned
+    shard = shard_of(owner)
+    return Reminder(
+        id=new_reminder_id(shard, now),
+        owner=owner,
+        shard=shard,
+        text=item.text,
+        channel=item.channel,
+        schedule=schedule,
+        at=normalised_at(schedule, item.at),
+        repeat=item.repeat,
+        status=ReminderStatus.PENDING,
+        due_at=due,
+        freshness=freshness,
+        metadata=item.metadata,
+        source=source,
+        snoozed_from=None,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def check_patch(patch: ReminderPatch) -> None:
+    """422 unless the body is exactly one snooze, or an edit of non-null fields."""
+    fields = patch.model_fields_set
+    if not fields:
+        raise invalid([FieldError("body", "give a snooze or the fields to change")])
+    snooze = fields & SNOOZE_FIELDS
+    edits = fields - SNOOZE_FIELDS
+    errors = [FieldError(f, "cannot be combined with a snooze") for f in sorted(edits) if snooze]
+    if len(snooze) > 1:
+        errors.append(FieldError("snooze_until", "give `snooze` or `snooze_until`, not both"))
+    for name in sorted(snooze | (edits & set(NOT_NULL))):
+        if getattr(patch, name) is None:
+            errors.append(FieldError(name, "may not be null"))
+    if errors:
+        raise invalid(errors)
+
+
+def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminder:
+    """The reminder after an edit. A changed `at`, `repeat` or `zone` recomputes the
+    schedule from now, and re-arms a reminder that rang or ended as pending again."""
+    if current.status is ReminderStatus.CANCELLED:
+        raise Problem(409, "cancelled", "a cancelled reminder cannot be edited; create another")
+    fields = patch.model_fields_set
+    errors = _Errors()
+    freshness = current.freshness
+    if "freshness" in fields and patch.freshness is not None:
+        freshness = errors.attempt(lambda: parse_freshness(patch.freshness or "")) or 0
+    changed = replace(
+        current,
+        text=patch.text if "text" in fields and patch.text else current.text,
+        channel=patch.channel if "channel" in fields and patch.channel else current.channel,
+        metadata=patch.metadata if "metadata" in fields else current.metadata,
+        freshness=freshness,
+        updated_at=now,
+    )
+    if fields & SCHEDULE_FIELDS:
+        changed = errors.attempt(lambda: _rescheduled(changed, patch, now)) or changed
+    errors.check()
+    return changed
+
+
+def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Reminder:
+    fields = patch.model_fields_set
+    zone = patch.zone if "zone" in fields and patch.zone else current.schedule.zone
+    at = patch.at if "at" in fields else current.at
+    repeat = patch.repeat if "repeat" in fields else current.repeat
+    schedule, due = schedule_of(zone=zone, at=at, repeat=repeat, now=now)
+    return replace(
+        current,
+        schedule=schedule,
+        at=normalised_at(schedule, at),
+        repeat=repeat,
+        status=ReminderStatus.PENDING,
+        due_at=due,
+    )
+
+
+def snooze_due(current: Reminder, patch: ReminderPatch, *, now: datetime) -> datetime:
+    """When a snoozed ring rings again. `snooze` counts from now, or from the due time when
+    that is still ahead: a snooze never brings a reminder forward."""
+    if patch.snooze_until is not None:
+        try:
+            return schedule_of(
+                zone=current.schedule.zone, at=patch.snooze_until, repeat=None, now=now
+            )[1]
+        except InvalidInput as error:
+            raise invalid([FieldError("snooze_until", error.message)]) from None
+    try:
+        seconds = parse_duration(
+            patch.snooze or "", field="snooze", minimum=SNOOZE_MIN, maximum=SNOOZE_MAX
+        )
+    except InvalidInput as error:
+        raise invalid([FieldError("snooze", error.message)]) from None
+    start = max(now, current.due_at) if current.due_at else now
+    return start + timedelta(seconds=seconds)
+
+
+def moved_one_off(current: Reminder, due: datetime, *, now: datetime) -> Reminder:
+    """A pending one-off moved to ring at `due` instead (its `at` becomes that instant)."""
+    return replace(
+        current,
+        schedule=Schedule(zone=current.schedule.zone, anchor=due, rule=None),
+        at=format_utc(due),
+        due_at=due,
+        updated_at=now,
+    )
+
+
+def snoozed_copy(current: Reminder, firing_id: str, due: datetime, *, now: datetime) -> Reminder:
+    """The fresh one-off a snoozed ring becomes, linked to that ring. It keeps the source,
+    so its ring goes where the original's went."""
+    return replace(
+        current,
+        id=new_reminder_id(current.shard, now),
+        schedule=Schedule(zone=current.schedule.zone, anchor=due, rule=None),
+        at=format_utc(due),
+        repeat=None,
+        status=ReminderStatus.PENDING,
+        due_at=due,
+        snoozed_from=firing_id,
+        version=1,
+        created_at=now,
+        updated_at=now,
+        last_firing=None,
+    )

@@ -1,0 +1,212 @@
+"""The API's request and response shapes (they are also what `/openapi.json` shows).
+
+Requests forbid unknown fields, so a typo (`repat`) is an error rather than a field quietly
+ignored. Strings may not hold NUL characters: PostgreSQL cannot store them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from tocsin.domain import Channel, FiringState, Outcome, ReminderStatus
+
+OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
+MAX_METADATA_BYTES = 4096
+MAX_BATCH = 1000
+DEFAULT_FRESHNESS = "10m"
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+def _plain_json(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        size = len(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        raise ValueError("must be plain JSON (integers within 64 bits)") from None
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON, is {size}")
+    if _has_nul(value):
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+Text = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_not_blank)]
+Owner = Annotated[str, Field(pattern=OWNER_PATTERN, examples=["ana"])]
+Zone = Annotated[
+    str, Field(min_length=1, max_length=64, examples=["America/New_York"]), AfterValidator(_no_nul)
+]
+At = Annotated[str, Field(max_length=64, examples=["2026-10-26T09:00"]), AfterValidator(_no_nul)]
+Repeat = Annotated[
+    str, Field(max_length=500, examples=["every Monday 09:00"]), AfterValidator(_no_nul)
+]
+Duration = Annotated[str, Field(max_length=32, examples=["10m"]), AfterValidator(_no_nul)]
+Metadata = Annotated[dict[str, Any] | None, AfterValidator(_plain_json)]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReminderIn(_Request):
+    """A reminder to save. `owner` may be left out with an owner token (it is the token's)."""
+
+    owner: Owner | None = None
+    text: Annotated[Text, AfterValidator(_no_nul)]
+    channel: Channel
+    zone: Zone
+    at: At | None = None
+    repeat: Repeat | None = None
+    freshness: Duration = DEFAULT_FRESHNESS
+    metadata: Metadata = None
+
+
+class BatchIn(_Request):
+    """Up to 1,000 reminders, each validated on its own."""
+
+    items: list[Any] = Field(
+        min_length=1,
+        max_length=MAX_BATCH,
+        description="Each item is a reminder, as `POST /v1/reminders` takes it.",
+    )
+
+
+class ReminderPatch(_Request):
+    """Either a snooze (`snooze` or `snooze_until`) or an edit (any other fields), not both."""
+
+    snooze: Duration | None = Field(default=None, description="How long to snooze: `10m`.")
+    snooze_until: At | None = Field(default=None, description="When to ring again.")
+    text: Annotated[Text, AfterValidator(_no_nul)] | None = None
+    channel: Channel | None = None
+    zone: Zone | None = None
+    at: At | None = None
+    repeat: Repeat | None = None
+    freshness: Duration | None = None
+    metadata: Metadata = None
+
+
+class OccurrencesIn(_Request):
+    """A schedule to preview without saving it."""
+
+    zone: Zone
+    at: At | None = None
+    repeat: Repeat | None = None
+    count: int = Field(default=10, ge=1, le=100)
+
+
+# -- answers (documentation: handlers build the JSON themselves) ------------------------------
+
+
+class LastFiringOut(BaseModel):
+    id: str
+    due: str
+    state: FiringState
+
+
+class ReminderOut(BaseModel):
+    id: str
+    owner: str
+    text: str
+    channel: Channel
+    zone: str
+    at: str | None
+    repeat: str | None
+    rule: str | None
+    status: ReminderStatus
+    next: str | None = Field(description="The next ring, UTC: `2026-10-26T13:00:00Z`.")
+    next_local: str | None = Field(description="The next ring in `zone`, with its offset.")
+    freshness: str
+    metadata: dict[str, Any] | None
+    source: str | None
+    created_at: str
+    updated_at: str
+    last_firing: LastFiringOut | None = None
+    snoozed_from: str | None = None
+
+
+class ReminderListOut(BaseModel):
+    reminders: list[ReminderOut]
+    next_cursor: str | None
+
+
+class ProblemOut(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, str]] | None = None
+
+
+class BatchItemOut(BaseModel):
+    index: int
+    status: Literal["created", "invalid"]
+    reminder: ReminderOut | None = None
+    problem: ProblemOut | None = None
+
+
+class BatchOut(BaseModel):
+    created: int
+    invalid: int
+    items: list[BatchItemOut]
+
+
+class OccurrenceOut(BaseModel):
+    at: str
+    local: str
+
+
+class OccurrencesOut(BaseModel):
+    occurrences: list[OccurrenceOut]
+
+
+class AttemptOut(BaseModel):
+    number: int
+    at: str
+    channel: Channel
+    outcome: Outcome
+    error: str | None
+    provider_id: str | None
+
+
+class FiringOut(BaseModel):
+    id: str
+    state: FiringState
+    due: str
+    deadline: str
+    channel: Channel
+    attempts: int
+    next_attempt_at: str | None
+    sent_at: str | None
+    provider_id: str | None
+    last_error: str | None
+    snoozed_by: str | None
+    created_at: str
+    history: list[AttemptOut]
+
+
+class FiringsOut(BaseModel):
+    firings: list[FiringOut]

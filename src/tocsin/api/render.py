@@ -1,0 +1,131 @@
+"""How stored values look on the wire: reminders, firings, durations, ETags, cursors."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from tocsin.domain import Attempt, Firing, Reminder
+from tocsin.ids import shard_of_id
+from tocsin.time import format_local, format_utc
+
+_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+class JSON(Response):
+    """A JSON answer rendered by orjson."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        if isinstance(content, bytes):
+            return content
+        return orjson.dumps(content)
+
+
+def format_duration(seconds: int) -> str:
+    """`600` → `10m`: the largest unit that says it exactly."""
+    for suffix, size in _UNITS:
+        if seconds % size == 0:
+            return f"{seconds // size}{suffix}"
+    return f"{seconds}s"  # pragma: no cover - the loop ends at 1 s
+
+
+def reminder(item: Reminder) -> dict[str, Any]:
+    zone = item.schedule.zone
+    body: dict[str, Any] = {
+        "id": item.id,
+        "owner": item.owner,
+        "text": item.text,
+        "channel": item.channel.value,
+        "zone": zone,
+        "at": item.at,
+        "repeat": item.repeat,
+        "rule": item.schedule.rule,
+        "status": item.status.value,
+        "next": format_utc(item.due_at) if item.due_at else None,
+        "next_local": format_local(item.due_at, zone) if item.due_at else None,
+        "freshness": format_duration(item.freshness),
+        "metadata": item.metadata,
+        "source": item.source,
+        "created_at": format_utc(item.created_at),
+        "updated_at": format_utc(item.updated_at),
+    }
+    if item.last_firing is not None:
+        body["last_firing"] = {
+            "id": item.last_firing.id,
+            "due": format_utc(item.last_firing.due_at),
+            "state": item.last_firing.state.value,
+        }
+    if item.snoozed_from is not None:
+        body["snoozed_from"] = item.snoozed_from
+    return body
+
+
+def firing(item: Firing) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "state": item.state.value,
+        "due": format_utc(item.due_at),
+        "deadline": format_utc(item.deadline),
+        "channel": item.channel.value,
+        "attempts": item.attempts,
+        "next_attempt_at": _utc(item.next_attempt_at),
+        "sent_at": _utc(item.sent_at),
+        "provider_id": item.provider_id,
+        "last_error": item.last_error,
+        "snoozed_by": item.snoozed_by,
+        "created_at": format_utc(item.created_at),
+        "history": [attempt(a) for a in item.history],
+    }
+
+
+def attempt(item: Attempt) -> dict[str, Any]:
+    return {
+        "number": item.number,
+        "at": format_utc(item.at),
+        "channel": item.channel.value,
+        "outcome": item.outcome.value,
+        "error": item.error,
+        "provider_id": item.provider_id,
+    }
+
+
+def _utc(instant: Any) -> str | None:
+    return format_utc(instant) if instant is not None else None
+
+
+def etag(version: int) -> str:
+    return f'"{version}"'
+
+
+def etag_matches(if_match: str, version: int) -> bool:
+    """Whether an `If-Match` header names this version (`*` names any)."""
+    wanted = etag(version)
+    for candidate in if_match.split(","):
+        tag = candidate.strip().removeprefix("W/")
+        if tag in ("*", wanted):
+            return True
+    return False
+
+
+def reminder_headers(item: Reminder) -> dict[str, str]:
+    return {"ETag": etag(item.version), "Location": f"/v1/reminders/{item.id}"}
+
+
+def encode_cursor(last_id: str) -> str:
+    return base64.urlsafe_b64encode(last_id.encode()).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> str:
+    """The id a cursor stands for; ValueError for anything we did not hand out."""
+    try:
+        last_id = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError) as error:
+        raise ValueError("not a cursor") from error
+    shard_of_id(last_id)
+    return last_id

@@ -1,0 +1,204 @@
+"""`/v1/reminders…` and `/v1/occurrences`: parse HTTP, call the service, render the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Header, Query
+from starlette.responses import Response
+
+from tocsin.api import changes, idempotency, render
+from tocsin.api.context import Caller, Context
+from tocsin.api.idempotency import Answer, IdempotencyKey
+from tocsin.api.models import (
+    OWNER_PATTERN,
+    BatchIn,
+    BatchOut,
+    FiringsOut,
+    OccurrencesIn,
+    OccurrencesOut,
+    ProblemOut,
+    ReminderIn,
+    ReminderListOut,
+    ReminderOut,
+    ReminderPatch,
+)
+from tocsin.domain import Reminder, ReminderStatus
+from tocsin.time import Occurrence, format_utc
+
+_PROBLEM: dict[str, Any] = {
+    "model": ProblemOut,
+    "content": {"application/problem+json": {}},
+}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {**_PROBLEM, "description": text}
+    for code, text in {
+        400: "Malformed JSON",
+        401: "Missing or bad API key or owner token",
+        413: "Body over 64 KiB",
+        415: "Not JSON",
+        422: "Invalid input, naming each field at fault",
+        503: "Database unavailable (see Retry-After)",
+    }.items()
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {**_PROBLEM, "description": "No such reminder"}}
+_CONFLICT: dict[int | str, dict[str, Any]] = {409: {**_PROBLEM, "description": "See `detail`"}}
+
+router = APIRouter(prefix="/v1", tags=["reminders"], responses=_ERRORS)
+
+IdempotencyHeader = Annotated[
+    str | None,
+    Header(
+        alias=idempotency.HEADER,
+        description="Retries with the same key (and body) get the first answer back.",
+    ),
+]
+
+
+@router.post("/reminders", status_code=201, response_model=ReminderOut, summary="Save a reminder")
+async def create_reminder(
+    item: ReminderIn, context: Context, caller: Caller, idempotency_key: IdempotencyHeader = None
+) -> Response:
+    payload = item.model_dump(mode="json", exclude_unset=True)
+    key = _key(idempotency_key, caller.scope, "/v1/reminders", payload)
+    answer = await context.reminders.create(caller, item, key)
+    return _answer(answer, _created_headers(answer))
+
+
+@router.post(
+    "/reminders:batch",
+    response_model=BatchOut,
+    summary="Save up to 1,000 reminders; each item is created or says why not",
+)
+async def create_batch(
+    batch: BatchIn, context: Context, caller: Caller, idempotency_key: IdempotencyHeader = None
+) -> Response:
+    key = _key(idempotency_key, caller.scope, "/v1/reminders:batch", batch.items)
+    return _answer(await context.reminders.create_batch(caller, batch.items, key), {})
+
+
+@router.get(
+    "/reminders", response_model=ReminderListOut, summary="One page of an owner's reminders"
+)
+async def list_reminders(
+    context: Context,
+    caller: Caller,
+    owner: Annotated[str | None, Query(pattern=OWNER_PATTERN)] = None,
+    status: ReminderStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    page, next_cursor = await context.reminders.list_page(
+        caller, owner=owner, status=status, limit=limit, cursor=cursor
+    )
+    return render.JSON(
+        {"reminders": [render.reminder(r) for r in page], "next_cursor": next_cursor}
+    )
+
+
+@router.get("/reminders/{reminder_id}", response_model=ReminderOut, responses=_NOT_FOUND)
+async def get_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
+    return _reminder(await context.reminders.get(caller, reminder_id))
+
+
+@router.patch(
+    "/reminders/{reminder_id}",
+    response_model=ReminderOut,
+    summary="Snooze (200 moved, or 201 a new one-off) or edit (needs If-Match)",
+    responses={
+        **_NOT_FOUND,
+        **_CONFLICT,
+        201: {"model": ReminderOut, "description": "Snoozed into a new one-off reminder"},
+        412: {**_PROBLEM, "description": "If-Match is stale"},
+        428: {**_PROBLEM, "description": "An edit without If-Match"},
+    },
+)
+async def change_reminder(
+    reminder_id: str,
+    patch: ReminderPatch,
+    context: Context,
+    caller: Caller,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    changes.check_patch(patch)
+    if patch.model_fields_set & changes.SNOOZE_FIELDS:
+        status, saved = await context.reminders.snooze(caller, reminder_id, patch)
+        return _reminder(saved, status)
+    return _reminder(await context.reminders.edit(caller, reminder_id, patch, if_match))
+
+
+@router.delete(
+    "/reminders/{reminder_id}",
+    status_code=204,
+    summary="Cancel a pending reminder",
+    responses={**_NOT_FOUND, **_CONFLICT},
+)
+async def cancel_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
+    await context.reminders.cancel(caller, reminder_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/reminders/{reminder_id}/occurrences", response_model=OccurrencesOut, responses=_NOT_FOUND
+)
+async def reminder_occurrences(
+    reminder_id: str,
+    context: Context,
+    caller: Caller,
+    count: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> Response:
+    found = await context.reminders.occurrences(caller, reminder_id, count)
+    return _occurrences(found)
+
+
+@router.post("/occurrences", response_model=OccurrencesOut, summary="Preview a schedule")
+async def preview_occurrences(body: OccurrencesIn, context: Context, caller: Caller) -> Response:
+    return _occurrences(context.reminders.preview(body))
+
+
+@router.get("/reminders/{reminder_id}/firings", response_model=FiringsOut, responses=_NOT_FOUND)
+async def reminder_firings(
+    reminder_id: str,
+    context: Context,
+    caller: Caller,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> Response:
+    found = await context.reminders.firings(caller, reminder_id, limit)
+    return render.JSON({"firings": [render.firing(f) for f in found]})
+
+
+def _key(header: str | None, scope: str, path: str, payload: Any) -> IdempotencyKey | None:
+    return idempotency.idempotency_key(
+        header, scope=scope, method="POST", path=path, payload=payload
+    )
+
+
+def _reminder(reminder: Reminder, status: int = 200) -> Response:
+    return render.JSON(
+        render.reminder(reminder), status_code=status, headers=render.reminder_headers(reminder)
+    )
+
+
+def _answer(answer: Answer, headers: dict[str, str]) -> Response:
+    if answer.replayed:
+        headers = {**headers, "Idempotent-Replayed": "true"}
+    return render.JSON(answer.body, status_code=answer.status, headers=headers)
+
+
+def _created_headers(answer: Answer) -> dict[str, str]:
+    if answer.status != 201:
+        return {}
+    reminder_id = orjson.loads(answer.body)["id"]
+    return {"ETag": render.etag(1), "Location": f"/v1/reminders/{reminder_id}"}
+
+
+def _occurrences(found: list[Occurrence]) -> Response:
+    return render.JSON(
+        {
+            "occurrences": [
+                {"at": format_utc(o.at), "local": o.local.isoformat(timespec="seconds")}
+                for o in found
+            ]
+        }
+    )

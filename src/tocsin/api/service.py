@@ -1,0 +1,248 @@
+"""What each reminder request does, between the routes (HTTP) and the store (rows).
+
+Every change is a conditional write: a create saves all or nothing, an edit or a snooze of a
+pending one-off applies only on the version it was decided on, a cancel only while pending.
+When a conditional write loses, the row is read again to say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from tocsin.api import changes, render
+from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
+from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch
+from tocsin.api.problems import FieldError, Problem, field_errors, invalid
+from tocsin.api.security import Principal
+from tocsin.clock import Clock
+from tocsin.domain import Firing, FiringState, Reminder, ReminderStatus
+from tocsin.store import Store
+from tocsin.time import Occurrence, occurrences
+
+_RINGING = (FiringState.QUEUED, FiringState.SENDING)
+_RETRIES = 3
+
+
+class ReminderService:
+    """The reminders API's use cases, for one store and clock."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    # -- create ------------------------------------------------------------------------------
+
+    async def create(
+        self, principal: Principal, item: ReminderIn, key: IdempotencyKey | None
+    ) -> Answer:
+        earlier = await find_answer(self.store, key)
+        if earlier is not None:
+            return earlier
+        now = self.clock.now()
+        owner = owner_for(principal, item.owner)
+        made = changes.new_reminder(item, owner=owner, source=principal.source, now=now)
+        answer = Answer(201, orjson.dumps(render.reminder(made)))
+        return await save_once(self.store, [made], answer, key=key, now=now)
+
+    async def create_batch(
+        self, principal: Principal, items: Sequence[Any], key: IdempotencyKey | None
+    ) -> Answer:
+        earlier = await find_answer(self.store, key)
+        if earlier is not None:
+            return earlier
+        now = self.clock.now()
+        results: list[dict[str, Any]] = []
+        made: list[Reminder] = []
+        for index, raw in enumerate(items):
+            try:
+                reminder = self._batch_item(principal, index, raw, now)
+            except Problem as problem:
+                results.append({"index": index, "status": "invalid", "problem": problem.to_dict()})
+                continue
+            made.append(reminder)
+            results.append(
+                {"index": index, "status": "created", "reminder": render.reminder(reminder)}
+            )
+        summary = {"created": len(made), "invalid": len(items) - len(made), "items": results}
+        answer = Answer(200, orjson.dumps(summary))
+        if not made:
+            return answer
+        return await save_once(self.store, made, answer, key=key, now=now)
+
+    def _batch_item(self, principal: Principal, index: int, raw: Any, now: Any) -> Reminder:
+        prefix = f"items.{index}."
+        try:
+            item = ReminderIn.model_validate(raw)
+            return changes.new_reminder(
+                item, owner=owner_for(principal, item.owner), source=principal.source, now=now
+            )
+        except ValidationError as error:
+            raise invalid(field_errors(error.errors(), prefix=prefix)) from None
+        except Problem as problem:
+            fields = [FieldError(prefix + e.field, e.message) for e in problem.errors]
+            raise Problem(problem.status, problem.slug, problem.detail, errors=fields) from None
+
+    # -- read ------------------------------------------------------------------------------
+
+    async def get(self, principal: Principal, reminder_id: str) -> Reminder:
+        """The reminder, or 404 when it does not exist or the caller may not see it."""
+        found = await self.store.get_reminder(reminder_id)
+        if found is None or not principal.may_see(found.owner):
+            raise Problem(404, "not-found", f"no reminder {reminder_id}")
+        return found
+
+    async def list_page(
+        self,
+        principal: Principal,
+        *,
+        owner: str | None,
+        status: ReminderStatus | None,
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[Reminder], str | None]:
+        """One page of the owner's reminders and the cursor of the next (None at the end)."""
+        listed_owner = owner_for(principal, owner)
+        after = None
+        if cursor:
+            try:
+                after = render.decode_cursor(cursor)
+            except ValueError:
+                raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
+        rows = await self.store.list_reminders(
+            listed_owner, status=status, after_id=after, limit=limit + 1
+        )
+        page = rows[:limit]
+        next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
+        return page, next_cursor
+
+    async def occurrences(
+        self, principal: Principal, reminder_id: str, count: int
+    ) -> list[Occurrence]:
+        """The next `count` rings of a saved reminder, from its next due (none unless
+        pending)."""
+        found = await self.get(principal, reminder_id)
+        if found.status is not ReminderStatus.PENDING or found.due_at is None:
+            return []
+        return occurrences(found.schedule, found.due_at, count)
+
+    def preview(self, body: OccurrencesIn) -> list[Occurrence]:
+        """The next rings of a schedule that is not saved, from now."""
+        now = self.clock.now()
+        schedule, due = changes.schedule_of(zone=body.zone, at=body.at, repeat=body.repeat, now=now)
+        return occurrences(schedule, due, body.count)
+
+    async def firings(self, principal: Principal, reminder_id: str, limit: int) -> list[Firing]:
+        await self.get(principal, reminder_id)
+        return await self.store.list_firings(reminder_id, limit=limit)
+
+    # -- change ------------------------------------------------------------------------------
+
+    async def cancel(self, principal: Principal, reminder_id: str) -> None:
+        """Cancel a pending reminder; 409 saying why when it is not pending."""
+        await self.get(principal, reminder_id)
+        if await self.store.cancel_reminder(reminder_id, now=self.clock.now()) is not None:
+            return
+        raise cancel_conflict(await self.get(principal, reminder_id))
+
+    async def edit(
+        self, principal: Principal, reminder_id: str, patch: ReminderPatch, if_match: str | None
+    ) -> Reminder:
+        """Apply an edit on the version the caller last saw (`If-Match`)."""
+        current = await self.get(principal, reminder_id)
+        if if_match is None:
+            raise Problem(
+                428, "precondition-required", "an edit needs If-Match with the reminder's ETag"
+            )
+        if not render.etag_matches(if_match, current.version):
+            raise stale(current)
+        updated = changes.edited(current, patch, now=self.clock.now())
+        saved = await self.store.update_reminder(updated, expected_version=current.version)
+        if saved is None:
+            raise stale(await self.get(principal, reminder_id))
+        return saved
+
+    async def snooze(
+        self, principal: Principal, reminder_id: str, patch: ReminderPatch
+    ) -> tuple[int, Reminder]:
+        """Snooze: a pending one-off moves (200); a ring that went off, or a series' last
+        ring, becomes a fresh one-off linked to it (201)."""
+        for _ in range(_RETRIES):
+            current = await self.get(principal, reminder_id)
+            now = self.clock.now()
+            due = changes.snooze_due(current, patch, now=now)
+            if not _is_pending_one_off(current):
+                return 201, await self._snooze_ring(current, due)
+            moved = changes.moved_one_off(current, due, now=now)
+            saved = await self.store.update_reminder(moved, expected_version=current.version)
+            if saved is not None:
+                return 200, saved
+        raise Problem(409, "conflict", "the reminder kept changing while snoozing it; retry")
+
+    async def _snooze_ring(self, current: Reminder, due: Any) -> Reminder:
+        if current.status is ReminderStatus.CANCELLED:
+            raise Problem(409, "cancelled", "a cancelled reminder cannot be snoozed")
+        ring = current.last_firing
+        if ring is None:
+            raise Problem(409, "not-rung", "the series has not rung yet: nothing to snooze")
+        copy = changes.snoozed_copy(current, ring.id, due, now=self.clock.now())
+        if not await self.store.snooze_firing(ring.id, copy):
+            raise await self._already_snoozed(current, ring.id)
+        return copy
+
+    async def _already_snoozed(self, current: Reminder, firing_id: str) -> Problem:
+        snoozed_by = None
+        for firing in await self.store.list_firings(current.id, limit=5):
+            if firing.id == firing_id:
+                snoozed_by = firing.snoozed_by
+        detail = f"its last ring {firing_id} was snoozed already"
+        return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
+
+
+def owner_for(principal: Principal, owner: str | None) -> str:
+    """The owner a request is about: the token's own for an owner token, else as given."""
+    if principal.owner is not None:
+        if owner is not None and owner != principal.owner:
+            detail = "an owner token may only act for its own owner"
+            raise Problem(403, "forbidden", detail, errors=[FieldError("owner", detail)])
+        return principal.owner
+    if owner is None:
+        raise invalid([FieldError("owner", "required")])
+    return owner
+
+
+def _is_pending_one_off(reminder: Reminder) -> bool:
+    return reminder.status is ReminderStatus.PENDING and reminder.schedule.rule is None
+
+
+def stale(current: Reminder) -> Problem:
+    return Problem(
+        412,
+        "precondition-failed",
+        f"the reminder changed since you read it: its ETag is now {render.etag(current.version)}",
+        headers={"ETag": render.etag(current.version)},
+    )
+
+
+def cancel_conflict(current: Reminder) -> Problem:
+    """Why a reminder could not be cancelled, from its row as it is now."""
+    ring = current.last_firing
+    reasons = {
+        ReminderStatus.CANCELLED: ("already-cancelled", "it was cancelled already"),
+        ReminderStatus.ENDED: ("ended", "the series has no occurrence left"),
+        ReminderStatus.PENDING: ("conflict", "it changed while cancelling it; retry"),
+    }
+    if current.status is ReminderStatus.FIRED:
+        if ring is not None and ring.state in _RINGING:
+            slug, detail = "ringing", "it is ringing now"
+        else:
+            slug, detail = "already-rang", "it already rang"
+    else:
+        slug, detail = reasons[current.status]
+    extra: dict[str, Any] = {"reminder_status": current.status.value}
+    if ring is not None:
+        extra["last_firing"] = {"id": ring.id, "state": ring.state.value}
+    return Problem(409, slug, detail, extra=extra)

@@ -1,0 +1,123 @@
+"""Credentials: API keys for apps, signed owner tokens for people, webhook signing secrets.
+
+API keys are 32 random bytes, so a plain SHA-256 of the key is enough to store them: a slow
+password hash (bcrypt, argon2) protects low-entropy secrets against guessing, and nobody can
+guess 256 random bits, while a fast hash lets every request look its key up by an index.
+
+Owner tokens are stateless: `to_<owner>.<expiry>.<signature>`, the signature being
+HMAC-SHA256 over the owner and the expiry with the deployment's secret (`TOCSIN_SECRET`, or
+the one kept in the database so every process shares it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import re
+import secrets
+from datetime import datetime
+
+from tocsin.domain import App
+from tocsin.store import Store
+
+API_KEY_PREFIX = "tk_"
+OWNER_CREDENTIAL_PREFIX = "to_"
+WEBHOOK_SIGNING_PREFIX = "whsec_"
+SIGNING_KEY_NAME = "owner-token"  # the name `Store.ensure_secret` keeps it under
+APP_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_SIGNED = b"tocsin-owner-token-v1"
+
+
+def new_api_key() -> str:
+    """A fresh API key: `tk_` and 32 random bytes, URL-safe."""
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_api_key(key: str) -> str:
+    """The hex SHA-256 of a key: what is stored and looked up (see the module docstring)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_webhook_secret() -> str:
+    """A Standard Webhooks signing secret: `whsec_` and base64 of 32 random bytes."""
+    return WEBHOOK_SIGNING_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def new_signing_secret() -> str:
+    """A fresh deployment secret for owner tokens."""
+    return secrets.token_urlsafe(32)
+
+
+def new_app(name: str, *, webhook_url: str | None, now: datetime) -> tuple[App, str]:
+    """A new app and its key in clear text (shown once, never stored)."""
+    if not APP_NAME.fullmatch(name):
+        raise ValueError("an app name is 1-64 characters of letters, digits, '.', '_' or '-'")
+    key = new_api_key()
+    app = App(
+        name=name,
+        key_hash=hash_api_key(key),
+        key_prefix=key[:11],
+        created_at=now,
+        webhook_url=webhook_url,
+        webhook_secret=new_webhook_secret() if webhook_url else None,
+    )
+    return app, key
+
+
+async def owner_token_secret(store: Store, configured: str | None) -> str:
+    """The secret owner tokens are signed with: the configured one, else the database's."""
+    if configured:
+        return configured
+    return await store.ensure_secret(SIGNING_KEY_NAME, new_signing_secret())
+
+
+def sign_owner_token(owner: str, *, expires: datetime, secret: str) -> str:
+    """A token that lets its bearer see and change `owner`'s reminders until `expires`."""
+    encoded = _b64(owner.encode())
+    expiry = str(int(expires.timestamp()))
+    return f"{OWNER_CREDENTIAL_PREFIX}{encoded}.{expiry}.{_signature(secret, owner, expiry)}"
+
+
+def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
+    """The owner a valid, unexpired token names, or None."""
+    if not token.startswith(OWNER_CREDENTIAL_PREFIX):
+        return None
+    parts = token[len(OWNER_CREDENTIAL_PREFIX) :].split(".")
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    encoded, expiry, signature = parts
+    try:
+        owner = _unb64(encoded).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    if not hmac.compare_digest(signature, _signature(secret, owner, expiry)):
+        return None
+    if int(expiry) <= now.timestamp():
+        return None
+    return owner
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to `host` keeps the server reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _signature(secret: str, owner: str, expiry: str) -> str:
+    message = b"\n".join((_SIGNED, owner.encode(), expiry.encode()))
+    return _b64(hmac.new(secret.encode(), message, hashlib.sha256).digest())
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

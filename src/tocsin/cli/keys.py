@@ -1,0 +1,107 @@
+"""`tocsin keys`: create API keys for apps, list them, and sign owner tokens."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tocsin.api.models import OWNER_PATTERN
+from tocsin.auth import new_app, owner_token_secret, sign_owner_token
+from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
+from tocsin.domain import App
+from tocsin.errors import InvalidInput, StoreError
+from tocsin.settings import Settings
+from tocsin.store import Store
+from tocsin.time import parse_duration
+
+TTL_MIN = 60
+TTL_MAX = 366 * 86400
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("keys", help="API keys and owner tokens")
+    commands = parser.add_subparsers(dest="keys_command", metavar="SUBCOMMAND", required=True)
+
+    create = commands.add_parser("create", help="create an app's API key (printed once)")
+    create.add_argument("--app", required=True, help="the app's name, recorded as `source`")
+    create.add_argument("--webhook-url", help="where the app's webhook reminders are sent")
+    add_database_arguments(create)
+    create.set_defaults(handler=_handler(_create))
+
+    listing = commands.add_parser("list", help="list the apps that have keys")
+    add_database_arguments(listing)
+    listing.set_defaults(handler=_handler(_list))
+
+    token = commands.add_parser("owner-token", help="sign a token for one owner's own page")
+    token.add_argument("owner", help="the owner the token may see and change")
+    token.add_argument("--ttl", default="30d", help="how long it is valid (default 30d)")
+    add_database_arguments(token)
+    token.set_defaults(handler=_handler(_owner_token))
+
+
+Command = Callable[[Store, Settings, argparse.Namespace], Awaitable[int]]
+
+
+def _handler(command: Command) -> Callable[[argparse.Namespace], int]:
+    def handle(args: argparse.Namespace) -> int:
+        settings = settings_from(args)
+        try:
+            return asyncio.run(_with_store(command, settings, args))
+        except (StartupError, StoreError, InvalidInput, ValueError) as error:
+            print(f"tocsin keys: {error}", file=sys.stderr)
+            return 1
+
+    return handle
+
+
+async def _with_store(command: Command, settings: Settings, args: argparse.Namespace) -> int:
+    store = await open_ready_store(settings, migrate=args.migrate)
+    try:
+        return await command(store, settings, args)
+    finally:
+        await store.close()
+
+
+async def _create(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    if await store.find_app(name=args.app) is not None:
+        print(f"tocsin keys: an app named {args.app!r} exists already", file=sys.stderr)
+        return 1
+    app, key = new_app(args.app, webhook_url=args.webhook_url, now=datetime.now(UTC))
+    await store.add_app(app)
+    print(f"API key for {app.name} (shown once; keep it secret):")
+    print(key)
+    if app.webhook_secret:
+        print(f"Webhook signing secret for {app.webhook_url} (Standard Webhooks):")
+        print(app.webhook_secret)
+    return 0
+
+
+async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    lister = getattr(store, "list_apps", None)
+    if lister is None:
+        print("tocsin keys: the store cannot list apps yet (Store.list_apps)", file=sys.stderr)
+        return 1
+    apps: list[App] = await lister()
+    print(f"{'APP':<24} {'KEY':<14} {'CREATED':<20} WEBHOOK")
+    for app in apps:
+        created = app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        webhook = app.webhook_url or "-"
+        if app.webhook_url and app.webhook_disabled:
+            webhook += " (disabled)"
+        print(f"{app.name:<24} {app.key_prefix + '…':<14} {created:<20} {webhook}")
+    return 0
+
+
+async def _owner_token(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    if not re.fullmatch(OWNER_PATTERN, args.owner):
+        raise ValueError("an owner is 1-128 characters of letters, digits and . _ : @ -")
+    ttl = parse_duration(args.ttl, field="ttl", minimum=TTL_MIN, maximum=TTL_MAX)
+    expires = datetime.now(UTC) + timedelta(seconds=ttl)
+    secret = await owner_token_secret(store, settings.secret)
+    print(sign_owner_token(args.owner, expires=expires, secret=secret))
+    return 0

@@ -1,0 +1,230 @@
+"""`tocsin serve`: the API, and the services that run beside it, in one process.
+
+`run_services` is where the scheduler joins the API: give it the extra services (anything
+with `async start()` and `async stop()`), and they start before the API listens and stop
+after it has drained. The store is opened in the same event loop and shared by all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+import uvicorn
+
+from tocsin.api import create_app
+from tocsin.auth import is_loopback
+from tocsin.clock import Clock, SystemClock
+from tocsin.errors import SchemaTooOld, StoreUnavailable
+from tocsin.logging import FORMATS, configure_logging
+from tocsin.settings import Settings
+from tocsin.store import Store, open_store
+
+log = logging.getLogger("tocsin.serve")
+
+
+class Service(Protocol):
+    """Something that runs beside the API in the same process (the scheduler, delivery)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+ServiceFactory = Callable[[Store, Settings, Clock], Service]
+
+
+class StartupError(Exception):
+    """A reason not to start, said plainly to the operator."""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the API (and the scheduler) in one process",
+        description="Run the HTTP API, with the scheduler and delivery, in one process. "
+        "On SQLite the database file is created and migrated on start.",
+    )
+    add_server_arguments(parser)
+    parser.set_defaults(handler=run_serve)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
+    add_database_arguments(parser)
+    parser.add_argument("--log-format", choices=FORMATS, default="kv", help="log line format")
+
+
+def add_database_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        metavar="URL-OR-PATH",
+        help="database URL, or a path for SQLite (default TOCSIN_DATABASE_URL or ./tocsin.db)",
+    )
+    parser.add_argument(
+        "--migrate",
+        action="store_true",
+        help="on PostgreSQL, apply missing migrations first (SQLite always migrates)",
+    )
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by the flags given."""
+    settings = Settings()
+    update: dict[str, Any] = {}
+    if getattr(args, "host", None):
+        update["host"] = args.host
+    if getattr(args, "port", None):
+        update["port"] = args.port
+    if args.db:
+        update["database_url"] = args.db if "://" in args.db else f"sqlite:///{args.db}"
+    return settings.model_copy(update=update)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    # The scheduler's factory joins this list once `tocsin.scheduler` exists.
+    services: list[ServiceFactory] = []
+    return serve(args, services)
+
+
+def serve(args: argparse.Namespace, services: Sequence[ServiceFactory]) -> int:
+    """Run the API (with `services`) until SIGINT or SIGTERM; the exit status."""
+    settings = settings_from(args)
+    configure_logging(settings.log_level, args.log_format)
+    try:
+        run_async(_serve(settings, services, migrate=args.migrate))
+    except StartupError as error:
+        log.error("not starting: %s", error)
+        print(f"tocsin: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_async(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main` on uvloop when it is installed, else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop ships with uvicorn[standard]
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
+
+
+async def _serve(settings: Settings, factories: Sequence[ServiceFactory], *, migrate: bool) -> None:
+    store = await open_ready_store(settings, migrate=migrate)
+    try:
+        await check_auth(store, settings.host)
+        clock = SystemClock()
+        app = create_app(store=store, settings=settings, clock=clock)
+        config = uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+        )
+        services = [make(store, settings, clock) for make in factories]
+        await run_services(_Server(config), services)
+    finally:
+        await store.close()
+
+
+async def open_ready_store(settings: Settings, *, migrate: bool) -> Store:
+    """The store, with its schema current: SQLite migrates itself, PostgreSQL only when
+    asked (`migrate`) and otherwise refuses an old schema."""
+    url = settings.database_url
+    try:
+        store = await open_store(url)
+    except StoreUnavailable as error:
+        raise StartupError(f"cannot reach the database {_redacted(url)}: {error}") from error
+    except ValueError as error:
+        raise StartupError(str(error)) from error
+    try:
+        if migrate or not settings.is_postgres:
+            applied = await store.migrate()
+            if applied:
+                log.info("migrated the database", extra={"applied": applied})
+        else:
+            await store.check_schema()
+    except SchemaTooOld as error:
+        await store.close()
+        raise StartupError(
+            "the database schema is older than this version needs: "
+            "run `tocsin migrate` (or start with --migrate)"
+        ) from error
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
+async def check_auth(store: Store, host: str) -> None:
+    """Refuse to listen beyond loopback without API keys; say so when running open."""
+    if await store.count_apps() > 0:
+        return
+    if not is_loopback(host):
+        raise StartupError(
+            f"refusing to listen on {host} without API keys: create one with "
+            "`tocsin keys create --app NAME`, or listen on 127.0.0.1"
+        )
+    log.warning(
+        "no API keys exist: accepting requests without a key on loopback only; "
+        "create one with `tocsin keys create --app NAME`",
+        extra={"host": host},
+    )
+
+
+async def run_services(server: uvicorn.Server, services: Sequence[Service]) -> None:
+    """Start `services`, serve until told to stop (SIGINT/SIGTERM), then stop the services
+    in reverse order — each one that started, even when another failed."""
+    started: list[Service] = []
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, _stopper(server))
+    try:
+        for service in services:
+            await service.start()
+            started.append(service)
+        await server.serve()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        for service in reversed(started):
+            await service.stop()
+
+
+def _stopper(server: uvicorn.Server) -> Callable[[], None]:
+    def stop() -> None:
+        if server.should_exit:
+            server.force_exit = True  # a second signal: stop waiting for open requests
+        server.should_exit = True
+
+    return stop
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, leaving signals to `run_services` (uvicorn's own handling re-raises the
+    signal after shutdown, which would kill the process before the services stop)."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _redacted(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    credentials, _, host = rest.rpartition("@")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}@{host}"
