@@ -1,0 +1,1 @@
+"""Benchmarks and the local peers they (and the engine's tests) run against."""

@@ -1,0 +1,112 @@
+"""Delivery: the firings table is the durable queue; this sends what a worker holds.
+
+`Delivery` wires the parts: a `DeliveryPool` of sender tasks, each attempt made by a
+`Deliverer` and decided by the `RetryPolicy`, results written in batches by a `Recorder`,
+and a `Pickup` loop that takes over retries and firings whose sender vanished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tocsin.channels import Channels
+from tocsin.clock import Clock
+from tocsin.delivery.attempt import Deliverer
+from tocsin.delivery.pickup import Pickup
+from tocsin.delivery.pool import DeliveryPool
+from tocsin.delivery.recorder import Recorder
+from tocsin.delivery.retry import RetryPolicy
+from tocsin.domain import Firing
+from tocsin.store.base import Store
+
+__all__ = ["Delivery", "DeliveryTuning", "RetryPolicy"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeliveryTuning:
+    """Knobs of delivery that operators rarely touch (the rest are in `Settings`)."""
+
+    concurrency: int = 256
+    max_queued: int = 20_000  # firings waiting for a sender task; claims wait beyond this
+    lease: timedelta = timedelta(seconds=20)  # how long a firing is held while `sending`
+    pickup_seconds: float = 1.0
+    pickup_batch: int = 1000
+    record_batch: int = 1000
+    record_seconds: float = 0.05
+
+
+class Delivery:
+    """Sends the firings handed to it and those it picks up, and records every attempt."""
+
+    def __init__(
+        self,
+        store: Store,
+        channels: Channels,
+        policy: RetryPolicy,
+        clock: Clock,
+        *,
+        sender: str,
+        tuning: DeliveryTuning,
+    ) -> None:
+        self.recorder = Recorder(store, batch=tuning.record_batch, interval=tuning.record_seconds)
+        deliverer = Deliverer(channels, policy, clock, sender=sender)
+        self.pool = DeliveryPool(
+            deliverer,
+            self.recorder,
+            clock,
+            concurrency=tuning.concurrency,
+            max_queued=tuning.max_queued,
+            on_retry=self._retry_at,
+        )
+        self.pickup = Pickup(
+            store,
+            self.pool,
+            clock,
+            sender=sender,
+            lease=tuning.lease,
+            interval=tuning.pickup_seconds,
+            batch=tuning.pickup_batch,
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _retry_at(self, when: datetime) -> None:
+        self.pickup.retry_at(when)
+
+    def start(self) -> None:
+        self.pool.start()
+        self._tasks = [
+            asyncio.create_task(self.recorder.run(), name="record-attempts"),
+            asyncio.create_task(self.pickup.run(), name="pickup"),
+        ]
+
+    async def submit(self, firings: Iterable[Firing]) -> None:
+        """Send these firings (claimed by this worker, `sending`); waits while the queue is
+        full."""
+        await self.pool.submit(firings)
+
+    async def stop(self, grace: float) -> None:
+        """Stop picking up, finish what is queued for up to `grace` seconds, write every
+        result. Firings left unsent stay `sending` until their lease runs out."""
+        recorder, pickup = self._tasks or (None, None)
+        await _cancel(pickup)
+        left = await self.pool.drain(grace)
+        if left:
+            logger.warning("%d firings left unsent at stop; others take them over", left)
+        await _cancel(recorder)
+        await self.recorder.close(grace)
+        self._tasks = []
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
