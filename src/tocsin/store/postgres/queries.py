@@ -1,0 +1,345 @@
+"""Every SQL statement of the PostgreSQL backend, named and described: one place per query.
+
+Batches travel as parallel arrays and are expanded with `unnest`, so a batch of thousands is
+one statement and one round trip.
+"""
+
+from __future__ import annotations
+
+# -- migrations -------------------------------------------------------------------------------
+
+# Serialises `migrate` across processes (an arbitrary constant: "tocsin" in ASCII).
+MIGRATION_LOCK_KEY = 0x746F6373696E
+
+LOCK_MIGRATIONS = "SELECT pg_advisory_lock($1)"
+
+UNLOCK_MIGRATIONS = "SELECT pg_advisory_unlock($1)"
+
+# The runner's own bookkeeping table, made before any migration runs.
+CREATE_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    name text NOT NULL,
+    CONSTRAINT schema_migrations_pkey PRIMARY KEY (version)
+)
+"""
+
+# Versions applied so far; NULL when the bookkeeping table does not exist yet.
+APPLIED_VERSIONS = """
+SELECT CASE WHEN to_regclass('schema_migrations') IS NOT NULL
+    THEN (SELECT array_agg(version ORDER BY version) FROM schema_migrations)
+END
+"""
+
+RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
+
+# -- reminders --------------------------------------------------------------------------------
+
+# Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
+# statement (so all or nothing); then announce the reminders due soon ($27: `shard:second`
+# payloads), delivered on commit.
+ADD_REMINDERS = """
+WITH saved_key AS (
+    INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
+    SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
+    WHERE $1::text IS NOT NULL
+), saved AS (
+    INSERT INTO reminders (
+        id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
+        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at
+    )
+    SELECT * FROM unnest(
+        $7::text[], $8::text[], $9::smallint[], $10::text[], $11::text[], $12::text[],
+        $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[],
+        $19::integer[], $20::integer[], $21::json[], $22::text[], $23::text[], $24::integer[],
+        $25::timestamptz[], $26::timestamptz[]
+    )
+)
+SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
+"""
+
+# The idempotency record saved under (scope, key).
+FIND_IDEMPOTENCY = """
+SELECT scope, key, request_hash, status_code, body, created_at
+FROM idempotency_keys WHERE scope = $1 AND key = $2
+"""
+
+# One reminder with its last firing (newest due).
+GET_REMINDER = """
+SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
+FROM reminders AS r
+LEFT JOIN LATERAL (
+    SELECT id, due_at, state FROM firings
+    WHERE reminder_id = r.id ORDER BY due_at DESC LIMIT 1
+) AS last ON true
+WHERE r.id = $1
+"""
+
+# An owner's reminders after a given id, in id order, optionally of one status (index
+# reminders_owner), each with its last firing.
+LIST_REMINDERS = """
+SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
+FROM reminders AS r
+LEFT JOIN LATERAL (
+    SELECT id, due_at, state FROM firings
+    WHERE reminder_id = r.id ORDER BY due_at DESC LIMIT 1
+) AS last ON true
+WHERE r.owner = $1 AND r.id > $2 AND ($3::text IS NULL OR r.status = $3)
+ORDER BY r.id
+LIMIT $4
+"""
+
+# Replace a reminder's mutable fields while its version is $2; return it with its last
+# firing, announcing it ($15: zero or one payload) when it is now due soon.
+UPDATE_REMINDER = """
+WITH saved AS (
+    UPDATE reminders
+    SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
+        status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
+        version = $2 + 1, updated_at = $16
+    WHERE id = $1 AND version = $2
+    RETURNING *
+)
+SELECT saved.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state,
+    (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($15::text[]) AS wake) AS woke
+FROM saved
+LEFT JOIN LATERAL (
+    SELECT id, due_at, state FROM firings
+    WHERE reminder_id = saved.id ORDER BY due_at DESC LIMIT 1
+) AS last ON true
+"""
+
+# Cancel a reminder while it is pending; return it with its last firing.
+CANCEL_REMINDER = """
+WITH cancelled AS (
+    UPDATE reminders
+    SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
+        updated_at = $2
+    WHERE id = $1 AND status = 'pending'
+    RETURNING *
+)
+SELECT cancelled.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
+FROM cancelled
+LEFT JOIN LATERAL (
+    SELECT id, due_at, state FROM firings
+    WHERE reminder_id = cancelled.id ORDER BY due_at DESC LIMIT 1
+) AS last ON true
+"""
+
+# Mark a firing snoozed by a new one-off ($1), once.
+MARK_SNOOZED = """
+UPDATE firings SET snoozed_by = $1 WHERE id = $2 AND snoozed_by IS NULL RETURNING id
+"""
+
+# -- firings ----------------------------------------------------------------------------------
+
+# A reminder's firings, newest due first.
+LIST_FIRINGS = """
+SELECT * FROM firings WHERE reminder_id = $1 ORDER BY due_at DESC LIMIT $2
+"""
+
+# The attempts of several firings.
+LIST_ATTEMPTS = """
+SELECT * FROM attempts WHERE firing_id = ANY($1::text[]) ORDER BY firing_id, number
+"""
+
+# -- apps and secrets -------------------------------------------------------------------------
+
+INSERT_APP = """
+INSERT INTO apps (
+    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7)
+"""
+
+FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = $1"
+
+FIND_APP_BY_KEY_HASH = "SELECT * FROM apps WHERE key_hash = $1"
+
+COUNT_APPS = "SELECT count(*) FROM apps"
+
+DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = true WHERE name = $1"
+
+# Keep the first value saved under a name (table `secrets`).
+KEEP_FIRST_SHARED_VALUE = """
+INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING
+"""
+
+READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
+
+# -- the scheduler ----------------------------------------------------------------------------
+
+# Pending reminders of a bucket range and a shard range: a range scan of reminders_due.
+LOAD_DUE = """
+SELECT * FROM reminders
+WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
+ORDER BY due_at
+LIMIT $5
+"""
+
+# Claim a batch in one statement. `moved` is the conditional update of each row, only while it
+# is still pending at the loaded due time (a series moves on to its next due time, a one-off
+# or finished series ends); each row it moved gets its firing, keyed by the delivery identity
+# ($2), inserted once only. $7: now; $8: sender; $9: the sender's lease end.
+CLAIM = """
+WITH claim AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::integer[],
+        $6::text[]
+    ) AS claim (reminder_id, firing_id, due_at, next_due_at, next_bucket, state)
+), moved AS (
+    UPDATE reminders AS r
+    SET status = CASE
+            WHEN claim.next_due_at IS NOT NULL THEN 'pending'
+            WHEN r.rule IS NULL THEN 'fired'
+            ELSE 'ended'
+        END,
+        due_at = claim.next_due_at,
+        bucket = claim.next_bucket,
+        version = r.version + 1,
+        updated_at = $7
+    FROM claim
+    WHERE r.id = claim.reminder_id AND r.status = 'pending' AND r.due_at = claim.due_at
+    RETURNING claim.firing_id, r.id AS reminder_id, r.owner, r.shard, claim.due_at,
+        r.freshness, r.channel, r.text, r.metadata, r.source, claim.state
+)
+INSERT INTO firings (
+    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+    attempts, next_attempt_at, sender, lease_until, created_at
+)
+SELECT firing_id, reminder_id, owner, shard, due_at,
+    due_at + make_interval(secs => freshness), channel, text, metadata, source, state, 0,
+    CASE WHEN state = 'queued' THEN $7::timestamptz END,
+    CASE WHEN state = 'sending' THEN $8::text END,
+    CASE WHEN state = 'sending' THEN $9::timestamptz END,
+    $7
+FROM moved
+ON CONFLICT (id) DO NOTHING
+RETURNING *
+"""
+
+# Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
+# whose sender's lease ran out (partial indexes firings_queued and firings_sending). Rows
+# another caller is taking are skipped (SKIP LOCKED), so each goes to one caller. Those past
+# their deadline ($1 = now) become `expired` instead.
+TAKE_DELIVERIES = """
+WITH candidate AS (
+    SELECT id, deadline FROM firings
+    WHERE ((state = 'queued' AND next_attempt_at <= $1)
+           OR (state = 'sending' AND lease_until < $1))
+      AND shard BETWEEN $2 AND $3
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE firings AS f
+    SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL
+    FROM candidate
+    WHERE f.id = candidate.id AND candidate.deadline <= $1
+)
+UPDATE firings AS f
+SET state = 'sending', sender = $5, lease_until = $6, next_attempt_at = NULL
+FROM candidate
+WHERE f.id = candidate.id AND candidate.deadline > $1
+RETURNING f.*
+"""
+
+# Move firings on after one attempt each, only while the reporting sender still holds them,
+# and record each attempt; return how many applied.
+RECORD_ATTEMPTS = """
+WITH result AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::integer[],
+        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[]
+    ) AS result (
+        firing_id, sender, state, next_attempt_at, number, at, channel, outcome, error,
+        provider_id
+    )
+), finished AS (
+    UPDATE firings AS f
+    SET state = result.state,
+        attempts = result.number,
+        next_attempt_at = CASE
+            WHEN result.state = 'queued' THEN coalesce(result.next_attempt_at, result.at)
+        END,
+        sender = NULL,
+        lease_until = NULL,
+        sent_at = CASE WHEN result.state = 'sent' THEN result.at ELSE f.sent_at END,
+        provider_id = coalesce(result.provider_id, f.provider_id),
+        last_error = result.error
+    FROM result
+    WHERE f.id = result.firing_id AND f.state = 'sending' AND f.sender = result.sender
+    RETURNING result.*
+), recorded AS (
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
+    SELECT firing_id, number, at, channel, outcome, error, provider_id FROM finished
+    ON CONFLICT (firing_id, number) DO NOTHING
+)
+SELECT count(*) FROM finished
+"""
+
+# -- leases -----------------------------------------------------------------------------------
+
+# A worker's heartbeat.
+BEAT = """
+INSERT INTO workers (worker, heartbeat_at) VALUES ($1, $2)
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+"""
+
+# Forget workers silent for long (they are not live; this only keeps the table small).
+FORGET_WORKERS = "DELETE FROM workers WHERE heartbeat_at < $1"
+
+# Workers whose heartbeat is recent enough to count them live.
+COUNT_LIVE = "SELECT count(*) FROM workers WHERE heartbeat_at >= $1"
+
+# Make the lease rows of a part count once; a new row starts from the lowest watermark any
+# other part count recorded (re-reading a few buckets is safe; skipping them is not).
+ENSURE_PARTS = """
+INSERT INTO leases (parts, part, watermark)
+SELECT $1, part, (SELECT min(watermark) FROM leases WHERE parts <> $1)
+FROM generate_series(0, $1 - 1) AS part
+WHERE (SELECT count(*) FROM leases WHERE parts = $1) < $1
+ON CONFLICT (parts, part) DO NOTHING
+"""
+
+# The parts a worker holds (expired or not: nobody else took them yet), locked.
+HELD = "SELECT part FROM leases WHERE parts = $1 AND holder = $2 ORDER BY part FOR UPDATE"
+
+# Extend the held parts in $3 until $4; release the worker's other parts.
+KEEP_PARTS = """
+UPDATE leases
+SET holder = CASE WHEN part = ANY($3::integer[]) THEN holder END,
+    expires_at = CASE WHEN part = ANY($3::integer[]) THEN $4::timestamptz END
+WHERE parts = $1 AND holder = $2
+"""
+
+# Take up to $5 free or expired parts, lowest first; parts another worker is taking are
+# skipped, and a part is re-checked once locked.
+TAKE_PARTS = """
+UPDATE leases SET holder = $2, expires_at = $3
+WHERE parts = $1 AND part IN (
+    SELECT part FROM leases
+    WHERE parts = $1 AND (holder IS NULL OR expires_at <= $4)
+    ORDER BY part
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+)
+"""
+
+WATERMARKS = "SELECT part, watermark FROM leases WHERE parts = $1 AND holder = $2 ORDER BY part"
+
+# Give up a worker's leases (all of them, or some).
+RELEASE_ALL = "UPDATE leases SET holder = NULL, expires_at = NULL WHERE holder = $1"
+
+RELEASE_SOME = """
+UPDATE leases SET holder = NULL, expires_at = NULL
+WHERE holder = $1 AND part = ANY($2::integer[])
+"""
+
+FORGET_WORKER = "DELETE FROM workers WHERE worker = $1"
+
+# Raise a part's watermark, only while the worker holds it and only upwards.
+ADVANCE_WATERMARK = """
+UPDATE leases SET watermark = $3
+WHERE part = $2 AND holder = $1 AND (watermark IS NULL OR watermark < $3)
+RETURNING part
+"""

@@ -1,0 +1,539 @@
+"""The PostgreSQL backend: asyncpg with a pool, set-based SQL, LISTEN/NOTIFY wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+import asyncpg
+from asyncpg import Record
+
+from tocsin.domain import (
+    App,
+    Attempt,
+    AttemptResult,
+    Channel,
+    Claim,
+    Firing,
+    FiringState,
+    FiringSummary,
+    HeldParts,
+    IdempotencyRecord,
+    Outcome,
+    Reminder,
+    ReminderStatus,
+    Schedule,
+)
+from tocsin.errors import (
+    DuplicateIdempotencyKey,
+    SchemaTooOld,
+    StoreError,
+    StoreUnavailable,
+    TocsinError,
+)
+from tocsin.ids import SHARDS, firing_id
+from tocsin.store import codec
+from tocsin.store.base import DueListener, Store
+from tocsin.store.migrations import migrations_for
+from tocsin.store.postgres import queries as q
+from tocsin.store.postgres.wakeups import Wakeups
+
+T = TypeVar("T")
+
+
+_POOL_MIN = 2
+_POOL_MAX = 10
+_CONNECT_TIMEOUT = 10.0
+_RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
+_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300"}  # shutdown, crash, starting, full
+_RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+
+
+def translate(error: BaseException) -> StoreError:
+    """The Tocsin error for a driver or network error (raise it `from` the original)."""
+    if isinstance(error, asyncpg.PostgresError):
+        state = getattr(error, "sqlstate", None) or ""
+        if isinstance(error, asyncpg.PostgresConnectionError) or state in _UNAVAILABLE_STATES:
+            return StoreUnavailable(f"PostgreSQL unavailable: {error}")
+        return StoreError(f"PostgreSQL: {error}")
+    if isinstance(error, OSError | TimeoutError | ConnectionError):
+        return StoreUnavailable(f"PostgreSQL unreachable: {error!r}")
+    return StoreError(f"PostgreSQL client: {error}")
+
+
+_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+@contextmanager
+def boundary() -> Iterator[None]:
+    """Wrap driver errors raised inside, once, as Tocsin errors."""
+    try:
+        yield
+    except TocsinError:
+        raise
+    except asyncpg.UniqueViolationError as error:
+        if error.constraint_name == "idempotency_keys_pkey":
+            raise DuplicateIdempotencyKey("the idempotency key was used already") from error
+        raise translate(error) from error
+    except _DRIVER_ERRORS as error:
+        raise translate(error) from error
+
+
+class PostgresStore(Store):
+    """`Store` on PostgreSQL. Wake-ups reach listeners in every process (LISTEN/NOTIFY)."""
+
+    def __init__(self, pool: asyncpg.Pool, url: str) -> None:
+        self._pool = pool
+        self._wakeups = Wakeups(lambda: asyncpg.connect(url, timeout=_CONNECT_TIMEOUT))
+
+    @classmethod
+    async def connect(cls, url: str) -> PostgresStore:
+        """Open a connection pool to `postgresql://user@host:port/database`."""
+        with boundary():
+            pool = await asyncpg.create_pool(
+                url, min_size=_POOL_MIN, max_size=_POOL_MAX, timeout=_CONNECT_TIMEOUT
+            )
+        return cls(pool, url)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, *args: Any) -> list[Record]:
+        with boundary():
+            rows: list[Record] = await self._pool.fetch(sql, *args)
+            return rows
+
+    async def _fetchrow(self, sql: str, *args: Any) -> Record | None:
+        with boundary():
+            row: Record | None = await self._pool.fetchrow(sql, *args)
+            return row
+
+    async def _transaction(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run `work` in one transaction, again when it lost a deadlock (all or nothing)."""
+        for attempt in range(_RETRIES):
+            try:
+                with boundary():
+                    async with self._pool.acquire() as connection, connection.transaction():
+                        return await work(connection)
+            except StoreError as error:
+                cause = error.__cause__
+                state = getattr(cause, "sqlstate", None)
+                if state not in _RETRY_STATES or attempt == _RETRIES - 1:
+                    raise
+                await asyncio.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def migrate(self) -> list[int]:
+        with boundary():
+            async with self._pool.acquire() as connection:
+                await connection.execute(q.LOCK_MIGRATIONS, q.MIGRATION_LOCK_KEY)
+                try:
+                    return await _migrate(connection)
+                finally:
+                    await connection.execute(q.UNLOCK_MIGRATIONS, q.MIGRATION_LOCK_KEY)
+
+    async def check_schema(self) -> None:
+        with boundary():
+            applied = set(await self._pool.fetchval(q.APPLIED_VERSIONS) or ())
+        missing = [m.version for m in migrations_for("postgres") if m.version not in applied]
+        if missing:
+            raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+
+    async def close(self) -> None:
+        await self._wakeups.close()
+        with boundary():
+            await self._pool.close()
+
+    # -- reminders -----------------------------------------------------------------------------
+
+    async def add_reminders(
+        self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
+    ) -> None:
+        with boundary():
+            await self._pool.execute(q.ADD_REMINDERS, *_add_args(reminders, idempotency))
+
+    async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        row = await self._fetchrow(q.FIND_IDEMPOTENCY, scope, key)
+        if row is None:
+            return None
+        return IdempotencyRecord(
+            scope=row["scope"],
+            key=row["key"],
+            request_hash=row["request_hash"],
+            status_code=row["status_code"],
+            body=bytes(row["body"]),
+            created_at=row["created_at"],
+        )
+
+    async def get_reminder(self, reminder_id: str) -> Reminder | None:
+        row = await self._fetchrow(q.GET_REMINDER, reminder_id)
+        return None if row is None else _reminder(row)
+
+    async def list_reminders(
+        self,
+        owner: str,
+        *,
+        status: ReminderStatus | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Reminder]:
+        status_value = None if status is None else status.value
+        rows = await self._fetch(q.LIST_REMINDERS, owner, after_id or "", status_value, limit)
+        return [_reminder(row) for row in rows]
+
+    async def update_reminder(
+        self, reminder: Reminder, *, expected_version: int
+    ) -> Reminder | None:
+        wake = [codec.wake_payload(*pair) for pair in codec.wake_ups([reminder])]
+        row = await self._fetchrow(
+            q.UPDATE_REMINDER,
+            reminder.id,
+            expected_version,
+            reminder.text,
+            reminder.channel.value,
+            reminder.schedule.zone,
+            codec.anchor_to_text(reminder.schedule.anchor),
+            reminder.schedule.rule,
+            reminder.at,
+            reminder.repeat,
+            reminder.status.value,
+            reminder.due_at,
+            None if reminder.due_at is None else codec.bucket_of(reminder.due_at),
+            reminder.freshness,
+            codec.dump_json(reminder.metadata),
+            wake,
+            reminder.updated_at,
+        )
+        return None if row is None else _reminder(row)
+
+    async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
+        row = await self._fetchrow(q.CANCEL_REMINDER, reminder_id, now)
+        return None if row is None else _reminder(row)
+
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
+        async def work(connection: asyncpg.Connection) -> bool:
+            if await connection.fetchval(q.MARK_SNOOZED, reminder.id, firing_id) is None:
+                return False
+            await connection.execute(q.ADD_REMINDERS, *_add_args([reminder], None))
+            return True
+
+        return await self._transaction(work)
+
+    async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
+        with boundary():
+            async with self._pool.acquire() as connection, connection.transaction():
+                firings = await connection.fetch(q.LIST_FIRINGS, reminder_id, limit)
+                ids = [row["id"] for row in firings]
+                attempts = await connection.fetch(q.LIST_ATTEMPTS, ids) if ids else []
+        history: dict[str, list[Attempt]] = {}
+        for row in attempts:
+            history.setdefault(row["firing_id"], []).append(_attempt(row))
+        return [_firing(row, tuple(history.get(row["id"], ()))) for row in firings]
+
+    # -- apps and keys -----------------------------------------------------------------------
+
+    async def add_app(self, app: App) -> None:
+        try:
+            with boundary():
+                await self._pool.execute(
+                    q.INSERT_APP,
+                    app.name,
+                    app.key_hash,
+                    app.key_prefix,
+                    app.webhook_url,
+                    app.webhook_secret,
+                    app.webhook_disabled,
+                    app.created_at,
+                )
+        except StoreError as error:
+            if isinstance(error.__cause__, asyncpg.UniqueViolationError):
+                raise StoreError(f"an app named {app.name!r} (or with this key) exists") from error
+            raise
+
+    async def find_app(self, *, name: str | None = None, key_hash: str | None = None) -> App | None:
+        if (name is None) == (key_hash is None):
+            raise ValueError("give exactly one of name and key_hash")
+        if name is not None:
+            row = await self._fetchrow(q.FIND_APP_BY_NAME, name)
+        else:
+            row = await self._fetchrow(q.FIND_APP_BY_KEY_HASH, key_hash)
+        if row is None:
+            return None
+        return App(
+            name=row["name"],
+            key_hash=row["key_hash"],
+            key_prefix=row["key_prefix"],
+            created_at=row["created_at"],
+            webhook_url=row["webhook_url"],
+            webhook_secret=row["webhook_secret"],
+            webhook_disabled=row["webhook_disabled"],
+        )
+
+    async def count_apps(self) -> int:
+        with boundary():
+            count: int = await self._pool.fetchval(q.COUNT_APPS)
+            return count
+
+    async def ensure_secret(self, name: str, value: str) -> str:
+        with boundary():
+            async with self._pool.acquire() as connection:
+                await connection.execute(q.KEEP_FIRST_SHARED_VALUE, name, value)
+                saved: str = await connection.fetchval(q.READ_SHARED_VALUE, name)
+                return saved
+
+    async def disable_webhook(self, name: str) -> None:
+        with boundary():
+            await self._pool.execute(q.DISABLE_WEBHOOK, name)
+
+    # -- the scheduler's side ------------------------------------------------------------------
+
+    async def load_due(
+        self, *, shards: range, first_bucket: int, last_bucket: int, limit: int
+    ) -> list[Reminder]:
+        if not shards or limit <= 0:
+            return []
+        rows = await self._fetch(
+            q.LOAD_DUE, first_bucket, last_bucket, shards.start, shards[-1], limit
+        )
+        return [_reminder(row) for row in rows]
+
+    async def claim(
+        self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
+    ) -> list[Firing]:
+        if not claims:
+            return []
+        # The same order in every batch keeps two overlapping batches from deadlocking often.
+        ordered = sorted(claims, key=lambda claim: claim.reminder_id)
+        args = (
+            [claim.reminder_id for claim in ordered],
+            [firing_id(claim.reminder_id, claim.due_at) for claim in ordered],
+            [claim.due_at for claim in ordered],
+            [claim.next_due_at for claim in ordered],
+            [_opt_bucket(claim.next_due_at) for claim in ordered],
+            [claim.state.value for claim in ordered],
+            now,
+            sender,
+            now + lease,
+        )
+
+        async def work(connection: asyncpg.Connection) -> list[Record]:
+            rows: list[Record] = await connection.fetch(q.CLAIM, *args)
+            return rows
+
+        return [_firing(row, ()) for row in await self._transaction(work)]
+
+    async def take_deliveries(
+        self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
+    ) -> list[Firing]:
+        if limit <= 0 or (shards is not None and not shards):
+            return []
+        first, last = (0, SHARDS - 1) if shards is None else (shards.start, shards[-1])
+
+        async def work(connection: asyncpg.Connection) -> list[Record]:
+            rows: list[Record] = await connection.fetch(
+                q.TAKE_DELIVERIES, now, first, last, limit, sender, now + lease
+            )
+            return rows
+
+        return [_firing(row, ()) for row in await self._transaction(work)]
+
+    async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
+        if not results:
+            return 0
+        args = (
+            [result.firing_id for result in results],
+            [result.sender for result in results],
+            [result.state.value for result in results],
+            [result.next_attempt_at for result in results],
+            [result.attempt.number for result in results],
+            [result.attempt.at for result in results],
+            [result.attempt.channel.value for result in results],
+            [result.attempt.outcome.value for result in results],
+            [result.attempt.error for result in results],
+            [result.attempt.provider_id for result in results],
+        )
+
+        async def work(connection: asyncpg.Connection) -> int:
+            applied: int = await connection.fetchval(q.RECORD_ATTEMPTS, *args)
+            return applied
+
+        return await self._transaction(work)
+
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, now: datetime
+    ) -> HeldParts:
+        async def work(connection: asyncpg.Connection) -> HeldParts:
+            return await _renew(connection, worker, parts, ttl, now)
+
+        return await self._transaction(work)
+
+    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
+        async def work(connection: asyncpg.Connection) -> None:
+            if parts is None:
+                await connection.execute(q.RELEASE_ALL, worker)
+                await connection.execute(q.FORGET_WORKER, worker)
+            else:
+                await connection.execute(q.RELEASE_SOME, worker, list(parts))
+
+        await self._transaction(work)
+
+    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
+        return await self._fetchrow(q.ADVANCE_WATERMARK, worker, part, bucket) is not None
+
+    # -- wake-ups ----------------------------------------------------------------------------
+
+    async def listen_due(self, listener: DueListener) -> Callable[[], None]:
+        with boundary():
+            return await self._wakeups.add(listener)
+
+
+# -- transactions -------------------------------------------------------------------------------
+
+
+async def _migrate(connection: asyncpg.Connection) -> list[int]:
+    await connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
+    done = set(await connection.fetchval(q.APPLIED_VERSIONS) or ())
+    applied: list[int] = []
+    for migration in migrations_for("postgres"):
+        if migration.version in done:
+            continue
+        async with connection.transaction():
+            await connection.execute(migration.sql)
+            await connection.execute(q.RECORD_MIGRATION, migration.version, migration.name)
+        applied.append(migration.version)
+    return applied
+
+
+async def _renew(
+    connection: asyncpg.Connection, worker: str, parts: int, ttl: timedelta, now: datetime
+) -> HeldParts:
+    await connection.execute(q.BEAT, worker, now)
+    await connection.execute(q.FORGET_WORKERS, now - 10 * ttl)
+    live = max(1, await connection.fetchval(q.COUNT_LIVE, now - ttl))
+    share = math.ceil(parts / live)
+    await connection.execute(q.ENSURE_PARTS, parts)
+    held = [row["part"] for row in await connection.fetch(q.HELD, parts, worker)]
+    kept = held[:share]
+    await connection.execute(q.KEEP_PARTS, parts, worker, kept, now + ttl)
+    wanted = share - len(kept)
+    if wanted:
+        await connection.execute(q.TAKE_PARTS, parts, worker, now + ttl, now, wanted)
+    rows = await connection.fetch(q.WATERMARKS, parts, worker)
+    watermarks: dict[int, int | None] = {row["part"]: row["watermark"] for row in rows}
+    return HeldParts(parts=frozenset(watermarks), watermarks=watermarks, live_workers=live)
+
+
+# -- rows to values ------------------------------------------------------------------------------
+
+
+def _opt_bucket(instant: datetime | None) -> int | None:
+    return None if instant is None else codec.bucket_of(instant)
+
+
+def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | None) -> list[object]:
+    key: list[object] = [None] * 6
+    if idempotency is not None:
+        key = [
+            idempotency.scope,
+            idempotency.key,
+            idempotency.request_hash,
+            idempotency.status_code,
+            idempotency.body,
+            idempotency.created_at,
+        ]
+    columns: list[object] = [
+        [r.id for r in reminders],
+        [r.owner for r in reminders],
+        [r.shard for r in reminders],
+        [r.text for r in reminders],
+        [r.channel.value for r in reminders],
+        [r.schedule.zone for r in reminders],
+        [codec.anchor_to_text(r.schedule.anchor) for r in reminders],
+        [r.schedule.rule for r in reminders],
+        [r.at for r in reminders],
+        [r.repeat for r in reminders],
+        [r.status.value for r in reminders],
+        [r.due_at for r in reminders],
+        [_opt_bucket(r.due_at) for r in reminders],
+        [r.freshness for r in reminders],
+        [codec.dump_json(r.metadata) for r in reminders],
+        [r.source for r in reminders],
+        [r.snoozed_from for r in reminders],
+        [r.version for r in reminders],
+        [r.created_at for r in reminders],
+        [r.updated_at for r in reminders],
+    ]
+    wakes = [codec.wake_payload(*pair) for pair in codec.wake_ups(reminders)]
+    return [*key, *columns, wakes]
+
+
+def _reminder(row: Record) -> Reminder:
+    last = None
+    if "last_id" in row and row["last_id"] is not None:
+        last = FiringSummary(
+            id=row["last_id"], due_at=row["last_due_at"], state=FiringState(row["last_state"])
+        )
+    return Reminder(
+        id=row["id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        text=row["text"],
+        channel=Channel(row["channel"]),
+        schedule=Schedule(
+            zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
+        ),
+        at=row["at"],
+        repeat=row["repeat"],
+        status=ReminderStatus(row["status"]),
+        due_at=row["due_at"],
+        freshness=row["freshness"],
+        metadata=codec.load_json(row["metadata"]),
+        source=row["source"],
+        snoozed_from=row["snoozed_from"],
+        version=row["version"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_firing=last,
+    )
+
+
+def _firing(row: Record, history: tuple[Attempt, ...]) -> Firing:
+    return Firing(
+        id=row["id"],
+        reminder_id=row["reminder_id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        due_at=row["due_at"],
+        deadline=row["deadline"],
+        channel=Channel(row["channel"]),
+        text=row["text"],
+        metadata=codec.load_json(row["metadata"]),
+        source=row["source"],
+        state=FiringState(row["state"]),
+        attempts=row["attempts"],
+        next_attempt_at=row["next_attempt_at"],
+        sender=row["sender"],
+        lease_until=row["lease_until"],
+        created_at=row["created_at"],
+        sent_at=row["sent_at"],
+        provider_id=row["provider_id"],
+        last_error=row["last_error"],
+        snoozed_by=row["snoozed_by"],
+        history=history,
+    )
+
+
+def _attempt(row: Record) -> Attempt:
+    return Attempt(
+        number=row["number"],
+        at=row["at"],
+        channel=Channel(row["channel"]),
+        outcome=Outcome(row["outcome"]),
+        error=row["error"],
+        provider_id=row["provider_id"],
+    )
