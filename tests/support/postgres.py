@@ -48,6 +48,28 @@ class PostgresServer:
         _run_admin(self.admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextmanager
+def migrated_template(server: PostgresServer) -> Iterator[str]:
+    """A database with every migration applied, to copy from; dropped on exit."""
+    url = server.create_database()
+    name = url.rpartition("/")[2]
+    try:
+        asyncio.run(_migrate(url))
+        yield name
+    finally:
+        server.drop_database(url)
+
+
+async def _migrate(url: str) -> None:
+    from tocsin.store import open_store
+
+    store = await open_store(url)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+
+
 def _run_admin(url: str, sql: str) -> None:
     async def run() -> None:
         conn = await asyncpg.connect(url)
