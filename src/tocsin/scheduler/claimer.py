@@ -1,0 +1,101 @@
+"""Claims due rings in batches — one `store.claim` transaction per batch — and hands the
+firings straight to delivery."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import timedelta
+
+from tocsin.clock import Clock
+from tocsin.domain import Firing, FiringState
+from tocsin.errors import StoreError
+from tocsin.scheduler.planning import plan
+from tocsin.scheduler.timeline import Entry, Timeline
+from tocsin.store.base import Store
+
+logger = logging.getLogger(__name__)
+
+Handoff = Callable[[Iterable[Firing]], Awaitable[None]]
+
+
+class Claimer:
+    """Runs up to `concurrency` claim transactions of up to `batch` rings at once.
+
+    A claim that fails on the database changes nothing durable: its entries are forgotten
+    and the next sweep finds the rows still pending. A claim whose row moved on (edited,
+    snoozed, cancelled, claimed by another worker) simply inserts no firing.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        timeline: Timeline,
+        clock: Clock,
+        handoff: Handoff,
+        *,
+        sender: str,
+        lease: timedelta,
+        batch: int,
+        concurrency: int,
+    ) -> None:
+        self._store = store
+        self._timeline = timeline
+        self._clock = clock
+        self._handoff = handoff
+        self._sender = sender
+        self._lease = lease
+        self._batch = batch
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.claimed = 0
+        self.expired = 0
+        self.lost = 0  # claims whose row had moved on
+
+    def claim_soon(self, entries: Sequence[Entry]) -> None:
+        """Start claiming these due entries, `batch` at a time."""
+        for start in range(0, len(entries), self._batch):
+            task = asyncio.create_task(self._claim(entries[start : start + self._batch]))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for every claim started to finish and be handed to delivery."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _claim(self, entries: Sequence[Entry]) -> None:
+        async with self._slots:
+            firings = await self._apply(entries)
+        if firings:
+            await self._handoff(firings)
+
+    async def _apply(self, entries: Sequence[Entry]) -> list[Firing]:
+        now = self._clock.now()
+        decided = plan(entries, now)
+        try:
+            firings = await self._store.claim(
+                decided.claims, sender=self._sender, now=now, lease=self._lease
+            )
+        except StoreError as error:
+            logger.warning("claiming %d rings failed: %s", len(entries), error)
+            return []
+        except Exception:
+            logger.exception("claiming %d rings failed", len(entries))
+            return []
+        finally:
+            self._timeline.release(entries)
+        self._count(firings, len(entries))
+        if decided.follow_ups:
+            landed = {firing.id for firing in firings}
+            self._timeline.add(e for k, e in decided.follow_ups.items() if k in landed)
+        return firings
+
+    def _count(self, firings: list[Firing], tried: int) -> None:
+        expired = sum(1 for firing in firings if firing.state is FiringState.EXPIRED)
+        self.claimed += len(firings) - expired
+        self.expired += expired
+        self.lost += tried - len(firings)
+        if expired:
+            logger.info("%d rings were too stale to send: recorded expired", expired)

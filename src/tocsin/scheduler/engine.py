@@ -1,0 +1,172 @@
+"""The engine: leases, loaders, the ticker, claims and delivery, wired together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from tocsin.channels import Channels
+from tocsin.clock import Clock
+from tocsin.delivery import Delivery, DeliveryTuning, RetryPolicy
+from tocsin.domain import HeldParts
+from tocsin.errors import StoreError
+from tocsin.ids import part_of_shard, part_shards
+from tocsin.scheduler.claimer import Claimer
+from tocsin.scheduler.leases import LeaseKeeper
+from tocsin.scheduler.loader import LoadTuning, PartLoader
+from tocsin.scheduler.ticker import Ticker
+from tocsin.scheduler.timeline import Timeline
+from tocsin.settings import Settings
+from tocsin.store.base import Store
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineTuning:
+    """Knobs beyond `Settings`, for tests and benchmarks; the defaults are for production."""
+
+    load: LoadTuning = field(default_factory=LoadTuning)
+    delivery: DeliveryTuning = field(default_factory=DeliveryTuning)
+    claim_batch: int = 1000
+    claim_concurrency: int = 4
+    retry_base_seconds: float = 1.0
+    retry_cap_seconds: float = 300.0
+    stop_grace_seconds: float | None = None  # finish sending at stop; default: the lease
+
+
+class Engine:
+    """Rings the reminders of the parts this worker holds, and delivers their firings.
+
+    `start` takes the worker's fair share of parts and starts firing; `stop` stops claiming,
+    finishes (or leaves to others) what it was sending, and gives its leases up.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Clock,
+        *,
+        worker_id: str,
+        channels: Channels,
+        tuning: EngineTuning | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        tuning = tuning or EngineTuning()
+        self.worker_id = worker_id
+        self._store = store
+        self._settings = settings
+        self._clock = clock
+        self._channels = channels
+        self._load = replace(tuning.load, sweep=timedelta(seconds=settings.sweep_seconds))
+        lease = timedelta(seconds=settings.lease_seconds)
+        # A firing is held while `sending` long enough to wait its turn and time out once.
+        firing_lease = lease + timedelta(seconds=settings.webhook_timeout_seconds)
+        self._grace = tuning.stop_grace_seconds or settings.lease_seconds
+        policy = RetryPolicy(
+            max_attempts=settings.max_attempts,
+            base_seconds=tuning.retry_base_seconds,
+            cap_seconds=tuning.retry_cap_seconds,
+            rng=rng or random.Random(),
+        )
+        delivery_tuning = replace(
+            tuning.delivery, concurrency=settings.delivery_concurrency, lease=firing_lease
+        )
+        self.timeline = Timeline()
+        self.delivery = Delivery(
+            store, channels, policy, clock, sender=worker_id, tuning=delivery_tuning
+        )
+        self.claimer = Claimer(
+            store,
+            self.timeline,
+            clock,
+            self.delivery.submit,
+            sender=worker_id,
+            lease=firing_lease,
+            batch=tuning.claim_batch,
+            concurrency=tuning.claim_concurrency,
+        )
+        self.leases = LeaseKeeper(
+            store, clock, self._hold, worker=worker_id, parts=settings.parts, ttl=lease
+        )
+        self._ticker = Ticker(self.timeline, self.claimer, clock)
+        self._loaders: dict[int, tuple[PartLoader, asyncio.Task[None]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._unlisten: Callable[[], None] | None = None
+
+    @property
+    def parts(self) -> frozenset[int]:
+        """The parts this worker holds now."""
+        return frozenset(self._loaders)
+
+    async def start(self) -> None:
+        self.delivery.start()
+        self._unlisten = await self._store.listen_due(self._on_due)
+        await self.leases.renew()
+        self._tasks = [
+            asyncio.create_task(self.leases.run(), name="leases"),
+            asyncio.create_task(self._ticker.run(), name="ticker"),
+        ]
+        logger.info("engine started", extra={"worker": self.worker_id})
+
+    async def stop(self) -> None:
+        """Stop claiming, finish or leave what is in flight, give the leases up."""
+        loading = [task for _, task in self._loaders.values()]
+        for part in list(self._loaders):
+            self._drop(part)
+        await _cancel(*self._tasks, *loading)
+        self._tasks = []
+        await self.claimer.drain()
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+        await self.delivery.stop(self._grace)
+        try:
+            await self._store.release_leases(self.worker_id)
+        except StoreError as error:
+            logger.warning("giving the leases up failed (they run out): %s", error)
+        logger.info("engine stopped", extra={"worker": self.worker_id})
+
+    def _hold(self, held: HeldParts) -> None:
+        for part in set(self._loaders) - held.parts:
+            self._drop(part)
+        for part in sorted(held.parts - set(self._loaders)):
+            self._take(part, held.watermarks.get(part))
+
+    def _take(self, part: int, watermark: int | None) -> None:
+        loader = PartLoader(
+            part,
+            part_shards(part, self._settings.parts),
+            self._store,
+            self.timeline,
+            self._clock,
+            worker=self.worker_id,
+            watermark=watermark,
+            tuning=self._load,
+        )
+        task = asyncio.create_task(loader.run(), name=f"part-{part}")
+        self._loaders[part] = (loader, task)
+
+    def _drop(self, part: int) -> None:
+        _, task = self._loaders.pop(part)
+        task.cancel()
+        self.timeline.drop_part(part)
+
+    def _on_due(self, shard: int, due_at: datetime) -> None:
+        held = self._loaders.get(part_of_shard(shard, self._settings.parts))
+        if held is not None:
+            held[0].wake(due_at)
+
+
+async def _cancel(*tasks: asyncio.Task[None]) -> None:
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,156 @@
+"""Loading one held part: catch-up from its watermark, the next minute ahead of time,
+reloads on wake-ups, and the sweep that catches anything due and unclaimed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from tocsin.clock import Clock
+from tocsin.delivery.waiting import sleep_until
+from tocsin.errors import StoreError
+from tocsin.scheduler.timeline import Entry, Timeline, bucket_of
+from tocsin.store.base import Store
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadTuning:
+    """How much of a part to hold in memory, and when to read it."""
+
+    page: int = 10_000  # rows asked for beyond those held, per read
+    max_held: int = 20_000  # entries held per part before reading stops
+    low_water: int = 5_000  # held entries that make the loader read on
+    lead: timedelta = timedelta(seconds=10)  # read the next minute this long before it starts
+    sweep: timedelta = timedelta(seconds=2)
+    sweep_page: int = 1_000
+    retry: timedelta = timedelta(seconds=1)  # wait after a failed read
+
+
+class PartLoader:
+    """Keeps one part's coming rings in the timeline.
+
+    `_next` is the first bucket not yet read completely: every pending row of an earlier
+    bucket was in memory when it was read (what arrived since is reported by `wake` or found
+    by the sweep). A part that never ran starts at bucket 0 — every pending row that is due,
+    however old, is decided (rung late or recorded expired) rather than left pending forever.
+    """
+
+    def __init__(
+        self,
+        part: int,
+        shards: range,
+        store: Store,
+        timeline: Timeline,
+        clock: Clock,
+        *,
+        worker: str,
+        watermark: int | None,
+        tuning: LoadTuning,
+    ) -> None:
+        self.part = part
+        self._shards = shards
+        self._store = store
+        self._timeline = timeline
+        self._clock = clock
+        self._worker = worker
+        self._watermark = watermark
+        self._tuning = tuning
+        self._next = 0 if watermark is None else watermark + 1
+        self._dirty: set[int] = set()
+        self._wake = asyncio.Event()
+        self._next_sweep = clock.now()
+        timeline.on_drained(part, tuning.low_water, self._wake)
+
+    @property
+    def watermark(self) -> int | None:
+        return self._watermark
+
+    def wake(self, due_at: datetime) -> None:
+        """A reminder of this part became due at `due_at`: re-read its bucket if it is one
+        already read (a later bucket will be read in its time anyway)."""
+        bucket = bucket_of(due_at)
+        if bucket < self._next or bucket <= bucket_of(self._clock.now()):
+            self._dirty.add(bucket)
+            self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                await self.step()
+            except StoreError as error:
+                logger.warning("part %d: reading failed: %s", self.part, error)
+            except Exception:
+                logger.exception("part %d: reading failed", self.part)
+            else:
+                await sleep_until(self._clock, self._next_wake(), self._wake)
+                continue
+            await self._clock.sleep_until(self._clock.now() + self._tuning.retry)
+
+    async def step(self) -> None:
+        """Do whatever is due now: wake-up reloads, the sweep, reading ahead."""
+        now = self._clock.now()
+        while self._dirty:
+            bucket = min(self._dirty)
+            await self._read(bucket, bucket)
+            self._dirty.discard(bucket)
+        if now >= self._next_sweep:
+            await self._sweep(now)
+            self._next_sweep = now + self._tuning.sweep
+        await self._read_ahead(now)
+
+    def _next_wake(self) -> datetime:
+        """The sweep, or when the next bucket comes within the lead (when memory has room;
+        else the timeline wakes the loader as it drains)."""
+        if self._timeline.held(self.part) >= self._tuning.max_held:
+            return self._next_sweep
+        ahead = datetime.fromtimestamp(self._next * 60, UTC) - self._tuning.lead
+        return min(self._next_sweep, max(ahead, self._clock.now() + timedelta(seconds=0.05)))
+
+    async def _read_ahead(self, now: datetime) -> None:
+        target = bucket_of(now + self._tuning.lead)
+        while self._next <= target and self._timeline.held(self.part) < self._tuning.max_held:
+            if not await self._read(self._next, target):
+                continue  # more to read in this range, as far as memory allows
+            self._next = target + 1
+
+    async def _read(self, first: int, last: int) -> bool:
+        """Hold every pending row of buckets first..last not held yet, one page more than
+        held at most; return whether that was all of them."""
+        limit = self._timeline.count(self.part, first, last) + self._tuning.page
+        rows = await self._store.load_due(
+            shards=self._shards, first_bucket=first, last_bucket=last, limit=limit
+        )
+        self._timeline.add(Entry.of(row, self.part) for row in rows)
+        return len(rows) < limit
+
+    async def _sweep(self, now: datetime) -> None:
+        """Hold what is due and pending but was missed; move the watermark past buckets
+        with nothing pending left."""
+        current = bucket_of(now)
+        first = 0 if self._watermark is None else min(self._watermark + 1, current - 1)
+        limit = self._timeline.taken(self.part) + self._tuning.sweep_page
+        rows = await self._store.load_due(
+            shards=self._shards, first_bucket=first, last_bucket=current, limit=limit
+        )
+        missed = [
+            Entry.of(row, self.part)
+            for row in rows
+            if row.due_at is not None and (row.due_at <= now or bucket_of(row.due_at) < self._next)
+        ]
+        if self._timeline.add(missed):
+            logger.info("part %d: the sweep found rings not loaded", self.part)
+        finished = current - 1
+        if rows and rows[0].due_at is not None:
+            finished = min(finished, bucket_of(rows[0].due_at) - 1)
+        await self._advance(finished)
+
+    async def _advance(self, bucket: int) -> None:
+        if bucket < 0 or (self._watermark is not None and bucket <= self._watermark):
+            return
+        if await self._store.advance_watermark(self._worker, part=self.part, bucket=bucket):
+            self._watermark = bucket

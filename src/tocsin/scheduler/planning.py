@@ -1,0 +1,89 @@
+"""Deciding each due ring's claim: send it, expire it, and where its series goes next.
+
+Pure: no I/O, the instant `now` given. The rules (also in docs/architecture.md):
+
+- A ring still inside its freshness (`due + freshness > now`) is claimed `sending` — late
+  if it must be; an older one is claimed `expired`: recorded, never sent.
+- A series moves on to `next_after(schedule, due)`, computed here for the whole batch, so
+  the series never waits on delivery.
+- A series that missed several occurrences (the next one is also past) rings at most once
+  for them: only its newest occurrence still inside freshness rings. The loaded (oldest)
+  occurrence is claimed `expired` and the row moved straight to that newest one, which is
+  claimed like any other on the next tick; the occurrences in between get no firing at all.
+  When none is fresh any more, the row moves straight to the next future occurrence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from tocsin.domain import Claim, FiringState, Schedule
+from tocsin.ids import firing_id
+from tocsin.scheduler.timeline import Entry
+from tocsin.time import next_after
+
+MAX_STEPS = 1000  # occurrences walked to find a series' newest fresh one
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The claims for one batch, and the rings to fire once their claim landed (keyed by
+    the firing id of the claim that moves the row on to them)."""
+
+    claims: list[Claim]
+    follow_ups: dict[str, Entry]
+
+
+def plan(entries: Sequence[Entry], now: datetime) -> Plan:
+    claims: list[Claim] = []
+    follow_ups: dict[str, Entry] = {}
+    for entry in entries:
+        claim, follow_up = plan_one(entry, now)
+        claims.append(claim)
+        if follow_up is not None:
+            follow_ups[firing_id(entry.reminder_id, entry.due_at)] = follow_up
+    return Plan(claims, follow_ups)
+
+
+def plan_one(entry: Entry, now: datetime) -> tuple[Claim, Entry | None]:
+    """The claim for one ring, and the newer occurrence to ring after it when it missed
+    several."""
+    freshness = timedelta(seconds=entry.freshness)
+    fresh = entry.due_at + freshness > now
+    state = FiringState.SENDING if fresh else FiringState.EXPIRED
+    schedule = entry.schedule
+    if schedule is None:
+        return _claim(entry, None, state), None
+    following = next_after(schedule, entry.due_at)
+    if following is None or following > now:
+        return _claim(entry, following, state), None
+    newest = newest_fresh(schedule, following, now - freshness, now)
+    if newest is None:
+        return _claim(entry, next_after(schedule, now), FiringState.EXPIRED), None
+    return _claim(entry, newest, FiringState.EXPIRED), entry._replace(due_at=newest)
+
+
+def newest_fresh(
+    schedule: Schedule, first: datetime, stale_before: datetime, now: datetime
+) -> datetime | None:
+    """The newest occurrence in (stale_before, now], starting from occurrence `first`; None
+    when there is none."""
+    candidate: datetime | None = first
+    if first <= stale_before:
+        candidate = next_after(schedule, stale_before)
+    if candidate is None or candidate > now:
+        return None
+    for _ in range(MAX_STEPS):
+        following = next_after(schedule, candidate)
+        if following is None or following > now:
+            break
+        candidate = following
+    return candidate
+
+
+def _claim(entry: Entry, next_due_at: datetime | None, state: FiringState) -> Claim:
+    return Claim(
+        reminder_id=entry.reminder_id, due_at=entry.due_at, next_due_at=next_due_at, state=state
+    )

@@ -1,0 +1,159 @@
+"""The in-memory timeline: loaded rings of the held parts, by due second.
+
+Buckets only say which rows to look at; the timeline keeps what was loaded from them until it
+is claimed. It counts, per part and bucket, what it holds (including entries taken out to be
+claimed, until `release`), so a loader can ask the store for "what I have plus one page" and
+bound its memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import NamedTuple
+
+from tocsin.domain import Reminder, Schedule
+from tocsin.ids import firing_id
+
+
+class Entry(NamedTuple):
+    """One loaded ring: what claiming it needs, and nothing more (memory is the limit)."""
+
+    reminder_id: str
+    due_at: datetime
+    part: int
+    schedule: Schedule | None  # None for a one-off: the claim needs no next due time
+    freshness: int
+
+    @property
+    def key(self) -> str:
+        return firing_id(self.reminder_id, self.due_at)
+
+    @property
+    def second(self) -> int:
+        return int(self.due_at.timestamp())
+
+    @property
+    def bucket(self) -> int:
+        return bucket_of(self.due_at)
+
+    @classmethod
+    def of(cls, reminder: Reminder, part: int) -> Entry:
+        assert reminder.due_at is not None, "a pending reminder has a due time"
+        schedule = reminder.schedule if reminder.schedule.rule else None
+        return cls(reminder.id, reminder.due_at, part, schedule, reminder.freshness)
+
+
+def bucket_of(instant: datetime) -> int:
+    """The bucket of an instant: its UTC epoch minute."""
+    return int(instant.timestamp()) // 60
+
+
+class Timeline:
+    """Entries by due second, with a timer for the earliest second (not one per reminder)."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[int, list[Entry]] = {}
+        self._heap: list[int] = []  # the seconds in `_seconds`, earliest first
+        self._keys: set[str] = set()
+        self._buckets: Counter[tuple[int, int]] = Counter()  # (part, bucket) -> held
+        self._parts: Counter[int] = Counter()  # part -> held
+        self._taken: Counter[int] = Counter()  # part -> taken out, not yet released
+        self._drained: dict[int, tuple[int, asyncio.Event]] = {}
+        self.earlier = asyncio.Event()  # set when an entry lands before the earliest second
+
+    def add(self, entries: Iterable[Entry]) -> int:
+        """Hold new entries (those held already are skipped); return how many were new."""
+        first = self._heap[0] if self._heap else None
+        added = 0
+        for entry in entries:
+            key = entry.key
+            if key in self._keys:
+                continue
+            self._keys.add(key)
+            second = entry.second
+            bucket = self._seconds.get(second)
+            if bucket is None:
+                self._seconds[second] = [entry]
+                heapq.heappush(self._heap, second)
+            else:
+                bucket.append(entry)
+            self._buckets[entry.part, entry.bucket] += 1
+            self._parts[entry.part] += 1
+            added += 1
+            if first is None or second < first:
+                first = second
+                self.earlier.set()
+        return added
+
+    def next_second(self) -> int | None:
+        """The earliest second with an entry, or None when empty."""
+        return self._heap[0] if self._heap else None
+
+    def take_due(self, now: datetime) -> list[Entry]:
+        """Take out every entry due at or before `now` (they stay counted until `release`)."""
+        limit = now.timestamp()
+        due: list[Entry] = []
+        while self._heap and self._heap[0] <= limit:
+            due.extend(self._seconds.pop(heapq.heappop(self._heap)))
+        for entry in due:
+            self._taken[entry.part] += 1
+        return due
+
+    def release(self, entries: Iterable[Entry]) -> None:
+        """Forget entries taken out with `take_due`, once their claim is over."""
+        for entry in entries:
+            self._taken[entry.part] -= 1
+            self._forget(entry)
+
+    def drop_part(self, part: int) -> None:
+        """Forget the part's entries still waiting (its lease went to another worker)."""
+        for second in list(self._seconds):
+            kept = []
+            for entry in self._seconds[second]:
+                if entry.part == part:
+                    self._forget(entry)
+                else:
+                    kept.append(entry)
+            if kept:
+                self._seconds[second] = kept
+            else:
+                del self._seconds[second]
+        self._heap = list(self._seconds)
+        heapq.heapify(self._heap)
+
+    def held(self, part: int) -> int:
+        """Entries of `part` held, including those taken out and not yet released."""
+        return self._parts[part]
+
+    def taken(self, part: int) -> int:
+        """Entries of `part` taken out to be claimed and not yet released."""
+        return self._taken[part]
+
+    def count(self, part: int, first_bucket: int, last_bucket: int) -> int:
+        """Entries of `part` held in buckets first..last."""
+        if last_bucket - first_bucket > 120:
+            return sum(
+                held
+                for (p, bucket), held in self._buckets.items()
+                if p == part and first_bucket <= bucket <= last_bucket
+            )
+        return sum(self._buckets[part, b] for b in range(first_bucket, last_bucket + 1))
+
+    def on_drained(self, part: int, low_water: int, event: asyncio.Event) -> None:
+        """Set `event` whenever the part's held entries fall to `low_water` or below."""
+        self._drained[part] = (low_water, event)
+
+    def _forget(self, entry: Entry) -> None:
+        self._keys.discard(entry.key)
+        key = (entry.part, entry.bucket)
+        self._buckets[key] -= 1
+        if not self._buckets[key]:
+            del self._buckets[key]
+        self._parts[entry.part] -= 1
+        watch = self._drained.get(entry.part)
+        if watch is not None and self._parts[entry.part] <= watch[0]:
+            watch[1].set()
