@@ -1,0 +1,374 @@
+"""The scheduler's and delivery's side: load_due, claim, take_deliveries, record_attempts."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import timedelta
+
+from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+from tocsin.domain import Firing, FiringState, Outcome, Reminder, ReminderStatus
+from tocsin.ids import firing_id
+from tocsin.store import Store, open_store
+from tocsin.store.codec import bucket_of
+
+ALL = range(1024)
+MINUTE = timedelta(minutes=1)
+
+
+async def test_load_due_reads_pending_rows_of_the_buckets_and_shards(store: Store) -> None:
+    due = NOW + 5 * MINUTE
+    inside = [reminder(due_at=due + timedelta(seconds=s), shard=100 + s) for s in (30, 0, 10)]
+    other_shard = reminder(due_at=due, shard=500)
+    other_minute = reminder(due_at=due + MINUTE, shard=100)
+    cancelled = reminder(due_at=due, shard=101)
+    await store.add_reminders([*inside, other_shard, other_minute, cancelled])
+    await store.cancel_reminder(cancelled.id, now=NOW)
+
+    got = await store.load_due(
+        shards=range(100, 200), first_bucket=bucket_of(due), last_bucket=bucket_of(due), limit=10
+    )
+    two = await store.load_due(
+        shards=range(100, 200), first_bucket=bucket_of(due), last_bucket=bucket_of(due), limit=2
+    )
+    both_minutes = await store.load_due(
+        shards=range(100, 200),
+        first_bucket=bucket_of(due),
+        last_bucket=bucket_of(due) + 1,
+        limit=10,
+    )
+
+    by_due = sorted(inside, key=lambda r: r.due_at or NOW)
+    assert [r.id for r in got] == [r.id for r in by_due]
+    assert got[0] == by_due[0]
+    assert [r.id for r in two] == [r.id for r in by_due[:2]]
+    assert {r.id for r in both_minutes} == {r.id for r in [*inside, other_minute]}
+    assert await store.load_due(shards=range(0), first_bucket=0, last_bucket=2**31, limit=9) == []
+
+
+async def test_claim_a_one_off_fires_it_once(store: Store) -> None:
+    one_off = reminder(metadata={"k": "v"})
+    await store.add_reminders([one_off])
+    assert one_off.due_at is not None
+
+    firings = await store.claim([claim(one_off)], sender="worker-1", now=NOW, lease=LEASE)
+    again = await store.claim([claim(one_off)], sender="worker-2", now=NOW, lease=LEASE)
+
+    [firing] = firings
+    assert again == []
+    assert firing.id == firing_id(one_off.id, one_off.due_at)
+    assert (firing.reminder_id, firing.owner, firing.shard) == (
+        one_off.id,
+        one_off.owner,
+        one_off.shard,
+    )
+    assert (firing.text, firing.metadata, firing.source) == (
+        "Water the plants",
+        {"k": "v"},
+        "phone",
+    )
+    assert firing.due_at == one_off.due_at
+    assert firing.deadline == one_off.due_at + timedelta(seconds=600)
+    assert firing.state is FiringState.SENDING
+    assert (firing.sender, firing.lease_until) == ("worker-1", NOW + LEASE)
+    assert firing.attempts == 0
+    assert firing.created_at == NOW
+    saved = await store.get_reminder(one_off.id)
+    assert saved is not None
+    assert saved.status is ReminderStatus.FIRED
+    assert saved.due_at is None
+    assert saved.version == 2
+    assert await store.list_firings(one_off.id) == [firing]
+
+
+async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
+    series = reminder(rule="FREQ=DAILY")
+    await store.add_reminders([series])
+    assert series.due_at is not None
+    tomorrow = series.due_at + timedelta(days=1)
+
+    await store.claim([claim(series, next_due_at=tomorrow)], sender="w", now=NOW, lease=LEASE)
+    moved = await store.get_reminder(series.id)
+    due_tomorrow = await store.load_due(
+        shards=ALL, first_bucket=bucket_of(tomorrow), last_bucket=bucket_of(tomorrow), limit=5
+    )
+    assert moved is not None
+    [last] = await store.claim([claim(moved)], sender="w", now=NOW, lease=LEASE)
+    ended = await store.get_reminder(series.id)
+
+    assert moved.status is ReminderStatus.PENDING
+    assert moved.due_at == tomorrow
+    assert due_tomorrow == [replace(moved, last_firing=None)]
+    assert last.due_at == tomorrow
+    assert ended is not None
+    assert ended.status is ReminderStatus.ENDED
+    assert len(await store.list_firings(series.id)) == 2
+
+
+async def test_a_claim_at_a_due_time_the_row_left_changes_nothing(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    assert one_off.due_at is not None
+    stale = claim(one_off)
+    await store.update_reminder(
+        replace(one_off, due_at=one_off.due_at + MINUTE),
+        expected_version=1,
+    )
+
+    assert await store.claim([stale], sender="w", now=NOW, lease=LEASE) == []
+    saved = await store.get_reminder(one_off.id)
+    assert saved is not None
+    assert saved.status is ReminderStatus.PENDING
+
+
+async def test_claim_expired_records_the_firing_without_a_sender(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+
+    [firing] = await store.claim(
+        [claim(one_off, state=FiringState.EXPIRED)], sender="w", now=NOW, lease=LEASE
+    )
+
+    assert firing.state is FiringState.EXPIRED
+    assert (firing.sender, firing.lease_until) == (None, None)
+    assert (
+        await store.take_deliveries(
+            sender="w", shards=None, now=NOW + timedelta(hours=1), lease=LEASE, limit=10
+        )
+        == []
+    )
+
+
+async def test_a_firing_id_is_inserted_once(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    await store.claim([claim(one_off)], sender="w", now=NOW, lease=LEASE)
+    # The app puts the reminder back at the same due time: the ring has that identity already.
+    current = await store.get_reminder(one_off.id)
+    assert current is not None
+    back = await store.update_reminder(
+        replace(current, status=ReminderStatus.PENDING, due_at=one_off.due_at),
+        expected_version=current.version,
+    )
+    assert back is not None
+
+    assert await store.claim([claim(back)], sender="w", now=NOW, lease=LEASE) == []
+    assert len(await store.list_firings(one_off.id)) == 1
+
+
+async def test_a_big_batch_claims_in_one_call(store: Store) -> None:
+    batch = [reminder(f"owner-{n}") for n in range(2000)]
+    await store.add_reminders(batch)
+
+    firings = await store.claim([claim(r) for r in batch], sender="w", now=NOW, lease=LEASE)
+
+    assert len(firings) == 2000
+    assert {f.reminder_id for f in firings} == {r.id for r in batch}
+
+
+async def test_two_concurrent_claims_of_the_same_rows_claim_each_once(
+    store: Store, migrated_db_url: str
+) -> None:
+    batch = [reminder(f"owner-{n}") for n in range(300)]
+    await store.add_reminders(batch)
+    other = await open_store(migrated_db_url)
+    claims = [claim(r) for r in batch]
+    try:
+        results = await asyncio.gather(
+            store.claim(claims, sender="a", now=NOW, lease=LEASE),
+            other.claim(list(reversed(claims)), sender="b", now=NOW, lease=LEASE),
+            store.claim(claims[::2], sender="c", now=NOW, lease=LEASE),
+        )
+    finally:
+        await other.close()
+
+    claimed = [f.reminder_id for firings in results for f in firings]
+    assert sorted(claimed) == sorted(r.id for r in batch)
+
+
+async def test_cancel_and_claim_race_one_wins(store: Store) -> None:
+    batch = [reminder(f"owner-{n}") for n in range(50)]
+    await store.add_reminders(batch)
+
+    cancels, firings = await asyncio.gather(
+        asyncio.gather(*(store.cancel_reminder(r.id, now=NOW) for r in batch)),
+        store.claim([claim(r) for r in batch], sender="w", now=NOW, lease=LEASE),
+    )
+
+    cancelled = {r.id for r in cancels if r is not None}
+    fired = {f.reminder_id for f in firings}
+    assert cancelled.isdisjoint(fired)
+    assert cancelled | fired == {r.id for r in batch}
+
+
+async def test_take_deliveries_hands_out_retries_due_and_stale_sends(store: Store) -> None:
+    a, b, c = (reminder(f"owner-{n}") for n in range(3))
+    await store.add_reminders([a, b, c])
+    fa, fb, fc = _in_order(
+        [a, b, c],
+        await store.claim([claim(r) for r in (a, b, c)], sender="w1", now=NOW, lease=LEASE),
+    )
+    retry_at = NOW + timedelta(seconds=10)
+    await store.record_attempts(
+        [
+            result(
+                fa.id,
+                sender="w1",
+                state=FiringState.QUEUED,
+                outcome=Outcome.RETRY,
+                error="503",
+                next_attempt_at=retry_at,
+            ),
+            result(fb.id, sender="w1"),
+        ]
+    )
+
+    early = await store.take_deliveries(
+        sender="w2", shards=None, now=NOW + timedelta(seconds=5), lease=LEASE, limit=10
+    )
+    later = NOW + LEASE + timedelta(seconds=1)
+    taken = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=10)
+
+    assert early == []
+    assert {f.id for f in taken} == {fa.id, fc.id}  # fb was sent
+    for firing in taken:
+        assert firing.state is FiringState.SENDING
+        assert (firing.sender, firing.lease_until) == ("w2", later + LEASE)
+        assert firing.next_attempt_at is None
+    retried = next(f for f in taken if f.id == fa.id)
+    assert (retried.attempts, retried.last_error) == (1, "503")
+
+
+async def test_take_deliveries_expires_firings_past_their_deadline(store: Store) -> None:
+    one_off = reminder(freshness=60)
+    await store.add_reminders([one_off])
+    [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
+
+    late = firing.deadline + timedelta(seconds=1)
+    taken = await store.take_deliveries(sender="w2", shards=None, now=late, lease=LEASE, limit=5)
+
+    assert taken == []
+    [expired] = await store.list_firings(one_off.id)
+    assert expired.state is FiringState.EXPIRED
+    assert expired.sender is None
+
+
+async def test_take_deliveries_filters_by_shard_and_limit(store: Store) -> None:
+    batch = [reminder(shard=s) for s in (10, 11, 12, 900)]
+    await store.add_reminders(batch)
+    await store.claim(
+        [claim(r, state=FiringState.QUEUED) for r in batch], sender="w", now=NOW, lease=LEASE
+    )
+
+    low = await store.take_deliveries(
+        sender="w", shards=range(0, 64), now=NOW, lease=LEASE, limit=2
+    )
+    rest = await store.take_deliveries(
+        sender="w", shards=range(0, 64), now=NOW, lease=LEASE, limit=10
+    )
+    high = await store.take_deliveries(sender="w", shards=None, now=NOW, lease=LEASE, limit=10)
+
+    assert len(low) == 2
+    assert {f.shard for f in low + rest} == {10, 11, 12}
+    assert [f.shard for f in high] == [900]
+
+
+async def test_each_delivery_goes_to_one_taker(store: Store, migrated_db_url: str) -> None:
+    batch = [reminder(f"owner-{n}") for n in range(400)]
+    await store.add_reminders(batch)
+    await store.claim(
+        [claim(r, state=FiringState.QUEUED) for r in batch], sender="w", now=NOW, lease=LEASE
+    )
+    other = await open_store(migrated_db_url)
+    try:
+        takes = await asyncio.gather(
+            *(
+                taker.take_deliveries(sender=f"t{n}", shards=None, now=NOW, lease=LEASE, limit=60)
+                for n, taker in enumerate([store, other] * 5)
+            )
+        )
+    finally:
+        await other.close()
+
+    taken = [f.id for firings in takes for f in firings]
+    assert len(taken) == len(set(taken))
+    assert len(taken) == 400
+
+
+async def test_record_attempts_only_by_the_holder(store: Store) -> None:
+    a, b = reminder("ana"), reminder("bob")
+    await store.add_reminders([a, b])
+    fa, fb = _in_order(
+        [a, b], await store.claim([claim(a), claim(b)], sender="w1", now=NOW, lease=LEASE)
+    )
+    sent_at = NOW + timedelta(seconds=2)
+
+    applied = await store.record_attempts(
+        [
+            result(fa.id, sender="w1", at=sent_at, provider_id="msg-1"),
+            result(fb.id, sender="intruder"),
+            result("missing.1", sender="w1"),
+        ]
+    )
+    twice = await store.record_attempts([result(fa.id, sender="w1", number=2)])
+
+    assert applied == 1
+    assert twice == 0
+    [sent] = await store.list_firings(a.id)
+    assert sent.state is FiringState.SENT
+    assert (sent.sent_at, sent.provider_id, sent.attempts) == (sent_at, "msg-1", 1)
+    assert (sent.sender, sent.lease_until) == (None, None)
+    assert [(h.number, h.outcome, h.provider_id) for h in sent.history] == [
+        (1, Outcome.SENT, "msg-1")
+    ]
+    [untouched] = await store.list_firings(b.id)
+    assert untouched.state is FiringState.SENDING
+    assert untouched.history == ()
+
+
+async def test_failed_attempts_keep_their_history(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
+    retry = NOW + timedelta(seconds=3)
+    await store.record_attempts(
+        [
+            result(
+                firing.id,
+                state=FiringState.QUEUED,
+                outcome=Outcome.RETRY,
+                error="timeout",
+                next_attempt_at=retry,
+                sender="w1",
+            )
+        ]
+    )
+    [again] = await store.take_deliveries(sender="w2", shards=None, now=retry, lease=LEASE, limit=1)
+    await store.record_attempts(
+        [
+            result(
+                again.id,
+                sender="w2",
+                number=2,
+                at=retry,
+                state=FiringState.FAILED,
+                outcome=Outcome.FAILED,
+                error="410 gone",
+            )
+        ]
+    )
+
+    [failed] = await store.list_firings(one_off.id)
+    assert failed.state is FiringState.FAILED
+    assert failed.last_error == "410 gone"
+    assert failed.attempts == 2
+    assert failed.next_attempt_at is None
+    assert [(h.number, h.outcome, h.error) for h in failed.history] == [
+        (1, Outcome.RETRY, "timeout"),
+        (2, Outcome.FAILED, "410 gone"),
+    ]
+
+
+def _in_order(reminders: list[Reminder], firings: list[Firing]) -> list[Firing]:
+    by_reminder = {firing.reminder_id: firing for firing in firings}
+    return [by_reminder[r.id] for r in reminders]
