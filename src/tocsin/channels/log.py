@@ -12,8 +12,8 @@ logger = logging.getLogger("tocsin.ring")
 
 
 class LogSender(Sender[None]):
-    """Writes the ring to the `tocsin.ring` logger; the facts are in the message (so any
-    formatter shows them) and in `extra` (so a structured formatter can pick them out)."""
+    """Writes the ring to the `tocsin.ring` logger, one line: the text in the message, the
+    facts (reminder, owner, due, lateness) in `extra` for the structured formatter."""
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
@@ -25,17 +25,12 @@ class LogSender(Sender[None]):
         lateness = (self._clock.now() - firing.due_at).total_seconds()
         due = firing.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
         logger.info(
-            "ring %s owner=%s due=%s late=%.3fs: %s",
-            firing.reminder_id,
-            firing.owner,
-            due,
-            lateness,
+            "ring: %s",
             firing.text,
             extra={
                 "firing_id": firing.id,
                 "reminder_id": firing.reminder_id,
                 "owner": firing.owner,
-                "text": firing.text,
                 "due": due,
                 "lateness_seconds": round(lateness, 3),
             },

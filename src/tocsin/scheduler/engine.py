@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
+import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from tocsin.channels import Channels
+from tocsin.channels import Channels, build_channels
 from tocsin.clock import Clock
 from tocsin.delivery import Delivery, DeliveryTuning, RetryPolicy
 from tocsin.domain import HeldParts
@@ -44,7 +47,8 @@ class Engine:
     """Rings the reminders of the parts this worker holds, and delivers their firings.
 
     `start` takes the worker's fair share of parts and starts firing; `stop` stops claiming,
-    finishes (or leaves to others) what it was sending, and gives its leases up.
+    finishes (or leaves to others) what it was sending, closes the channels and gives its
+    leases up.
     """
 
     def __init__(
@@ -127,6 +131,7 @@ class Engine:
             self._unlisten()
             self._unlisten = None
         await self.delivery.stop(self._grace)
+        await self._channels.close()
         try:
             await self._store.release_leases(self.worker_id)
         except StoreError as error:
@@ -170,3 +175,15 @@ async def _cancel(*tasks: asyncio.Task[None]) -> None:
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def new_worker_id() -> str:
+    """A worker id unique among live workers, that says where the worker runs."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def make_engine(store: Store, settings: Settings, clock: Clock) -> Engine:
+    """The engine with the channels `settings` configure — the service `tocsin serve` runs
+    beside the API."""
+    channels = build_channels(settings, store, clock)
+    return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)
