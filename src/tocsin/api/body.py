@@ -15,6 +15,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tocsin.api.problems import FieldError, Problem, malformed_json
 
 MAX_BODY_BYTES = 64 * 1024
+# A batch holds up to 1,000 reminders, which do not fit in 64 KiB; it gets its own limit.
+MAX_BATCH_BODY_BYTES = 2 * 1024 * 1024
+LIMITS = {"/v1/reminders:batch": MAX_BATCH_BODY_BYTES}
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 # curl's `-d` sends this type by default; the README's one-line call must work as written.
 _TAKEN_AS_JSON = frozenset({"", "application/x-www-form-urlencoded"})
@@ -23,9 +26,16 @@ _TAKEN_AS_JSON = frozenset({"", "application/x-www-form-urlencoded"})
 class BodyGuard:
     """ASGI middleware: 413 over the limit, 415 for a non-JSON type, 400 for broken JSON."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int = MAX_BODY_BYTES,
+        limits: dict[str, int] | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.limits = LIMITS if limits is None else limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _WITH_BODY:
@@ -43,9 +53,10 @@ class BodyGuard:
         await self.app(_as_json(scope) if body else scope, _replay(body, receive), send)
 
     async def _read(self, scope: Scope, receive: Receive) -> bytes | None:
+        limit = self.limits.get(scope["path"], self.max_bytes)
         length = Headers(scope=scope).get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            raise self._too_large()
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            raise _too_large(limit)
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -54,21 +65,22 @@ class BodyGuard:
                 return None
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_bytes:
-                raise self._too_large()
+            if size > limit:
+                raise _too_large(limit)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    def _too_large(self) -> Problem:
-        detail = f"the body is larger than {self.max_bytes // 1024} KiB"
-        return Problem(
-            413,
-            "body-too-large",
-            detail,
-            errors=[FieldError("body", detail)],
-            headers={"Connection": "close"},
-        )
+
+def _too_large(limit: int) -> Problem:
+    detail = f"the body is larger than {limit // 1024} KiB"
+    return Problem(
+        413,
+        "body-too-large",
+        detail,
+        errors=[FieldError("body", detail)],
+        headers={"Connection": "close"},
+    )
 
 
 def _media_type(scope: Scope) -> str:

@@ -94,8 +94,8 @@ def field_errors(errors: Iterable[Mapping[str, Any]], *, prefix: str = "") -> li
             location, loc = loc[0], loc[1:]
         else:
             location = "body"
-        path = ".".join(loc) or location
-        found.append(FieldError(prefix + path, _message(error)))
+        path = ".".join([prefix.rstrip(".")] * bool(prefix) + loc) or location
+        found.append(FieldError(path, _message(error)))
     return found
 
 

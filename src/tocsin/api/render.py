@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -11,9 +12,7 @@ from starlette.responses import Response
 
 from tocsin.domain import Attempt, Firing, Reminder
 from tocsin.ids import shard_of_id
-from tocsin.time import format_local, format_utc
-
-_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+from tocsin.time import format_duration, format_local, format_utc
 
 
 class JSON(Response):
@@ -25,14 +24,6 @@ class JSON(Response):
         if isinstance(content, bytes):
             return content
         return orjson.dumps(content)
-
-
-def format_duration(seconds: int) -> str:
-    """`600` → `10m`: the largest unit that says it exactly."""
-    for suffix, size in _UNITS:
-        if seconds % size == 0:
-            return f"{seconds // size}{suffix}"
-    return f"{seconds}s"  # pragma: no cover - the loop ends at 1 s
 
 
 def reminder(item: Reminder) -> dict[str, Any]:
@@ -95,7 +86,7 @@ def attempt(item: Attempt) -> dict[str, Any]:
     }
 
 
-def _utc(instant: Any) -> str | None:
+def _utc(instant: datetime | None) -> str | None:
     return format_utc(instant) if instant is not None else None
 
 

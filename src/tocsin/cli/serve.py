@@ -21,7 +21,7 @@ import uvicorn
 from tocsin.api import create_app
 from tocsin.auth import is_loopback
 from tocsin.clock import Clock, SystemClock
-from tocsin.errors import SchemaTooOld, StoreUnavailable
+from tocsin.errors import SchemaTooOld, StoreError, StoreUnavailable
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.settings import Settings
 from tocsin.store import Store, open_store
@@ -161,6 +161,14 @@ async def open_ready_store(settings: Settings, *, migrate: bool) -> Store:
         raise StartupError(
             "the database schema is older than this version needs: "
             "run `tocsin migrate` (or start with --migrate)"
+        ) from error
+    except StoreUnavailable as error:
+        await store.close()
+        raise StartupError(f"cannot reach the database {_redacted(url)}: {error}") from error
+    except StoreError as error:
+        await store.close()
+        raise StartupError(
+            f"cannot read the database schema ({error}); if it is new, run `tocsin migrate`"
         ) from error
     except BaseException:
         await store.close()

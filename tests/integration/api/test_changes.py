@@ -1,0 +1,315 @@
+"""PATCH and DELETE /v1/reminders/{id}: snooze, edit and cancel, each a conditional write."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import httpx
+
+from tests.integration.api.conftest import ANA, ONE_OFF, create, fields
+from tocsin.clock import FakeClock
+from tocsin.domain import Claim, Firing, FiringState
+from tocsin.store import Store
+from tocsin.time import next_after
+
+
+async def ring(
+    store: Store, clock: FakeClock, reminder_id: str, state: FiringState = FiringState.SENDING
+) -> Firing:
+    """Move time to the reminder's due and claim it as the scheduler would."""
+    reminder = await store.get_reminder(reminder_id)
+    assert reminder is not None
+    assert reminder.due_at is not None
+    clock.set(reminder.due_at)
+    upcoming = next_after(reminder.schedule, reminder.due_at) if reminder.schedule.rule else None
+    claim = Claim(
+        reminder_id=reminder_id, due_at=reminder.due_at, next_due_at=upcoming, state=state
+    )
+    fired = await store.claim([claim], sender="test", now=clock.now(), lease=timedelta(minutes=1))
+    assert len(fired) == 1
+    return fired[0]
+
+
+async def patch(
+    client: httpx.AsyncClient, reminder_id: str, body: dict[str, Any], etag: str | None = None
+) -> httpx.Response:
+    headers = {"If-Match": etag} if etag else {}
+    return await client.patch(f"/v1/reminders/{reminder_id}", json=body, headers=headers)
+
+
+# -- cancel ----------------------------------------------------------------------------------
+
+
+async def test_cancel_a_pending_reminder(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+
+    first = await client.delete(f"/v1/reminders/{made['id']}")
+    again = await client.delete(f"/v1/reminders/{made['id']}")
+    shown = (await client.get(f"/v1/reminders/{made['id']}")).json()
+
+    assert first.status_code == 204
+    assert first.content == b""
+    assert shown["status"] == "cancelled"
+    assert shown["next"] is None
+    assert again.status_code == 409
+    assert again.json()["type"].endswith("already-cancelled")
+
+
+async def test_cancel_a_one_off_that_is_ringing_is_a_409(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ONE_OFF)
+    await ring(store, clock, made["id"], FiringState.SENDING)
+
+    response = await client.delete(f"/v1/reminders/{made['id']}")
+
+    assert response.status_code == 409
+    problem = response.json()
+    assert problem["type"].endswith(":ringing")
+    assert problem["reminder_status"] == "fired"
+    assert problem["last_firing"]["state"] == "sending"
+
+
+async def test_cancel_a_one_off_that_rang_is_a_409(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ONE_OFF)
+    await ring(store, clock, made["id"], FiringState.EXPIRED)
+
+    response = await client.delete(f"/v1/reminders/{made['id']}")
+
+    assert response.status_code == 409
+    assert response.json()["type"].endswith("already-rang")
+    assert "already rang" in response.json()["detail"]
+
+
+async def test_cancel_a_series_that_rang_cancels_what_is_left(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ANA)
+    await ring(store, clock, made["id"])
+
+    response = await client.delete(f"/v1/reminders/{made['id']}")
+
+    assert response.status_code == 204
+    firings = (await client.get(f"/v1/reminders/{made['id']}/firings")).json()["firings"]
+    assert len(firings) == 1
+
+
+async def test_cancel_unknown_is_a_404(client: httpx.AsyncClient) -> None:
+    assert (await client.delete("/v1/reminders/0000000000000000")).status_code == 404
+
+
+# -- snooze ----------------------------------------------------------------------------------
+
+
+async def test_snooze_a_pending_one_off_moves_it_after_its_due(client: httpx.AsyncClient) -> None:
+    made = await create(client, ONE_OFF)
+
+    response = await patch(client, made["id"], {"snooze": "10m"})
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["id"] == made["id"]
+    assert body["next"] == "2026-10-21T17:10:00Z"
+    assert body["at"] == "2026-10-21T17:10:00Z"
+    assert response.headers["etag"] == '"2"'
+
+
+async def test_snooze_an_overdue_one_off_counts_from_now(
+    client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    made = await create(client, ONE_OFF)
+    clock.set(clock.now() + timedelta(hours=5, minutes=1))  # 17:01Z, not yet claimed
+
+    body = (await patch(client, made["id"], {"snooze": "5m"})).json()
+
+    assert body["next"] == "2026-10-21T17:06:00Z"
+
+
+async def test_snooze_a_one_off_that_rang_makes_a_new_one_off(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ONE_OFF)
+    firing = await ring(store, clock, made["id"])
+
+    response = await patch(client, made["id"], {"snooze": "10m"})
+    twice = await patch(client, made["id"], {"snooze": "10m"})
+
+    assert response.status_code == 201
+    copy = response.json()
+    assert copy["id"] != made["id"]
+    assert response.headers["location"] == f"/v1/reminders/{copy['id']}"
+    assert copy["snoozed_from"] == firing.id
+    assert copy["next"] == "2026-10-21T17:10:00Z"
+    assert copy["status"] == "pending"
+    assert copy["repeat"] is None
+    assert (copy["text"], copy["channel"]) == (made["text"], made["channel"])
+    original = (await client.get(f"/v1/reminders/{made['id']}")).json()
+    assert original["status"] == "fired"
+    firings = (await client.get(f"/v1/reminders/{made['id']}/firings")).json()["firings"]
+    assert firings[0]["snoozed_by"] == copy["id"]
+    assert twice.status_code == 409
+    assert twice.json()["snoozed_by"] == copy["id"]
+
+
+async def test_snooze_a_series_leaves_the_series_alone(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ANA)
+    await ring(store, clock, made["id"])
+    series_before = (await client.get(f"/v1/reminders/{made['id']}")).json()
+
+    response = await patch(client, made["id"], {"snooze_until": "2026-10-26T09:30"})
+
+    assert response.status_code == 201
+    assert response.json()["next"] == "2026-10-26T13:30:00Z"
+    series_after = (await client.get(f"/v1/reminders/{made['id']}")).json()
+    assert series_after["next"] == series_before["next"] == "2026-11-02T14:00:00Z"
+    assert series_after["status"] == "pending"
+
+
+async def test_snooze_a_series_that_never_rang_is_a_409(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+
+    response = await patch(client, made["id"], {"snooze": "10m"})
+
+    assert response.status_code == 409
+    assert response.json()["type"].endswith("not-rung")
+
+
+async def test_snooze_until_an_absolute_instant(client: httpx.AsyncClient) -> None:
+    made = await create(client, ONE_OFF)
+
+    body = (await patch(client, made["id"], {"snooze_until": "2026-10-22T08:00:00Z"})).json()
+
+    assert body["next"] == "2026-10-22T08:00:00Z"
+
+
+async def test_bad_snoozes_are_422_and_change_nothing(client: httpx.AsyncClient) -> None:
+    made = await create(client, ONE_OFF)
+    cases: list[tuple[dict[str, Any], list[str]]] = [
+        ({"snooze": "soon"}, ["snooze"]),
+        ({"snooze": None}, ["snooze"]),
+        ({"snooze": "400d"}, ["snooze"]),
+        ({"snooze_until": "2020-01-01T00:00:00Z"}, ["snooze_until"]),
+        ({"snooze_until": "someday"}, ["snooze_until"]),
+        ({"snooze": "10m", "snooze_until": "2026-10-22T08:00:00Z"}, ["snooze_until"]),
+        ({"snooze": "10m", "text": "x"}, ["text"]),
+        ({}, ["body"]),
+        ({"snoze": "10m"}, ["snoze"]),
+    ]
+    for body, named in cases:
+        response = await patch(client, made["id"], body, '"1"')
+        assert response.status_code == 422, body
+        assert fields(response.json()) == named, body
+    assert (await client.get(f"/v1/reminders/{made['id']}")).json() == made
+
+
+# -- edit ------------------------------------------------------------------------------------
+
+
+async def test_an_edit_needs_if_match(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+
+    missing = await patch(client, made["id"], {"text": "Water the ferns"})
+    stale = await patch(client, made["id"], {"text": "Water the ferns"}, '"7"')
+
+    assert missing.status_code == 428
+    assert stale.status_code == 412
+    assert stale.headers["etag"] == '"1"'
+
+
+async def test_an_edit_of_the_text_keeps_the_schedule(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+
+    response = await patch(client, made["id"], {"text": "Water the ferns"}, '"1"')
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["text"] == "Water the ferns"
+    assert body["next"] == made["next"]
+    assert response.headers["etag"] == '"2"'
+    stale = await patch(client, made["id"], {"text": "again"}, '"1"')
+    assert stale.status_code == 412
+
+
+async def test_an_edit_of_the_schedule_recomputes_next(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+
+    body = (
+        await patch(
+            client,
+            made["id"],
+            {"repeat": "daily 18:00", "zone": "Europe/Lisbon", "freshness": "1h"},
+            '"1"',
+        )
+    ).json()
+
+    assert body["next"] == "2026-10-21T17:00:00Z"
+    assert body["zone"] == "Europe/Lisbon"
+    assert body["freshness"] == "1h"
+    assert "FREQ=DAILY" in body["rule"]
+
+
+async def test_an_edit_can_set_and_clear_metadata(client: httpx.AsyncClient) -> None:
+    made = await create(client, {**ANA, "metadata": {"a": 1}})
+
+    cleared = (await patch(client, made["id"], {"metadata": None}, '"1"')).json()
+    set_again = (await patch(client, made["id"], {"metadata": {"b": [2]}}, '"2"')).json()
+
+    assert cleared["metadata"] is None
+    assert set_again["metadata"] == {"b": [2]}
+
+
+async def test_a_bad_edit_is_a_422_and_changes_nothing(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+    cases: list[tuple[dict[str, Any], list[str]]] = [
+        ({"repeat": "now and then"}, ["repeat"]),
+        ({"text": None}, ["text"]),
+        ({"zone": "Atlantis"}, ["zone"]),
+        ({"channel": "smoke"}, ["channel"]),
+        ({"freshness": "1s"}, ["freshness"]),
+        ({"text": "", "channel": "smoke"}, ["text", "channel"]),
+    ]
+    for body, named in cases:
+        response = await patch(client, made["id"], body, '"1"')
+        assert response.status_code == 422, body
+        assert sorted(fields(response.json())) == sorted(named), body
+    assert (await client.get(f"/v1/reminders/{made['id']}")).json() == made
+
+
+async def test_an_edit_with_a_new_at_rearms_a_one_off_that_rang(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ONE_OFF)
+    await ring(store, clock, made["id"], FiringState.EXPIRED)
+    fired = await client.get(f"/v1/reminders/{made['id']}")
+    assert fired.json()["status"] == "fired"
+
+    response = await patch(client, made["id"], {"at": "2026-10-22T18:00"}, fired.headers["etag"])
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "pending"
+    assert response.json()["next"] == "2026-10-22T17:00:00Z"
+
+
+async def test_a_cancelled_reminder_cannot_be_edited(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+    await client.delete(f"/v1/reminders/{made['id']}")
+
+    response = await patch(client, made["id"], {"text": "x"}, "*")
+
+    assert response.status_code == 409
+
+
+async def test_two_edits_from_one_read_one_wins(client: httpx.AsyncClient) -> None:
+    made = await create(client, ANA)
+
+    answers = await asyncio.gather(
+        *(patch(client, made["id"], {"text": f"edit {i}"}, '"1"') for i in range(4))
+    )
+
+    assert sorted(a.status_code for a in answers) == [200, 412, 412, 412]

@@ -1,0 +1,79 @@
+"""Errors outside the reminders themselves: routing, the database, health, OpenAPI."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import httpx
+import pytest
+
+from tests.integration.api.conftest import ANA, settings
+from tocsin.api import create_app
+from tocsin.clock import FakeClock
+from tocsin.errors import StoreUnavailable
+from tocsin.store import Store
+
+
+async def test_unknown_paths_and_methods_are_problems(client: httpx.AsyncClient) -> None:
+    missing = await client.get("/v2/nothing")
+    wrong = await client.put("/v1/reminders", json=ANA)
+
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
+    assert missing.json()["type"].endswith("not-found")
+    assert wrong.status_code == 405
+    assert wrong.json()["status"] == 405
+    assert "POST" in wrong.headers["allow"]
+
+
+async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    assert (await client.get("/readyz")).json() == {"status": "ready"}
+
+
+async def test_openapi_lists_every_route(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+
+    assert set(spec["paths"]) >= {
+        "/v1/reminders",
+        "/v1/reminders:batch",
+        "/v1/reminders/{reminder_id}",
+        "/v1/reminders/{reminder_id}/occurrences",
+        "/v1/reminders/{reminder_id}/firings",
+        "/v1/occurrences",
+        "/healthz",
+        "/readyz",
+    }
+
+
+class _Unreachable:
+    """A store whose database has gone away."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        async def fail(*args: Any, **kwargs: Any) -> Any:
+            raise StoreUnavailable("connection refused")
+
+        return fail
+
+
+@pytest.fixture
+async def down(store: Store, clock: FakeClock) -> Any:
+    app = create_app(store=cast(Store, _Unreachable(store)), settings=settings(), clock=clock)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as client:
+        yield client
+
+
+async def test_a_database_outage_is_a_503_with_retry_after(down: httpx.AsyncClient) -> None:
+    for response in (
+        await down.post("/v1/reminders", json=ANA),
+        await down.get("/readyz"),
+    ):
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert response.headers["content-type"] == "application/problem+json"
+    assert (await down.get("/healthz")).status_code == 200

@@ -1,0 +1,153 @@
+"""`tocsin serve`, `tocsin api` and `tocsin keys` as real processes on a free port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+README_CALL = (
+    b'{"owner":"ana","text":"Water the plants","repeat":"every Monday 09:00",'
+    b'"zone":"America/New_York","channel":"log"}'
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def tocsin(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tocsin", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=_env(),
+        check=False,
+    )
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("TOCSIN_")}
+
+
+@contextmanager
+def running(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tocsin", *args, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(base, process)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=10)
+        if process.stdout:
+            process.stdout.close()
+
+
+def _wait_until_up(base: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            out = process.stdout.read() if process.stdout else ""
+            raise AssertionError(f"the server exited: {out}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise AssertionError("the server did not come up")
+
+
+def _next_monday_nine_new_york(now: datetime) -> str:
+    local = now.astimezone(ZoneInfo("America/New_York"))
+    for days in range(8):
+        day = (local + timedelta(days=days)).date()
+        candidate = datetime(day.year, day.month, day.day, 9, tzinfo=local.tzinfo)
+        if day.weekday() == 0 and candidate >= local:
+            return candidate.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    raise AssertionError("no Monday in a week")
+
+
+def test_serve_answers_the_readme_call(tmp_path: Path) -> None:
+    with running("serve", "--db", str(tmp_path / "tocsin.db")) as (base, process):
+        before = datetime.now(UTC)
+        # What `curl -X POST localhost:8000/v1/reminders -d '{…}'` sends.
+        response = httpx.post(
+            f"{base}/v1/reminders",
+            content=README_CALL,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert response.status_code == 201, response.text
+        assert response.json()["next"] == _next_monday_nine_new_york(before)
+        assert httpx.get(f"{base}/readyz").status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+        log = process.stdout.read() if process.stdout else ""
+    assert "accepting requests without a key" in log
+    assert "status=201" in log
+
+
+def test_serve_refuses_to_listen_beyond_loopback_without_keys(tmp_path: Path) -> None:
+    # A documentation address (TEST-NET-1): refused before anything is bound.
+    done = tocsin("serve", "--host", "192.0.2.10", "--db", str(tmp_path / "t.db"))
+
+    assert done.returncode == 1
+    assert "refusing to listen on 192.0.2.10 without API keys" in done.stderr
+    assert "tocsin keys create" in done.stderr
+
+
+def test_keys_then_a_server_that_needs_them(tmp_path: Path) -> None:
+    db = str(tmp_path / "tocsin.db")
+    created = tocsin("keys", "create", "--app", "phone", "--webhook-url", "http://x/h", "--db", db)
+    assert created.returncode == 0, created.stderr
+    key = next(line for line in created.stdout.splitlines() if line.startswith("tk_"))
+    assert any(line.startswith("whsec_") for line in created.stdout.splitlines())
+    again = tocsin("keys", "create", "--app", "phone", "--db", db)
+    assert again.returncode == 1
+    token = tocsin("keys", "owner-token", "ana", "--ttl", "1h", "--db", db).stdout.strip()
+    assert token.startswith("to_")
+
+    with running("api", "--db", db) as (base, _):
+        refused = httpx.post(f"{base}/v1/reminders", content=README_CALL)
+        accepted = httpx.post(
+            f"{base}/v1/reminders", content=README_CALL, headers={"Authorization": f"Bearer {key}"}
+        )
+        mine = httpx.get(f"{base}/v1/reminders", headers={"Authorization": f"Bearer {token}"})
+
+    assert refused.status_code == 401
+    assert accepted.status_code == 201
+    assert accepted.json()["source"] == "phone"
+    assert [r["id"] for r in mine.json()["reminders"]] == [accepted.json()["id"]]
+
+
+@pytest.mark.postgres
+def test_api_refuses_an_old_postgres_schema(pg_url: str) -> None:
+    done = tocsin("api", "--db", pg_url)
+
+    assert done.returncode == 1
+    assert "tocsin migrate" in done.stderr
