@@ -1,8 +1,9 @@
 """`tocsin serve`: the API, and the services that run beside it, in one process.
 
-`run_services` is where the scheduler joins the API: give it the extra services (anything
-with `async start()` and `async stop()`), and they start before the API listens and stop
-after it has drained. The store is opened in the same event loop and shared by all.
+`run_services` is where the scheduler joins the API: it takes the extra services (anything
+with `async start()` and `async stop()`, here the scheduler's `Engine`), starts them before
+the API listens and stops them after it has drained. The store is opened in the same event
+loop and shared by all, so a reminder saved through the API wakes the scheduler in-process.
 """
 
 from __future__ import annotations
@@ -89,9 +90,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    # The scheduler's factory joins this list once `tocsin.scheduler` exists.
-    services: list[ServiceFactory] = []
-    return serve(args, services)
+    from tocsin.scheduler import make_engine  # the scheduler and delivery, beside the API
+
+    return serve(args, [make_engine])
 
 
 def serve(args: argparse.Namespace, services: Sequence[ServiceFactory]) -> int:

@@ -112,6 +112,29 @@ def test_serve_answers_the_readme_call(tmp_path: Path) -> None:
     assert "status=201" in log
 
 
+def test_serve_rings_what_its_api_saved(tmp_path: Path) -> None:
+    """API and scheduler share one process: a reminder due in two seconds is sent."""
+    with running("serve", "--db", str(tmp_path / "tocsin.db")) as (base, _):
+        due = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+        body = {
+            "owner": "ana",
+            "text": "Tea is ready",
+            "at": due.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "zone": "Europe/London",
+            "channel": "log",
+        }
+        made = httpx.post(f"{base}/v1/reminders", json=body).json()
+        deadline = time.monotonic() + 15
+        firings: list[dict[str, object]] = []
+        while time.monotonic() < deadline and not firings:
+            found = httpx.get(f"{base}/v1/reminders/{made['id']}/firings").json()
+            firings = [f for f in found["firings"] if f["state"] == "sent"]
+            time.sleep(0.2)
+
+    assert firings, "the reminder was not sent"
+    assert firings[0]["due"] == body["at"]
+
+
 def test_serve_refuses_to_listen_beyond_loopback_without_keys(tmp_path: Path) -> None:
     # A documentation address (TEST-NET-1): refused before anything is bound.
     done = tocsin("serve", "--host", "192.0.2.10", "--db", str(tmp_path / "t.db"))
