@@ -166,8 +166,8 @@ def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Remi
 
 
 def snooze_due(current: Reminder, patch: ReminderPatch, *, now: datetime) -> datetime:
-    """When a snoozed ring rings again. `snooze` counts from now, or from the due time when
-    that is still ahead: a snooze never brings a reminder forward."""
+    """When a snoozed reminder rings again. `snooze` counts from now, except for a pending
+    one-off whose due time is still ahead: from then, so a snooze never brings it forward."""
     if patch.snooze_until is not None:
         try:
             return schedule_of(
@@ -181,8 +181,15 @@ def snooze_due(current: Reminder, patch: ReminderPatch, *, now: datetime) -> dat
         )
     except InvalidInput as error:
         raise invalid([FieldError("snooze", error.message)]) from None
-    start = max(now, current.due_at) if current.due_at else now
+    start = now
+    if is_pending_one_off(current) and current.due_at is not None:
+        start = max(now, current.due_at)
     return start + timedelta(seconds=seconds)
+
+
+def is_pending_one_off(reminder: Reminder) -> bool:
+    """A one-off that has not rung: a snooze moves it rather than making a new one."""
+    return reminder.status is ReminderStatus.PENDING and reminder.schedule.rule is None
 
 
 def moved_one_off(current: Reminder, due: datetime, *, now: datetime) -> Reminder:

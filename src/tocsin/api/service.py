@@ -174,7 +174,7 @@ class ReminderService:
             current = await self.get(principal, reminder_id)
             now = self.clock.now()
             due = changes.snooze_due(current, patch, now=now)
-            if not _is_pending_one_off(current):
+            if not changes.is_pending_one_off(current):
                 return 201, await self._snooze_ring(current, due)
             moved = changes.moved_one_off(current, due, now=now)
             saved = await self.store.update_reminder(moved, expected_version=current.version)
@@ -212,10 +212,6 @@ def owner_for(principal: Principal, owner: str | None) -> str:
     if owner is None:
         raise invalid([FieldError("owner", "required")])
     return owner
-
-
-def _is_pending_one_off(reminder: Reminder) -> bool:
-    return reminder.status is ReminderStatus.PENDING and reminder.schedule.rule is None
 
 
 def stale(current: Reminder) -> Problem:

@@ -171,6 +171,19 @@ async def test_snooze_a_series_leaves_the_series_alone(
     assert series_after["status"] == "pending"
 
 
+async def test_snooze_a_series_counts_from_now_not_from_its_next_ring(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ANA)
+    await ring(store, clock, made["id"])
+    clock.advance(timedelta(minutes=1))
+
+    response = await patch(client, made["id"], {"snooze": "15m"})
+
+    assert response.status_code == 201
+    assert response.json()["next"] == "2026-10-26T13:16:00Z"
+
+
 async def test_snooze_a_series_that_never_rang_is_a_409(client: httpx.AsyncClient) -> None:
     made = await create(client, ANA)
 
