@@ -22,7 +22,7 @@ from tocsin.time.zones import gap_before, load_zone
 MAX_PREVIEW = 100
 # dateutil's frequency constants, YEARLY (0) to SECONDLY (6).
 Frequency = Literal[0, 1, 2, 3, 4, 5, 6]
-_FREQ: dict[str, Frequency] = {
+FREQUENCY: dict[str, Frequency] = {
     "YEARLY": dr.YEARLY,
     "MONTHLY": dr.MONTHLY,
     "WEEKLY": dr.WEEKLY,
@@ -81,8 +81,8 @@ def _series(rule_text: str, anchor: datetime, zone_name: str) -> _Series:
     zone = load_zone(zone_name)
     if anchor.tzinfo is not None:
         anchor = anchor.astimezone(zone).replace(tzinfo=None)
-    options = _options(rule, anchor)
-    freq = _FREQ[rule.freq]
+    options = rrule_options(rule, anchor)
+    freq = FREQUENCY[rule.freq]
     until_local, until_utc = _bounds(rule, zone)
     if rule.count is not None:
         counted = dr.rrule(
@@ -116,7 +116,7 @@ def _bounds(rule: Rule, zone: ZoneInfo) -> tuple[datetime | None, datetime | Non
     return wall + _UNTIL_SLACK, until.value
 
 
-def _options(rule: Rule, anchor: datetime) -> dict[str, Any]:
+def rrule_options(rule: Rule, anchor: datetime) -> dict[str, Any]:
     """dateutil arguments with RFC 5545's defaults from DTSTART written out.
 
     Written out, they no longer depend on dtstart, so expansion may start at any later period

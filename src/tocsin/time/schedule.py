@@ -10,6 +10,7 @@ from tocsin.errors import InvalidInput
 from tocsin.time.expand import instant_of, rings
 from tocsin.time.formatting import format_utc
 from tocsin.time.phrases import ClockTime, looks_like_rrule, parse_phrase
+from tocsin.time.probe import check_can_ring
 from tocsin.time.rules import Rule, format_rule, parse_rrule
 from tocsin.time.zones import load_zone
 
@@ -112,6 +113,7 @@ def parse_schedule(*, zone: str, at: str | None, repeat: str | None, now: dateti
             if clock is None
             else today.replace(hour=clock.hour, minute=clock.minute, second=clock.second or 0)
         )
+    check_can_ring(rule, anchor)
     schedule = Schedule(zone=zone, anchor=anchor, rule=format_rule(rule))
     _check_rings(schedule, now)
     return schedule

@@ -9,6 +9,8 @@ import pytest
 from tocsin.errors import InvalidInput
 from tocsin.time.rules import UntilKind, format_rule, parse_rrule
 
+ANA = "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"
+
 
 def canonical(text: str) -> str:
     return format_rule(parse_rrule(text))
@@ -17,9 +19,10 @@ def canonical(text: str) -> str:
 @pytest.mark.parametrize(
     ("given", "stored"),
     [
-        ("RRULE:FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0", "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"),
-        ("FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0", "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"),
-        ("rrule:byminute=0;byhour=9;byday=mo;freq=weekly", "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"),
+        ("RRULE:FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0", ANA),
+        ("FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0", ANA),
+        ("rrule:byminute=0;byhour=9;byday=mo;freq=weekly", ANA),
+        (" RRULE: FREQ = WEEKLY ; BYDAY = MO ; BYHOUR=9;BYMINUTE=0 ", ANA),
         ("FREQ=DAILY;INTERVAL=1", "FREQ=DAILY"),
         ("FREQ=DAILY;INTERVAL=3;", "FREQ=DAILY;INTERVAL=3"),
         ("FREQ=WEEKLY;BYDAY=FR,MO,WE,MO", "FREQ=WEEKLY;BYDAY=MO,WE,FR"),
@@ -57,10 +60,13 @@ def test_until_kinds() -> None:
     date_only = parse_rrule("FREQ=DAILY;UNTIL=20271231").until
     local = parse_rrule("FREQ=DAILY;UNTIL=20271231T090000").until
     utc = parse_rrule("FREQ=DAILY;UNTIL=20271231T140000Z").until
-    assert date_only is not None and date_only.kind is UntilKind.DATE
-    assert local is not None and local.kind is UntilKind.LOCAL
+    assert date_only is not None
+    assert date_only.kind is UntilKind.DATE
+    assert local is not None
+    assert local.kind is UntilKind.LOCAL
     assert local.value == datetime(2027, 12, 31, 9)
-    assert utc is not None and utc.kind is UntilKind.UTC
+    assert utc is not None
+    assert utc.kind is UntilKind.UTC
     assert utc.value == datetime(2027, 12, 31, 14, tzinfo=UTC)
 
 

@@ -1,7 +1,8 @@
-"""Zones: IANA names from the shipped tzdata, clear errors, and the offset facts expand.py relies on."""
+"""Zones: IANA names from the shipped tzdata, clear errors, and the offset facts we rely on."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -101,6 +102,6 @@ def test_tzdata_never_changes_an_offset_twice_within_25_hours() -> None:
     """gap_before compares offsets 25 hours apart; that is exact only while this holds."""
     for name in sorted(zone_names()):
         changes = _offset_changes(name)
-        for (first, _), (second, _) in zip(changes, changes[1:], strict=False):
+        for (first, _), (second, _) in itertools.pairwise(changes):
             assert second - first >= 25 * 3600, name
         assert all(jump <= 24 * 3600 for _, jump in changes), name
