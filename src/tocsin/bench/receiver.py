@@ -94,7 +94,7 @@ class Receiver:
             self.tally = Tally()
             await _answer(send, 204)
         elif method == "GET" and path == "/stats":
-            query = parse_qs(scope.get("query_string", b"").decode())
+            query = parse_qs(scope.get("query_string", b"").decode(), keep_blank_values=True)
             stats = self.tally.stats(ids="ids" in query, bodies="bodies" in query)
             await _answer(send, 200, orjson.dumps(stats), b"application/json")
         elif method == "GET" and path == "/healthz":

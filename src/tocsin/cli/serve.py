@@ -28,6 +28,7 @@ from tocsin.settings import Settings
 from tocsin.store import Store, open_store
 
 log = logging.getLogger("tocsin.serve")
+GRACEFUL_SHUTDOWN_SECONDS = 10  # open requests may finish; then the services stop
 
 
 class Service(Protocol):
@@ -133,6 +134,7 @@ async def _serve(settings: Settings, factories: Sequence[ServiceFactory], *, mig
             access_log=False,
             lifespan="off",
             server_header=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         services = [make(store, settings, clock) for make in factories]
         await run_services(_Server(config), services)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tocsin.channels import Channels, DeliveryResult, NoTarget
 from tocsin.clock import Clock
@@ -14,6 +14,8 @@ from tocsin.errors import StoreError
 logger = logging.getLogger(__name__)
 
 EXPIRED_UNSENT = "expired: its deadline passed before it could be sent"
+# An attempt needs this much time before the deadline, so that it arrives before it.
+MIN_TIME_LEFT = timedelta(milliseconds=250)
 
 
 class Deliverer:
@@ -30,7 +32,7 @@ class Deliverer:
     async def deliver(self, firing: Firing) -> AttemptResult:
         number = firing.attempts + 1
         now = self._clock.now()
-        if now >= firing.deadline:
+        if firing.deadline - now < MIN_TIME_LEFT:
             # Checked right before sending: nothing goes out after its deadline.
             expired = Decision(state=FiringState.EXPIRED, error=EXPIRED_UNSENT)
             return self._result(firing, number, now, Outcome.FAILED, expired)

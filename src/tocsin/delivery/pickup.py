@@ -4,6 +4,7 @@ whose sender vanished (lease ran out while `sending`) — from the durable queue
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 from datetime import datetime, timedelta
 
@@ -15,10 +16,15 @@ from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
 
+# A retry's new state is written in a batch a little after it is decided: when the pickup
+# finds nothing at the retry time, it looks again this much later, this many times.
+RELOOK = timedelta(milliseconds=100)
+RELOOKS = 5
+
 
 class Pickup:
-    """Polls `take_deliveries` every `interval` seconds, and sooner when a retry this worker
-    scheduled comes due; hands what it takes to the pool while it has room."""
+    """Polls `take_deliveries` every `interval` seconds, and at the times of the retries this
+    worker scheduled; hands what it takes to the pool while it has room."""
 
     def __init__(
         self,
@@ -38,14 +44,18 @@ class Pickup:
         self._lease = lease
         self._interval = timedelta(seconds=interval)
         self._batch = batch
-        self._soonest: datetime | None = None
+        self._retries: list[tuple[datetime, int]] = []  # (when, relooks left), soonest first
         self._wake = asyncio.Event()
         self.taken = 0
 
     def retry_at(self, when: datetime) -> None:
         """A retry comes due at `when`: look then, not at the next poll."""
-        if self._soonest is None or when < self._soonest:
-            self._soonest = when
+        self._look_at(when, RELOOKS)
+
+    def _look_at(self, when: datetime, relooks: int) -> None:
+        soonest = self._retries[0][0] if self._retries else None
+        heapq.heappush(self._retries, (when, relooks))
+        if soonest is None or when < soonest:
             self._wake.set()
 
     async def run(self) -> None:
@@ -60,8 +70,9 @@ class Pickup:
         if limit <= 0:
             return False
         now = self._clock.now()
-        if self._soonest is not None and self._soonest <= now:
-            self._soonest = None
+        relooks = 0
+        while self._retries and self._retries[0][0] <= now:
+            relooks = max(relooks, heapq.heappop(self._retries)[1])
         try:
             firings = await self._store.take_deliveries(
                 sender=self._sender, shards=None, now=now, lease=self._lease, limit=limit
@@ -73,11 +84,14 @@ class Pickup:
             self.taken += len(firings)
             logger.debug("took %d firings to send", len(firings))
             await self._pool.submit(firings)
+        elif relooks:
+            # The retry's `queued` state may not be written yet: look again shortly.
+            self._look_at(now + RELOOK, relooks - 1)
         return len(firings) == limit
 
     async def _sleep(self) -> None:
         until = self._clock.now() + self._interval
-        if self._soonest is not None and self._soonest < until:
-            until = self._soonest
+        if self._retries and self._retries[0][0] < until:
+            until = self._retries[0][0]
         await sleep_until(self._clock, until, self._wake)
         self._wake.clear()

@@ -25,12 +25,11 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 )
 """
 
-# Versions applied so far; NULL when the bookkeeping table does not exist yet.
-APPLIED_VERSIONS = """
-SELECT CASE WHEN to_regclass('schema_migrations') IS NOT NULL
-    THEN (SELECT array_agg(version ORDER BY version) FROM schema_migrations)
-END
-"""
+# Whether the bookkeeping table exists (a database never migrated has none).
+HAS_SCHEMA_MIGRATIONS = "SELECT to_regclass('schema_migrations') IS NOT NULL"
+
+# Versions applied so far.
+APPLIED_VERSIONS = "SELECT version FROM schema_migrations ORDER BY version"
 
 RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)"
 

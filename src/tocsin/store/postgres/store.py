@@ -139,7 +139,8 @@ class PostgresStore(Store):
 
     async def check_schema(self) -> None:
         with boundary():
-            applied = set(await self._pool.fetchval(q.APPLIED_VERSIONS) or ())
+            async with self._pool.acquire() as connection:
+                applied = await _applied_versions(connection)
         missing = [m.version for m in migrations_for("postgres") if m.version not in applied]
         if missing:
             raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
@@ -395,9 +396,15 @@ class PostgresStore(Store):
 # -- transactions -------------------------------------------------------------------------------
 
 
+async def _applied_versions(connection: asyncpg.Connection) -> set[int]:
+    if not await connection.fetchval(q.HAS_SCHEMA_MIGRATIONS):
+        return set()
+    return {row["version"] for row in await connection.fetch(q.APPLIED_VERSIONS)}
+
+
 async def _migrate(connection: asyncpg.Connection) -> list[int]:
     await connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
-    done = set(await connection.fetchval(q.APPLIED_VERSIONS) or ())
+    done = await _applied_versions(connection)
     applied: list[int] = []
     for migration in migrations_for("postgres"):
         if migration.version in done:

@@ -1,0 +1,75 @@
+"""Throw-away databases for one benchmark run: a fresh PostgreSQL database on a given server
+(dropped afterwards), or an SQLite file in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+
+from tocsin.store import Store, open_store
+
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def server_url(given: str | None) -> str:
+    """The PostgreSQL server to make databases on: the flag, TOCSIN_DATABASE_URL when it is
+    a PostgreSQL URL, else the local default."""
+    if given:
+        return given
+    env = os.environ.get("TOCSIN_DATABASE_URL", "")
+    if env.startswith(("postgresql://", "postgres://")):
+        return env
+    return DEFAULT_PG_URL
+
+
+def with_database(url: str, database: str) -> str:
+    """`url` pointing at another database on the same server (query string kept)."""
+    base, _, rest = url.rpartition("/")
+    _, question, query = rest.partition("?")
+    return f"{base}/{database}{question}{query}"
+
+
+@asynccontextmanager
+async def throwaway(db: str, *, pg_url: str | None = None) -> AsyncIterator[str]:
+    """A fresh database URL of kind `db` ("sqlite" or "postgres"), removed on exit."""
+    if db == "sqlite":
+        folder = tempfile.mkdtemp(prefix="tocsin-bench-")
+        try:
+            yield f"sqlite:///{folder}/bench.db"
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    if db != "postgres":
+        raise ValueError(f"unknown database kind {db!r}: sqlite or postgres")
+    admin = server_url(pg_url)
+    name = f"tocsin_bench_{uuid.uuid4().hex[:10]}"
+    await _admin(admin, f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(admin, name)
+    finally:
+        await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _admin(url: str, sql: str) -> None:
+    connection = await asyncpg.connect(url, timeout=10)
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
+async def migrated_store(url: str) -> Store:
+    """An open store on `url` with every migration applied."""
+    store = await open_store(url)
+    try:
+        await store.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    return store

@@ -1,0 +1,227 @@
+"""The firing benchmarks (`burst`, `steady`): save reminders due at chosen instants, run real
+`tocsin worker` processes, wait until every firing is final, and report what happened.
+
+The reminders are saved after the workers hold their parts and well before the first is due
+(so the engine loads them ahead, as it would a 09:00 rush saved the day before). They are
+one-offs with an absolute `at`, due at whole seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from tocsin.bench import outcome
+from tocsin.bench.databases import migrated_store, throwaway
+from tocsin.bench.population import Population, at_rate, spread_over
+from tocsin.bench.processes import (
+    Process,
+    receiver_stats,
+    start_receiver,
+    start_workers,
+)
+from tocsin.bench.progress import Progress, note
+from tocsin.bench.stats import rate
+from tocsin.channels.signing import new_secret
+from tocsin.domain import Channel
+from tocsin.store import Store
+
+SAVE_BATCH = 5_000
+LEAD_MARGIN = timedelta(seconds=20)  # the last save lands this long before the first due
+LEASE_WAIT_SECONDS = 60.0
+SETTLE_GRACE = timedelta(minutes=12)  # past the last due: freshness (10 min) and some
+PARTS = 16
+
+
+@dataclass(frozen=True, kw_only=True)
+class FiringSpec:
+    """One firing benchmark: how many reminders, due how, on what, with how many workers."""
+
+    scenario: str  # "burst" or "steady"
+    db: str  # "sqlite" or "postgres"
+    reminders: int
+    spread: int  # seconds the due instants cover
+    workers: int
+    channel: str  # "null" or "webhook"
+    pg_url: str | None = None
+    rate: int | None = None  # steady: reminders due per second
+    save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
+
+    def params(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "db": self.db,
+            "reminders": self.reminders,
+            "spread_s": self.spread,
+            "workers": self.workers,
+            "channel": self.channel,
+        }
+        if self.rate is not None:
+            shown["rate_per_s"] = self.rate
+        return shown
+
+
+async def run_firing(spec: FiringSpec) -> dict[str, Any]:
+    """Run one firing benchmark on a throw-away database; its report."""
+    if spec.db == "sqlite" and spec.workers != 1:
+        raise ValueError("SQLite runs one process: use --workers 1")
+    async with throwaway(spec.db, pg_url=spec.pg_url) as url:
+        store = await migrated_store(url)
+        logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
+        processes: list[Process] = []
+        try:
+            return await _run(spec, url, store, logs, processes)
+        finally:
+            for process in processes:
+                process.stop()
+            await store.close()
+
+
+async def _run(
+    spec: FiringSpec, url: str, store: Store, logs: Path, processes: list[Process]
+) -> dict[str, Any]:
+    settings: dict[str, str] = {"parts": str(PARTS)}
+    receiver_url = None
+    if spec.channel == "webhook":
+        secret = new_secret()
+        receiver, receiver_url = start_receiver(secret, logs)
+        processes.append(receiver)
+        settings |= {"webhook_url": f"{receiver_url}/hook", "webhook_secret": secret}
+    workers = start_workers(
+        spec.workers, url, logs, null=spec.channel == "null", **settings
+    )
+    processes.extend(workers)
+    note(f"{spec.scenario}: {spec.workers} worker(s) starting; logs in {logs}")
+    await _wait_for_leases(url, workers)
+    start = _first_due(spec)
+    save = await _save(spec, store, start)
+    last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
+    note(f"{spec.scenario}: first due {start:%H:%M:%S}, last {last_due:%H:%M:%S} UTC")
+    finished = await _settle(spec, url, workers, last_due)
+    rss = [worker.sample() for worker in workers]
+    stats = receiver_stats(receiver_url) if receiver_url else None
+    for process in processes:
+        process.stop()
+    report = await outcome.read_outcome(url)
+    report["finished"] = finished
+    report["save"] = save
+    report["peak_rss_mb"] = [round(value / 2**20, 1) for value in rss]
+    report["max_peak_rss_mb"] = max(report["peak_rss_mb"], default=0.0)
+    report["duplicates"] = _duplicates(stats, report)
+    if stats is not None:
+        report["receiver"] = stats
+    report["logs"] = str(logs)
+    return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
+
+
+def _duplicates(stats: dict[str, Any] | None, report: dict[str, Any]) -> int:
+    """Identities delivered more than once: seen by the receiver (webhook), or sends recorded
+    twice for one firing (null channel: nothing outside the worker sees them)."""
+    if stats is not None:
+        return int(stats["duplicates"])
+    return int(report["repeated_sends"])
+
+
+def _first_due(spec: FiringSpec) -> datetime:
+    """The start of the first minute far enough ahead for the save to end before the
+    workers read the minute ahead."""
+    now = datetime.now(UTC)
+    earliest = now + timedelta(seconds=spec.reminders / spec.save_rate_guess) + LEAD_MARGIN
+    minute = earliest.replace(second=0, microsecond=0)
+    return minute if minute >= earliest else minute + timedelta(minutes=1)
+
+
+def _due_instants(spec: FiringSpec, start: datetime) -> Iterator[datetime]:
+    if spec.rate is not None:
+        return at_rate(start, spec.rate)
+    return spread_over(start, spec.spread, spec.reminders, random.Random(11))
+
+
+async def _save(spec: FiringSpec, store: Store, start: datetime) -> dict[str, Any]:
+    """Save the reminders in batches (`add_reminders`), timing the store calls alone."""
+    population = Population(seed=3)
+    made = population.due_one_offs(
+        spec.reminders, _due_instants(spec, start), channel=Channel.WEBHOOK
+    )
+    in_store = 0.0
+    began = time.perf_counter()
+    with Progress(f"{spec.scenario}: saving", total=spec.reminders, unit="reminders") as bar:
+        left = spec.reminders
+        while left > 0:
+            batch = [next(made) for _ in range(min(SAVE_BATCH, left))]
+            tick = time.perf_counter()
+            await store.add_reminders(batch)
+            in_store += time.perf_counter() - tick
+            left -= len(batch)
+            bar.advance(len(batch))
+    overall = time.perf_counter() - began
+    margin = (start - datetime.now(UTC)).total_seconds()
+    if margin < 12:
+        note(f"warning: the save ended only {margin:.1f} s before the first due instant")
+    return {
+        "seconds": round(in_store, 3),
+        "per_s": round(rate(spec.reminders, in_store), 1),
+        "with_generation_per_s": round(rate(spec.reminders, overall), 1),
+        "margin_before_due_s": round(margin, 1),
+    }
+
+
+async def _wait_for_leases(url: str, workers: list[Process]) -> None:
+    """Wait until the workers share the parts fairly (each holds PARTS / workers)."""
+    share = PARTS // len(workers)
+    give_up = time.monotonic() + LEASE_WAIT_SECONDS
+    while time.monotonic() < give_up:
+        for worker in workers:
+            if not worker.alive():
+                raise RuntimeError(f"{worker.name} exited: see its log")
+        held = await _held(url)
+        if len(held) == len(workers) and all(count == share for count in held.values()):
+            return
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"the workers did not share the parts within {LEASE_WAIT_SECONDS} s")
+
+
+async def _held(url: str) -> dict[str, int]:
+    sql = "SELECT holder, count(*) FROM leases WHERE holder IS NOT NULL GROUP BY holder"
+    if url.startswith("sqlite:"):
+        import sqlite3
+
+        with sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30) as connection:
+            return dict(connection.execute(sql).fetchall())
+    connection_pg = await asyncpg.connect(url)
+    try:
+        return {row[0]: row[1] for row in await connection_pg.fetch(sql)}
+    finally:
+        await connection_pg.close()
+
+
+async def _settle(
+    spec: FiringSpec, url: str, workers: list[Process], last_due: datetime
+) -> bool:
+    """Wait until every reminder due is claimed and every firing final; False on time-out."""
+    last_bucket = int(last_due.timestamp()) // 60
+    give_up = last_due + SETTLE_GRACE
+    total = spec.reminders
+    with Progress(f"{spec.scenario}: firing", total=total, unit="final") as bar:
+        while datetime.now(UTC) < give_up:
+            for worker in workers:
+                worker.sample()
+            if datetime.now(UTC) < last_due:
+                await asyncio.sleep(1.0)
+                left = await outcome.unfinished(url, last_bucket)
+                bar.update(total - left.total)
+                continue
+            left = await outcome.unfinished(url, last_bucket)
+            bar.update(total - left.total)
+            if left.total == 0:
+                return True
+            await asyncio.sleep(0.5)
+    return False

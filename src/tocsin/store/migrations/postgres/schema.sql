@@ -1,0 +1,133 @@
+-- The schema every migration together makes: a snapshot, compared with a freshly
+-- migrated database by tests/integration/store/test_migrations.py. Regenerate with
+-- `.venv/bin/python -m tests.integration.store.schema`; never edit by hand.
+
+CREATE TABLE apps (
+    created_at timestamp with time zone NOT NULL,
+    webhook_disabled boolean NOT NULL DEFAULT false,
+    name text NOT NULL,
+    key_hash text NOT NULL,
+    key_prefix text NOT NULL,
+    webhook_url text,
+    webhook_secret text,
+    CONSTRAINT apps_key_hash_key UNIQUE (key_hash),
+    CONSTRAINT apps_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE attempts (
+    at timestamp with time zone NOT NULL,
+    number integer NOT NULL,
+    firing_id text COLLATE "C" NOT NULL,
+    channel text NOT NULL,
+    outcome text NOT NULL,
+    error text,
+    provider_id text,
+    CONSTRAINT attempts_firing_fkey FOREIGN KEY (firing_id) REFERENCES firings(id) ON DELETE CASCADE,
+    CONSTRAINT attempts_outcome CHECK ((outcome = ANY (ARRAY['sent'::text, 'retry'::text, 'failed'::text]))),
+    CONSTRAINT attempts_pkey PRIMARY KEY (firing_id, number)
+);
+
+CREATE TABLE contacts (
+    created_at timestamp with time zone NOT NULL,
+    owner text COLLATE "C" NOT NULL,
+    kind text NOT NULL,
+    address text NOT NULL,
+    data json,
+    CONSTRAINT contacts_pkey PRIMARY KEY (owner, kind, address)
+);
+
+CREATE TABLE firings (
+    due_at timestamp with time zone NOT NULL,
+    deadline timestamp with time zone NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    next_attempt_at timestamp with time zone,
+    lease_until timestamp with time zone,
+    sent_at timestamp with time zone,
+    attempts integer NOT NULL DEFAULT 0,
+    shard smallint NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    reminder_id text COLLATE "C" NOT NULL,
+    owner text COLLATE "C" NOT NULL,
+    state text NOT NULL,
+    channel text NOT NULL,
+    text text NOT NULL,
+    metadata json,
+    source text,
+    sender text,
+    provider_id text,
+    last_error text,
+    snoozed_by text COLLATE "C",
+    CONSTRAINT firings_pkey PRIMARY KEY (id),
+    CONSTRAINT firings_reminder_fkey FOREIGN KEY (reminder_id) REFERENCES reminders(id) ON DELETE CASCADE,
+    CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
+);
+
+CREATE TABLE idempotency_keys (
+    created_at timestamp with time zone NOT NULL,
+    status_code integer NOT NULL,
+    scope text NOT NULL,
+    key text NOT NULL,
+    request_hash text NOT NULL,
+    body bytea NOT NULL,
+    CONSTRAINT idempotency_keys_pkey PRIMARY KEY (scope, key)
+);
+
+CREATE TABLE leases (
+    parts integer NOT NULL,
+    part integer NOT NULL,
+    expires_at timestamp with time zone,
+    watermark integer,
+    holder text,
+    CONSTRAINT leases_pkey PRIMARY KEY (parts, part)
+);
+
+CREATE TABLE reminders (
+    due_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    bucket integer,
+    freshness integer NOT NULL,
+    version integer NOT NULL,
+    shard smallint NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    owner text COLLATE "C" NOT NULL,
+    status text NOT NULL,
+    channel text NOT NULL,
+    text text NOT NULL,
+    zone text NOT NULL,
+    anchor text NOT NULL,
+    rule text,
+    at text,
+    repeat text,
+    metadata json,
+    source text,
+    snoozed_from text COLLATE "C",
+    CONSTRAINT reminders_pending_due CHECK (((status <> 'pending'::text) OR ((due_at IS NOT NULL) AND (bucket IS NOT NULL)))),
+    CONSTRAINT reminders_pkey PRIMARY KEY (id),
+    CONSTRAINT reminders_status CHECK ((status = ANY (ARRAY['pending'::text, 'fired'::text, 'ended'::text, 'cancelled'::text])))
+);
+
+CREATE TABLE schema_migrations (
+    version integer NOT NULL,
+    applied_at timestamp with time zone NOT NULL DEFAULT now(),
+    name text NOT NULL,
+    CONSTRAINT schema_migrations_pkey PRIMARY KEY (version)
+);
+
+CREATE TABLE secrets (
+    name text NOT NULL,
+    value text NOT NULL,
+    CONSTRAINT secrets_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE workers (
+    heartbeat_at timestamp with time zone NOT NULL,
+    worker text NOT NULL,
+    CONSTRAINT workers_pkey PRIMARY KEY (worker)
+);
+
+CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
+CREATE INDEX firings_reminder ON public.firings USING btree (reminder_id, due_at);
+CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
+CREATE INDEX reminders_due ON public.reminders USING btree (bucket, shard) WHERE (status = 'pending'::text);
+CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

@@ -1,0 +1,125 @@
+-- The schema every migration together makes: a snapshot, compared with a freshly
+-- migrated database by tests/integration/store/test_migrations.py. Regenerate with
+-- `.venv/bin/python -m tests.integration.store.schema`; never edit by hand.
+
+CREATE TABLE apps (
+    name TEXT PRIMARY KEY,
+    key_hash TEXT NOT NULL UNIQUE,
+    key_prefix TEXT NOT NULL,
+    webhook_url TEXT,
+    webhook_secret TEXT,
+    webhook_disabled INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+
+CREATE TABLE attempts (
+    firing_id TEXT NOT NULL REFERENCES firings (id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('sent', 'retry', 'failed')),
+    error TEXT,
+    provider_id TEXT,
+    PRIMARY KEY (firing_id, number)
+);
+
+CREATE TABLE contacts (
+    owner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    address TEXT NOT NULL,
+    data TEXT,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (owner, kind, address)
+);
+
+CREATE TABLE firings (
+    id TEXT PRIMARY KEY,
+    reminder_id TEXT NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
+    owner TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    due_at INTEGER NOT NULL,
+    deadline INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT,
+    source TEXT,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'sending', 'sent', 'failed', 'expired')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER,
+    sender TEXT,
+    lease_until INTEGER,
+    created_at INTEGER NOT NULL,
+    sent_at INTEGER,
+    provider_id TEXT,
+    last_error TEXT,
+    snoozed_by TEXT
+);
+
+CREATE TABLE idempotency_keys (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    status_code INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+);
+
+CREATE TABLE leases (
+    parts INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    holder TEXT,
+    expires_at INTEGER,
+    watermark INTEGER,
+    PRIMARY KEY (parts, part)
+);
+
+CREATE TABLE reminders (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    rule TEXT,
+    at TEXT,
+    repeat TEXT,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'fired', 'ended', 'cancelled')),
+    due_at INTEGER,
+    bucket INTEGER,
+    freshness INTEGER NOT NULL,
+    metadata TEXT,
+    source TEXT,
+    snoozed_from TEXT,
+    version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    CHECK (status <> 'pending' OR (due_at IS NOT NULL AND bucket IS NOT NULL))
+);
+
+CREATE TABLE schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at INTEGER NOT NULL
+);
+
+CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE workers (
+    worker TEXT PRIMARY KEY,
+    heartbeat_at INTEGER NOT NULL
+);
+
+CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
+
+CREATE INDEX firings_reminder ON firings (reminder_id, due_at);
+
+CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
+
+CREATE INDEX reminders_due ON reminders (bucket, shard) WHERE status = 'pending';
+
+CREATE INDEX reminders_owner ON reminders (owner, id);

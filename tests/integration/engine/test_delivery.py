@@ -1,0 +1,213 @@
+"""Delivery through the webhook channel to a real local receiver (its own process): signed
+bodies, retries with growing gaps, Retry-After, expiry, 410, permanent errors, and channels
+that are not configured."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import standardwebhooks
+
+from tests.integration.engine.support import (
+    eventually,
+    firings_of,
+    receiver,
+    reminder,
+    running,
+    settings,
+)
+from tocsin.auth import new_app
+from tocsin.channels.signing import new_secret, secret_key, sign
+from tocsin.clock import SystemClock
+from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder
+from tocsin.store import Store
+
+clock = SystemClock()
+
+
+def soon(seconds: float = 1.0) -> datetime:
+    return clock.now().replace(microsecond=0) + timedelta(seconds=1 + seconds)
+
+
+async def final(store: Store, reminders: list[Reminder], within: float = 20) -> list[Firing]:
+    """Wait until every reminder's (only) firing is final; return them."""
+
+    async def done() -> bool:
+        for one in reminders:
+            firings = await firings_of(store, one.id)
+            if not firings or not firings[0].state.is_final:
+                return False
+        return True
+
+    await eventually(done, within=within)
+    return [(await firings_of(store, one.id))[0] for one in reminders]
+
+
+async def webhook_app(store: Store, url: str, name: str = "phone") -> str:
+    app, _ = new_app(name, webhook_url=url, now=clock.now())
+    await store.add_app(app)
+    assert app.webhook_secret is not None
+    return app.webhook_secret
+
+
+def test_signatures_verify_with_the_standard_webhooks_library() -> None:
+    secret = new_secret()
+    body = b'{"type":"reminder.due"}'
+    timestamp = int(datetime.now(UTC).timestamp())
+    headers = {
+        "webhook-id": "r1.1700000000",
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(secret_key(secret), "r1.1700000000", timestamp, body),
+    }
+    assert standardwebhooks.Webhook(secret).verify(body, headers) == {"type": "reminder.due"}
+
+
+async def test_a_signed_ring_reaches_the_app_webhook(db_url: str, store: Store) -> None:
+    app, _ = new_app("calendar", webhook_url="http://unused", now=clock.now())
+    assert app.webhook_secret is not None
+    with receiver("--secret", app.webhook_secret, "--keep-bodies") as sink:
+        await store.add_app(replace(app, webhook_url=sink.url))
+        one = reminder(
+            "ana",
+            now=clock.now(),
+            at=soon(),
+            channel=Channel.WEBHOOK,
+            source="calendar",
+            metadata={"list": "family"},
+        )
+        await store.add_reminders([one])
+        async with running(store, settings(db_url), clock):
+            (firing,) = await final(store, [one])
+        stats = await sink.astats(bodies=True)
+    assert firing.state is FiringState.SENT, firing.last_error
+    assert (stats["accepted"], stats["invalid"], stats["duplicates"]) == (1, 0, 0)
+    assert one.due_at is not None
+    assert stats["bodies"][firing.id] == {
+        "type": "reminder.due",
+        "id": firing.id,
+        "reminder_id": one.id,
+        "owner": "ana",
+        "text": "Call mom",
+        "due": one.due_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "deadline": (one.due_at + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "metadata": {"list": "family"},
+        "attempt": 1,
+    }
+
+
+async def test_the_deployment_wide_webhook(db_url: str, store: Store) -> None:
+    secret = new_secret()
+    with receiver("--secret", secret) as sink:
+        config = settings(db_url, webhook_url=sink.url, webhook_secret=secret)
+        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
+        await store.add_reminders([one])
+        async with running(store, config, clock):
+            (firing,) = await final(store, [one])
+        stats = await sink.astats()
+    assert firing.state is FiringState.SENT
+    assert (stats["accepted"], stats["invalid"]) == (1, 0)
+
+
+async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(
+    db_url: str, store: Store
+) -> None:
+    with receiver("--fail-first", "3") as sink:
+        config = settings(db_url, webhook_url=sink.url)
+        due = soon()
+        many = [
+            reminder(f"owner-{n}", now=clock.now(), at=due, channel=Channel.WEBHOOK)
+            for n in range(12)
+        ]
+        await store.add_reminders(many)
+        async with running(store, config, clock, rng=random.Random(4)):
+            firings = await final(store, many)
+        stats = await sink.astats()
+    gaps: list[list[float]] = [[], [], []]
+    for firing in firings:
+        assert firing.state is FiringState.SENT
+        outcomes = [a.outcome for a in firing.history]
+        assert outcomes == [Outcome.RETRY] * 3 + [Outcome.SENT]
+        assert firing.history[0].error == "HTTP 503"
+        times = [a.at for a in firing.history]
+        for n in range(3):
+            gap = (times[n + 1] - times[n]).total_seconds()
+            gaps[n].append(gap)
+            assert gap <= 0.2 * 2**n + 0.5, "a wait beyond its backoff ceiling"
+    means = [statistics.mean(g) for g in gaps]
+    assert means[0] < means[1] < means[2], means
+    assert (stats["unique"], stats["duplicates"], stats["failed"]) == (12, 0, 36)
+
+
+async def test_retry_after_is_honoured(db_url: str, store: Store) -> None:
+    with receiver("--fail-first", "1", "--retry-after", "2") as sink:
+        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
+        await store.add_reminders([one])
+        async with running(store, settings(db_url, webhook_url=sink.url), clock):
+            (firing,) = await final(store, [one])
+    assert firing.state is FiringState.SENT
+    first, second = firing.history
+    assert 2.0 <= (second.at - first.at).total_seconds() < 3.5
+
+
+async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(
+    db_url: str, store: Store
+) -> None:
+    with receiver("--fail-first", "1000") as sink:
+        one = reminder(
+            "ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, freshness=3
+        )
+        await store.add_reminders([one])
+        async with running(store, settings(db_url, webhook_url=sink.url), clock):
+            (firing,) = await final(store, [one], within=15)
+        stats = await sink.astats(ids=True)
+    assert firing.state is FiringState.EXPIRED
+    assert firing.sent_at is None
+    arrivals = stats["arrivals"][firing.id]
+    assert len(arrivals) >= 2, "it was retried meanwhile"
+    assert all(status == 503 for _, status in arrivals)
+    assert max(at for at, _ in arrivals) < firing.deadline.timestamp()
+    assert stats["accepted"] == 0
+
+
+async def test_410_gone_disables_the_endpoint(db_url: str, store: Store) -> None:
+    with receiver("--fail-first", "1000", "--status", "410") as sink:
+        await webhook_app(store, sink.url)
+        first = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, source="phone")
+        later = reminder("bo", now=clock.now(), at=soon(2), channel=Channel.WEBHOOK, source="phone")
+        await store.add_reminders([first, later])
+        async with running(store, settings(db_url), clock):
+            gone, disabled = await final(store, [first, later])
+        stats = await sink.astats()
+    assert gone.state is FiringState.FAILED
+    assert gone.last_error is not None and "410" in gone.last_error
+    assert disabled.state is FiringState.FAILED
+    assert disabled.last_error is not None and "disabled" in disabled.last_error
+    assert stats["total"] == 1, "nothing more went to a disabled endpoint"
+    app = await store.find_app(name="phone")
+    assert app is not None and app.webhook_disabled
+
+
+async def test_other_4xx_fail_at_once(db_url: str, store: Store) -> None:
+    with receiver("--fail-first", "1000", "--status", "400") as sink:
+        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
+        await store.add_reminders([one])
+        async with running(store, settings(db_url, webhook_url=sink.url), clock):
+            (firing,) = await final(store, [one])
+    assert firing.state is FiringState.FAILED
+    assert [a.outcome for a in firing.history] == [Outcome.FAILED]
+    assert firing.last_error == "HTTP 400"
+
+
+async def test_channels_not_configured_fail_at_once_and_say_so(db_url: str, store: Store) -> None:
+    email = reminder("ana", now=clock.now(), at=soon(), channel=Channel.EMAIL)
+    hook = reminder("bo", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
+    await store.add_reminders([email, hook])
+    async with running(store, settings(db_url), clock):
+        firings = await final(store, [email, hook])
+    for firing in firings:
+        assert firing.state is FiringState.FAILED
+        assert firing.last_error == "channel not configured"
+        assert len(firing.history) == 1
