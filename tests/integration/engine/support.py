@@ -28,10 +28,11 @@ from tocsin.time import first_due, parse_schedule
 T0 = datetime(2026, 3, 2, 17, 58, tzinfo=UTC)
 
 
-def settings(db_url: str, **overrides: Any) -> Settings:
-    """Settings for tests: few parts, short leases, a quick sweep."""
+def settings(**overrides: Any) -> Settings:
+    """Settings for tests: few parts, short leases, a quick sweep. (The engine is given its
+    store: the database URL is not used.)"""
     values: dict[str, Any] = {
-        "database_url": db_url,
+        "database_url": "sqlite:///unused.db",
         "parts": 4,
         "lease_seconds": 2.0,
         "sweep_seconds": 0.5,

@@ -26,14 +26,14 @@ async def states(store: Store, one: Reminder) -> list[tuple[int, FiringState]]:
     ]
 
 
-async def test_catch_up_after_thirty_minutes_down(db_url: str, store: Store) -> None:
+async def test_catch_up_after_thirty_minutes_down(store: Store) -> None:
     clock = FakeClock(T0)
     stale, fresh, last_moment, future = at(5), at(25), at(29.5), at(40)
     every5 = reminder("series-5", now=T0, at=SIX, repeat="every 5 minutes")
     every7 = reminder("series-7", now=T0, at=SIX, repeat="every 7 minutes", freshness=60)
     everyone = [stale, fresh, last_moment, future, every5, every7]
     await store.add_reminders(everyone)
-    config = settings(db_url)
+    config = settings()
     async with running(store, config, clock, worker_id="before"):
         clock.set(T0 + timedelta(seconds=5))  # runs, records its watermarks, then stops
         await asyncio.sleep(0.3)
@@ -57,7 +57,8 @@ async def test_catch_up_after_thirty_minutes_down(db_url: str, store: Store) -> 
         assert await states(store, every7) == [(0, FiringState.EXPIRED)]
         for one, upcoming in ((every5, 35), (every7, 35)):
             row = await store.get_reminder(one.id)
-            assert row is not None and row.due_at == SIX + timedelta(minutes=upcoming)
+            assert row is not None
+            assert row.due_at == SIX + timedelta(minutes=upcoming)
         late = (await firings_of(store, fresh.id))[0]
         assert late.sent_at == BACK, "rang late, at once"
         assert await firings_of(store, future.id) == []

@@ -35,7 +35,7 @@ async def api_for(store: Store) -> AsyncIterator[Any]:
     clients: list[httpx.AsyncClient] = []
 
     def make(clock: Clock) -> httpx.AsyncClient:
-        app = create_app(store=store, settings=settings("sqlite:///unused.db"), clock=clock)
+        app = create_app(store=store, settings=settings(), clock=clock)
         client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://testserver"
         )
@@ -52,13 +52,11 @@ async def sent(store: Store, reminder_id: str) -> bool:
     return bool(firings) and firings[-1].state is FiringState.SENT
 
 
-async def test_created_three_seconds_before_due_rings_on_time(
-    db_url: str, store: Store, api_for: Any
-) -> None:
+async def test_created_three_seconds_before_due_rings_on_time(store: Store, api_for: Any) -> None:
     # A sweep too slow to help: only the wake-up can make it ring on time.
     clock = SystemClock()
     api = api_for(clock)
-    async with running(store, settings(db_url, sweep_seconds=60), clock):
+    async with running(store, settings(sweep_seconds=60), clock):
         await asyncio.sleep(0.3)  # the engine has read its buckets ahead
         due = clock.now().replace(microsecond=0) + timedelta(seconds=3)
         response = await api.post("/v1/reminders", json=body(due))
@@ -71,13 +69,11 @@ async def test_created_three_seconds_before_due_rings_on_time(
     assert timedelta(0) <= firing.sent_at - due < timedelta(seconds=1)
 
 
-async def test_an_edit_from_18_00_to_18_30_rings_at_18_30_only(
-    db_url: str, store: Store, api_for: Any
-) -> None:
+async def test_an_edit_from_18_00_to_18_30_rings_at_18_30_only(store: Store, api_for: Any) -> None:
     clock = FakeClock(T0)
     api = api_for(clock)
     made = (await api.post("/v1/reminders", json=body(DUE))).json()
-    async with running(store, settings(db_url), clock):
+    async with running(store, settings(), clock):
         clock.set(DUE - timedelta(seconds=5))  # 18:00 is loaded in memory by now
         await asyncio.sleep(0.2)
         shown = await api.get(f"/v1/reminders/{made['id']}")
@@ -97,11 +93,11 @@ async def test_an_edit_from_18_00_to_18_30_rings_at_18_30_only(
     assert firing.sent_at == DUE + timedelta(minutes=30)
 
 
-async def test_a_cancel_that_won_never_rings(db_url: str, store: Store, api_for: Any) -> None:
+async def test_a_cancel_that_won_never_rings(store: Store, api_for: Any) -> None:
     clock = FakeClock(T0)
     api = api_for(clock)
     made = (await api.post("/v1/reminders", json=body(DUE))).json()
-    async with running(store, settings(db_url), clock):
+    async with running(store, settings(), clock):
         clock.set(DUE - timedelta(seconds=2))
         await asyncio.sleep(0.2)
         cancelled = await api.delete(f"/v1/reminders/{made['id']}")
@@ -111,14 +107,15 @@ async def test_a_cancel_that_won_never_rings(db_url: str, store: Store, api_for:
             await asyncio.sleep(0.15)
     assert await firings_of(store, made["id"]) == []
     row = await store.get_reminder(made["id"])
-    assert row is not None and row.status is ReminderStatus.CANCELLED
+    assert row is not None
+    assert row.status is ReminderStatus.CANCELLED
 
 
-async def test_a_cancel_that_lost_rang(db_url: str, store: Store, api_for: Any) -> None:
+async def test_a_cancel_that_lost_rang(store: Store, api_for: Any) -> None:
     clock = FakeClock(T0)
     api = api_for(clock)
     made = (await api.post("/v1/reminders", json=body(DUE))).json()
-    async with running(store, settings(db_url), clock):
+    async with running(store, settings(), clock):
         clock.set(DUE)
 
         async def claimed() -> bool:

@@ -65,7 +65,7 @@ def test_signatures_verify_with_the_standard_webhooks_library() -> None:
     assert standardwebhooks.Webhook(secret).verify(body, headers) == {"type": "reminder.due"}
 
 
-async def test_a_signed_ring_reaches_the_app_webhook(db_url: str, store: Store) -> None:
+async def test_a_signed_ring_reaches_the_app_webhook(store: Store) -> None:
     app, _ = new_app("calendar", webhook_url="http://unused", now=clock.now())
     assert app.webhook_secret is not None
     with receiver("--secret", app.webhook_secret, "--keep-bodies") as sink:
@@ -79,7 +79,7 @@ async def test_a_signed_ring_reaches_the_app_webhook(db_url: str, store: Store) 
             metadata={"list": "family"},
         )
         await store.add_reminders([one])
-        async with running(store, settings(db_url), clock):
+        async with running(store, settings(), clock):
             (firing,) = await final(store, [one])
         stats = await sink.astats(bodies=True)
     assert firing.state is FiringState.SENT, firing.last_error
@@ -98,10 +98,10 @@ async def test_a_signed_ring_reaches_the_app_webhook(db_url: str, store: Store) 
     }
 
 
-async def test_the_deployment_wide_webhook(db_url: str, store: Store) -> None:
+async def test_the_deployment_wide_webhook(store: Store) -> None:
     secret = new_secret()
     with receiver("--secret", secret) as sink:
-        config = settings(db_url, webhook_url=sink.url, webhook_secret=secret)
+        config = settings(webhook_url=sink.url, webhook_secret=secret)
         one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
         await store.add_reminders([one])
         async with running(store, config, clock):
@@ -111,11 +111,9 @@ async def test_the_deployment_wide_webhook(db_url: str, store: Store) -> None:
     assert (stats["accepted"], stats["invalid"]) == (1, 0)
 
 
-async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(
-    db_url: str, store: Store
-) -> None:
+async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(store: Store) -> None:
     with receiver("--fail-first", "3") as sink:
-        config = settings(db_url, webhook_url=sink.url)
+        config = settings(webhook_url=sink.url)
         due = soon()
         many = [
             reminder(f"owner-{n}", now=clock.now(), at=due, channel=Channel.WEBHOOK)
@@ -141,26 +139,22 @@ async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(
     assert (stats["unique"], stats["duplicates"], stats["failed"]) == (12, 0, 36)
 
 
-async def test_retry_after_is_honoured(db_url: str, store: Store) -> None:
+async def test_retry_after_is_honoured(store: Store) -> None:
     with receiver("--fail-first", "1", "--retry-after", "2") as sink:
         one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
         await store.add_reminders([one])
-        async with running(store, settings(db_url, webhook_url=sink.url), clock):
+        async with running(store, settings(webhook_url=sink.url), clock):
             (firing,) = await final(store, [one])
     assert firing.state is FiringState.SENT
     first, second = firing.history
     assert 2.0 <= (second.at - first.at).total_seconds() < 3.5
 
 
-async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(
-    db_url: str, store: Store
-) -> None:
+async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(store: Store) -> None:
     with receiver("--fail-first", "1000") as sink:
-        one = reminder(
-            "ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, freshness=3
-        )
+        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, freshness=3)
         await store.add_reminders([one])
-        async with running(store, settings(db_url, webhook_url=sink.url), clock):
+        async with running(store, settings(webhook_url=sink.url), clock):
             (firing,) = await final(store, [one], within=15)
         stats = await sink.astats(ids=True)
     assert firing.state is FiringState.EXPIRED
@@ -172,40 +166,43 @@ async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(
     assert stats["accepted"] == 0
 
 
-async def test_410_gone_disables_the_endpoint(db_url: str, store: Store) -> None:
+async def test_410_gone_disables_the_endpoint(store: Store) -> None:
     with receiver("--fail-first", "1000", "--status", "410") as sink:
         await webhook_app(store, sink.url)
         first = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, source="phone")
         later = reminder("bo", now=clock.now(), at=soon(2), channel=Channel.WEBHOOK, source="phone")
         await store.add_reminders([first, later])
-        async with running(store, settings(db_url), clock):
+        async with running(store, settings(), clock):
             gone, disabled = await final(store, [first, later])
         stats = await sink.astats()
     assert gone.state is FiringState.FAILED
-    assert gone.last_error is not None and "410" in gone.last_error
+    assert gone.last_error is not None
+    assert "410" in gone.last_error
     assert disabled.state is FiringState.FAILED
-    assert disabled.last_error is not None and "disabled" in disabled.last_error
+    assert disabled.last_error is not None
+    assert "disabled" in disabled.last_error
     assert stats["total"] == 1, "nothing more went to a disabled endpoint"
     app = await store.find_app(name="phone")
-    assert app is not None and app.webhook_disabled
+    assert app is not None
+    assert app.webhook_disabled
 
 
-async def test_other_4xx_fail_at_once(db_url: str, store: Store) -> None:
+async def test_other_4xx_fail_at_once(store: Store) -> None:
     with receiver("--fail-first", "1000", "--status", "400") as sink:
         one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
         await store.add_reminders([one])
-        async with running(store, settings(db_url, webhook_url=sink.url), clock):
+        async with running(store, settings(webhook_url=sink.url), clock):
             (firing,) = await final(store, [one])
     assert firing.state is FiringState.FAILED
     assert [a.outcome for a in firing.history] == [Outcome.FAILED]
     assert firing.last_error == "HTTP 400"
 
 
-async def test_channels_not_configured_fail_at_once_and_say_so(db_url: str, store: Store) -> None:
+async def test_channels_not_configured_fail_at_once_and_say_so(store: Store) -> None:
     email = reminder("ana", now=clock.now(), at=soon(), channel=Channel.EMAIL)
     hook = reminder("bo", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
     await store.add_reminders([email, hook])
-    async with running(store, settings(db_url), clock):
+    async with running(store, settings(), clock):
         firings = await final(store, [email, hook])
     for firing in firings:
         assert firing.state is FiringState.FAILED

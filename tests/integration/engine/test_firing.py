@@ -23,7 +23,8 @@ async def ring_at(store: Store, clock: FakeClock, reminder_id: str, count: int) 
     """Move the clock to the reminder's due time, one second at a time for the last two,
     checking it did not ring early and rang exactly then."""
     row = await store.get_reminder(reminder_id)
-    assert row is not None and row.due_at is not None
+    assert row is not None
+    assert row.due_at is not None
     due = row.due_at
     clock.set(due - timedelta(seconds=1))
     await asyncio.sleep(0.15)
@@ -42,13 +43,13 @@ async def ring_at(store: Store, clock: FakeClock, reminder_id: str, count: int) 
     assert firing.history[0].at == due
 
 
-async def test_one_offs_and_a_series_ring_at_their_second(db_url: str, store: Store) -> None:
+async def test_one_offs_and_a_series_ring_at_their_second(store: Store) -> None:
     clock = FakeClock(T0)
     early = reminder("ana", now=T0, at=T0 + timedelta(seconds=45))
     later = reminder("bob", now=T0, at=T0 + timedelta(minutes=2, seconds=30))
     series = reminder("cy", now=T0 + timedelta(seconds=1), repeat="every 30 minutes")
     await store.add_reminders([early, later, series])
-    async with running(store, settings(db_url), clock):
+    async with running(store, settings(), clock):
         await ring_at(store, clock, early.id, 1)
         await ring_at(store, clock, later.id, 1)
         for count in (1, 2, 3):
@@ -60,19 +61,21 @@ async def test_one_offs_and_a_series_ring_at_their_second(db_url: str, store: St
         timedelta(minutes=60),
     ]
     after = await store.get_reminder(series.id)
-    assert after is not None and after.status is ReminderStatus.PENDING
+    assert after is not None
+    assert after.status is ReminderStatus.PENDING
     assert after.due_at == firings[-1].due_at + timedelta(minutes=30)
     one_off = await store.get_reminder(early.id)
-    assert one_off is not None and one_off.status is ReminderStatus.FIRED
+    assert one_off is not None
+    assert one_off.status is ReminderStatus.FIRED
 
 
-async def test_real_clock_rings_within_a_second(db_url: str, store: Store) -> None:
+async def test_real_clock_rings_within_a_second(store: Store) -> None:
     clock = SystemClock()
     now = clock.now().replace(microsecond=0)
     due = [now + timedelta(seconds=s) for s in (2, 3, 4)]
     saved = [reminder(f"owner-{n}", now=now, at=at) for n, at in enumerate(due)]
     await store.add_reminders(saved)
-    async with running(store, settings(db_url), clock):
+    async with running(store, settings(), clock):
 
         async def all_sent() -> bool:
             for one in saved:
