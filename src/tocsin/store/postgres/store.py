@@ -60,12 +60,19 @@ def translate(error: BaseException) -> StoreError:
         if isinstance(error, asyncpg.PostgresConnectionError) or state in _UNAVAILABLE_STATES:
             return StoreUnavailable(f"PostgreSQL unavailable: {error}")
         return StoreError(f"PostgreSQL: {error}")
-    if isinstance(error, OSError | TimeoutError | ConnectionError):
+    if isinstance(error, OSError | TimeoutError | asyncpg.InternalClientError):
+        # InternalClientError: a connection the server dropped mid-conversation.
         return StoreUnavailable(f"PostgreSQL unreachable: {error!r}")
     return StoreError(f"PostgreSQL client: {error}")
 
 
-_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+_DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+    TimeoutError,
+)
 
 
 @contextmanager

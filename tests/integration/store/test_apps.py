@@ -1,0 +1,79 @@
+"""Apps (API keys) and shared secrets, on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.integration.store.factories import NOW
+from tocsin.domain import App
+from tocsin.errors import StoreError
+from tocsin.store import Store, open_store
+
+
+def app(name: str = "phone", key_hash: str = "hash-1") -> App:
+    return App(
+        name=name,
+        key_hash=key_hash,
+        key_prefix="tcs_ab12",
+        created_at=NOW,
+        webhook_url="https://example.com/hooks",
+        webhook_secret="whsec_c2VjcmV0",
+    )
+
+
+async def test_apps_are_found_by_name_or_key_hash(store: Store) -> None:
+    assert await store.count_apps() == 0
+    await store.add_app(app())
+    await store.add_app(App(name="calendar", key_hash="hash-2", key_prefix="tcs_x", created_at=NOW))
+
+    assert await store.count_apps() == 2
+    assert await store.find_app(name="phone") == app()
+    assert await store.find_app(key_hash="hash-1") == app()
+    assert await store.find_app(name="nobody") is None
+    assert await store.find_app(key_hash="nothing") is None
+
+
+async def test_find_app_wants_exactly_one_key(store: Store) -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        await store.find_app()
+    with pytest.raises(ValueError, match="exactly one"):
+        await store.find_app(name="phone", key_hash="hash-1")
+
+
+async def test_names_and_key_hashes_are_unique(store: Store) -> None:
+    await store.add_app(app())
+
+    with pytest.raises(StoreError, match="phone"):
+        await store.add_app(app(key_hash="hash-9"))
+    with pytest.raises(StoreError):
+        await store.add_app(app(name="other"))
+    assert await store.count_apps() == 1
+
+
+async def test_disable_webhook(store: Store) -> None:
+    await store.add_app(app())
+
+    await store.disable_webhook("phone")
+    await store.disable_webhook("nobody")
+
+    found = await store.find_app(name="phone")
+    assert found is not None
+    assert found.webhook_disabled is True
+
+
+async def test_the_first_secret_saved_wins(store: Store, migrated_db_url: str) -> None:
+    other = await open_store(migrated_db_url)
+    try:
+        values = await asyncio.gather(
+            store.ensure_secret("owner-token", "first"),
+            other.ensure_secret("owner-token", "second"),
+            store.ensure_secret("owner-token", "third"),
+        )
+    finally:
+        await other.close()
+
+    assert len(set(values)) == 1
+    assert await store.ensure_secret("owner-token", "later") == values[0]
+    assert await store.ensure_secret("another", "x") == "x"

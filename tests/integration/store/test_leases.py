@@ -1,0 +1,121 @@
+"""Scheduler leases: fair shares, takeover after expiry, release, watermarks, on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from tests.integration.store.factories import NOW
+from tocsin.domain import HeldParts
+from tocsin.store import Store, open_store
+
+TTL = timedelta(seconds=10)
+PARTS = 16
+
+
+async def renew(store: Store, worker: str, at: timedelta = timedelta(0)) -> HeldParts:
+    return await store.renew_leases(worker, parts=PARTS, ttl=TTL, now=NOW + at)
+
+
+async def test_a_lone_worker_holds_every_part(store: Store) -> None:
+    held = await renew(store, "w1")
+
+    assert held.parts == frozenset(range(PARTS))
+    assert held.live_workers == 1
+    assert held.watermarks == dict.fromkeys(range(PARTS))
+
+
+async def test_two_workers_converge_on_half_each(store: Store) -> None:
+    await renew(store, "w1")
+    second = await renew(store, "w2")  # everything is held: w2 waits for w1 to let go
+    first = await renew(store, "w1", timedelta(seconds=1))
+    second = await renew(store, "w2", timedelta(seconds=1))
+
+    assert first.live_workers == second.live_workers == 2
+    assert len(first.parts) == len(second.parts) == PARTS // 2
+    assert first.parts.isdisjoint(second.parts)
+
+
+async def test_three_workers_take_ceil_shares(store: Store) -> None:
+    workers = ["w1", "w2", "w3"]
+    held: dict[str, HeldParts] = {}
+    for second in range(3):
+        for worker in workers:
+            held[worker] = await renew(store, worker, timedelta(seconds=second))
+
+    sizes = sorted(len(h.parts) for h in held.values())
+    assert sizes == [4, 6, 6]  # ceil(16 / 3) = 6, and 4 left
+    assert frozenset().union(*(h.parts for h in held.values())) == frozenset(range(PARTS))
+    assert sum(sizes) == PARTS
+
+
+async def test_a_silent_workers_parts_are_taken_over_after_expiry(store: Store) -> None:
+    await renew(store, "w1")
+    await renew(store, "w2")
+    first = await renew(store, "w1", timedelta(seconds=1))
+    before = await renew(store, "w2", timedelta(seconds=1))
+    # w2 goes silent; before its lease runs out, w1 cannot take its parts.
+    early = await renew(store, "w1", timedelta(seconds=5))
+    late = await renew(store, "w1", timedelta(seconds=12))
+
+    assert early.parts == first.parts
+    assert late.parts == frozenset(range(PARTS))
+    assert late.live_workers == 1
+    assert before.parts <= late.parts
+
+
+async def test_concurrent_renewals_never_share_a_part(store: Store, migrated_db_url: str) -> None:
+    others = [await open_store(migrated_db_url) for _ in range(2)]
+    stores = [store, *others]
+    try:
+        for second in range(4):
+            rounds = await asyncio.gather(
+                *(renew(s, f"w{n}", timedelta(seconds=second)) for n, s in enumerate(stores))
+            )
+            seen: set[int] = set()
+            for held in rounds:
+                assert seen.isdisjoint(held.parts)
+                seen |= held.parts
+    finally:
+        for other in others:
+            await other.close()
+    assert sorted(len(h.parts) for h in rounds) == [4, 6, 6]
+
+
+async def test_release_lets_others_take_over_at_once(store: Store) -> None:
+    await renew(store, "w1")
+    await store.release_leases("w1", parts=[0, 1])
+    partial = await renew(store, "w2")
+    await store.release_leases("w1")
+    rest = await renew(store, "w2", timedelta(seconds=1))
+
+    assert partial.parts == frozenset({0, 1})
+    assert rest.parts == frozenset(range(PARTS))
+    assert rest.live_workers == 1  # w1's heartbeat went with its leases
+
+
+async def test_watermarks_rise_only_by_the_holder_and_stay_with_the_part(store: Store) -> None:
+    await renew(store, "w1")
+
+    assert await store.advance_watermark("w1", part=3, bucket=100) is True
+    assert await store.advance_watermark("w1", part=3, bucket=99) is False
+    assert await store.advance_watermark("w1", part=3, bucket=100) is False
+    assert await store.advance_watermark("w2", part=3, bucket=200) is False
+    assert await store.advance_watermark("w1", part=3, bucket=101) is True
+
+    await store.release_leases("w1")
+    taken = await renew(store, "w2")
+    assert taken.watermarks[3] == 101
+    assert taken.watermarks[4] is None
+
+
+async def test_a_new_part_count_starts_from_the_lowest_watermark(store: Store) -> None:
+    await renew(store, "w1")
+    for part in range(PARTS):
+        assert await store.advance_watermark("w1", part=part, bucket=500 + part)
+    await store.release_leases("w1")
+
+    regrouped = await store.renew_leases("w1", parts=4, ttl=TTL, now=NOW)
+
+    assert regrouped.parts == frozenset(range(4))
+    assert set(regrouped.watermarks.values()) == {500}

@@ -1,0 +1,117 @@
+"""Migrations: the runner, `check_schema`, `tocsin migrate`, and the schema snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite
+from tocsin.cli import main
+from tocsin.errors import SchemaTooOld, StoreError
+from tocsin.store import Store, open_store
+from tocsin.store.migrations import Migration, migrations_for
+
+LATEST = len(migrations_for("sqlite"))
+
+
+def test_both_backends_have_the_same_migrations() -> None:
+    sqlite, postgres = migrations_for("sqlite"), migrations_for("postgres")
+
+    assert [(m.version, m.name) for m in sqlite] == [(m.version, m.name) for m in postgres]
+
+
+async def test_migrate_an_empty_database_once(db_url: str) -> None:
+    store = await open_store(db_url)
+    try:
+        with pytest.raises(SchemaTooOld):
+            await store.check_schema()
+        first = await store.migrate()
+        again = await store.migrate()
+        await store.check_schema()
+    finally:
+        await store.close()
+
+    assert first == list(range(1, LATEST + 1))
+    assert again == []
+
+
+async def test_concurrent_migrations_apply_each_once(db_url: str) -> None:
+    stores = [await open_store(db_url) for _ in range(3)]
+    try:
+        applied = await asyncio.gather(*(store.migrate() for store in stores))
+    finally:
+        for store in stores:
+            await store.close()
+
+    assert sorted(v for versions in applied for v in versions) == list(range(1, LATEST + 1))
+
+
+async def test_a_failing_migration_is_rolled_back_and_not_recorded(
+    db_url: str, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = Migration(
+        version=LATEST + 1,
+        name="broken",
+        sql="CREATE TABLE half_done (id INTEGER);\nSELECT * FROM no_such_table;\n",
+    )
+    module = "tocsin.store.sqlite.store" if backend == "sqlite" else "tocsin.store.postgres.store"
+    monkeypatch.setattr(f"{module}.migrations_for", lambda name: [*migrations_for(name), broken])
+    store = await open_store(db_url)
+    try:
+        with pytest.raises(StoreError):
+            await store.migrate()
+        with pytest.raises(SchemaTooOld):
+            await store.check_schema()  # the known migrations applied; the broken one did not
+    finally:
+        await store.close()
+    monkeypatch.undo()
+
+    store = await open_store(db_url)
+    try:
+        await store.check_schema()
+        assert await store.migrate() == []
+    finally:
+        await store.close()
+    assert "half_done" not in await _dump(db_url)
+
+
+def test_tocsin_migrate_says_what_it_did(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--db", db_url]) == 0
+    assert main(["migrate", "--db", db_url]) == 0
+
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["applied migrations: 0001", "up to date"]
+
+
+def test_tocsin_migrate_fails_cleanly_on_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--db", "postgresql://postgres@127.0.0.1:1/nowhere"]) == 1
+
+    assert "unreachable" in capsys.readouterr().err
+
+
+async def test_migrations_give_the_snapshot_schema(store: Store, migrated_db_url: str) -> None:
+    backend = "sqlite" if migrated_db_url.startswith("sqlite") else "postgres"
+    snapshot = (SNAPSHOTS / backend / "schema.sql").read_text(encoding="utf-8")
+
+    # On failure: review the difference, then run `python -m tests.integration.store.schema`.
+    assert await _dump(migrated_db_url) == snapshot
+
+
+async def _dump(url: str) -> str:
+    if url.startswith("sqlite:///"):
+        return dump_sqlite(url.removeprefix("sqlite:///"))
+    return await dump_postgres(url)
+
+
+@pytest.mark.postgres
+async def test_schema_migrations_records_name_and_time(pg_migrated_url: str) -> None:
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        rows = await connection.fetch("SELECT version, name, applied_at FROM schema_migrations")
+    finally:
+        await connection.close()
+
+    assert [(row["version"], row["name"]) for row in rows] == [(1, "initial")]
+    assert rows[0]["applied_at"] is not None

@@ -1,0 +1,120 @@
+"""Reading one bucket part is an index range scan, never a full scan (EXPLAIN, both backends).
+
+The tables get enough rows, spread over many buckets and shards, and fresh statistics, so the
+planners choose as they would in production: no planner setting is forced.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import pytest
+
+from tests.integration.store.factories import NOW, reminder
+from tocsin.domain import ReminderStatus
+from tocsin.store import Store, open_store
+from tocsin.store.codec import bucket_of
+from tocsin.store.postgres import queries as pg
+from tocsin.store.sqlite import queries as lite
+
+ROWS = 20_000
+BUCKETS = 500
+
+
+async def _fill(store: Store) -> None:
+    """ROWS reminders over BUCKETS minutes and all shards; every fifth one already fired."""
+    batch = []
+    for n in range(ROWS):
+        status = ReminderStatus.FIRED if n % 5 == 0 else ReminderStatus.PENDING
+        due = NOW + timedelta(minutes=n % BUCKETS, seconds=n % 60)
+        batch.append(reminder(f"owner-{n}", due_at=due, status=status, shard=(n * 7) % 1024))
+        if len(batch) == 1000:
+            await store.add_reminders(batch)
+            batch = []
+
+
+async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str) -> None:
+    store = await open_store(sqlite_url)
+    try:
+        await store.migrate()
+        await _fill(store)
+    finally:
+        await store.close()
+    connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    try:
+        connection.execute("ANALYZE")
+        plan = _sqlite_plan(
+            connection,
+            lite.LOAD_DUE,
+            {
+                "first_bucket": bucket_of(NOW),
+                "last_bucket": bucket_of(NOW) + 1,
+                "first_shard": 64,
+                "last_shard": 127,
+                "limit": 1000,
+            },
+        )
+        queue = _sqlite_plan(
+            connection,
+            lite.TAKE_DELIVERIES,
+            {
+                "now": 0,
+                "first_shard": 0,
+                "last_shard": 1023,
+                "sender": "w",
+                "lease_until": 0,
+                "limit": 10,
+            },
+        )
+    finally:
+        connection.close()
+
+    assert any(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in plan)
+    assert not any(line.startswith("SCAN reminders") for line in plan)
+    assert any("USING INDEX firings_queued" in line for line in queue)
+    assert any("USING INDEX firings_sending" in line for line in queue)
+    assert not any(line.startswith("SCAN firings") for line in queue)
+
+
+def _sqlite_plan(connection: sqlite3.Connection, sql: str, params: dict[str, Any]) -> list[str]:
+    rows = connection.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+    return [row[3] for row in rows]
+
+
+@pytest.mark.postgres
+async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_url: str) -> None:
+    store = await open_store(pg_migrated_url)
+    try:
+        await _fill(store)
+    finally:
+        await store.close()
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        await connection.execute("ANALYZE reminders")
+        args = (bucket_of(NOW), bucket_of(NOW) + 1, 64, 127, 1000)
+        custom = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args)
+        await connection.execute(
+            "PREPARE load_due (integer, integer, integer, integer, integer) AS " + pg.LOAD_DUE
+        )
+        await connection.execute("SET plan_cache_mode = force_generic_plan")
+        generic = await connection.fetchval(
+            "EXPLAIN (FORMAT JSON) EXECUTE load_due ({}, {}, {}, {}, {})".format(*args)
+        )
+    finally:
+        await connection.close()
+
+    for plan in (custom, generic):
+        nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
+        scans = [n for n in nodes if n.get("Relation Name") == "reminders" or "Index Name" in n]
+        assert any(n.get("Index Name") == "reminders_due" for n in scans), plan
+        assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
+
+
+def _nodes(node: dict[str, Any]) -> Any:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
