@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.integration.api.conftest import ANA, ONE_OFF, create, fields
 from tocsin.store import Store
@@ -160,18 +159,14 @@ async def test_an_empty_body(client: httpx.AsyncClient) -> None:
     assert fields(response.json()) == ["body"]
 
 
-@pytest.mark.parametrize(
-    "content_type", ["text/plain", "multipart/form-data; boundary=x", "application/xml"]
-)
-async def test_a_body_that_is_not_json_is_a_415(
-    client: httpx.AsyncClient, content_type: str
-) -> None:
-    response = await client.post(
-        "/v1/reminders", content=b'{"owner": "ana"}', headers={"Content-Type": content_type}
-    )
+async def test_a_body_that_is_not_json_is_a_415(client: httpx.AsyncClient) -> None:
+    for content_type in ("text/plain", "multipart/form-data; boundary=x", "application/xml"):
+        response = await client.post(
+            "/v1/reminders", content=b'{"owner": "ana"}', headers={"Content-Type": content_type}
+        )
 
-    assert response.status_code == 415
-    assert fields(response.json()) == ["body"]
+        assert response.status_code == 415, content_type
+        assert fields(response.json()) == ["body"]
 
 
 async def test_json_with_a_charset_is_json(client: httpx.AsyncClient) -> None:
