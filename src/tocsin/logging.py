@@ -13,7 +13,12 @@ from typing import Any
 
 FORMATS = ("kv", "json")
 # Attributes every LogRecord has: anything else on a record came from `extra`.
-_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",  # uvicorn's copy of the message with terminal colours
+}
 
 
 def fields_of(record: logging.LogRecord) -> dict[str, Any]:
