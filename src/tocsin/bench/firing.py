@@ -95,9 +95,7 @@ async def _run(
         receiver, receiver_url = start_receiver(secret, logs)
         processes.append(receiver)
         settings |= {"webhook_url": f"{receiver_url}/hook", "webhook_secret": secret}
-    workers = start_workers(
-        spec.workers, url, logs, null=spec.channel == "null", **settings
-    )
+    workers = start_workers(spec.workers, url, logs, null=spec.channel == "null", **settings)
     processes.extend(workers)
     note(f"{spec.scenario}: {spec.workers} worker(s) starting; logs in {logs}")
     await _wait_for_leases(url, workers)
@@ -203,9 +201,7 @@ async def _held(url: str) -> dict[str, int]:
         await connection_pg.close()
 
 
-async def _settle(
-    spec: FiringSpec, url: str, workers: list[Process], last_due: datetime
-) -> bool:
+async def _settle(spec: FiringSpec, url: str, workers: list[Process], last_due: datetime) -> bool:
     """Wait until every reminder due is claimed and every firing final; False on time-out."""
     last_bucket = int(last_due.timestamp()) // 60
     give_up = last_due + SETTLE_GRACE

@@ -84,9 +84,7 @@ async def read_outcome(url: str) -> dict[str, Any]:
     return summarise(rows, lost=int(lost), repeated_sends=int(repeated))
 
 
-def summarise(
-    rows: list[tuple[Any, ...]], *, lost: int, repeated_sends: int
-) -> dict[str, Any]:
+def summarise(rows: list[tuple[Any, ...]], *, lost: int, repeated_sends: int) -> dict[str, Any]:
     """The report of a run from (due, claimed, sent, state) epoch-second rows."""
     states: dict[str, int] = {}
     claimed: list[float] = []

@@ -56,6 +56,8 @@ class Population:
         # scheduler, so the benchmark measures loading ahead, not wake-ups.
         self.saved_at = self.now - timedelta(hours=1)
         self._series: dict[tuple[str, str], tuple[Schedule, datetime]] = {}
+        self._made = 0
+        self._ids: set[str] = set()
 
     def owner(self) -> str:
         kind = self._rng.randrange(3)
@@ -89,7 +91,7 @@ class Population:
                 yield self._reminder(schedule, due, at_text=None, repeat=repeat)
             else:
                 local = self.now.replace(tzinfo=None, second=0, microsecond=0) + timedelta(
-                    minutes=self._rng.randrange(60, 60 * 24 * 30)
+                    minutes=self._rng.randrange(60 * 24 * 2, 60 * 24 * 30)
                 )
                 schedule = Schedule(zone=zone, anchor=local, rule=None)
                 due = first_due(schedule, self.now)
@@ -120,7 +122,7 @@ class Population:
         if self._rng.random() < _METADATA_SHARE:
             metadata = {"list": self._rng.choice(("home", "work", "health"))}
         return Reminder(
-            id=new_reminder_id(shard, self.now),
+            id=self._new_id(shard),
             owner=owner,
             shard=shard,
             text=self.text(),
@@ -140,11 +142,25 @@ class Population:
         )
 
 
+    def _new_id(self, shard: int) -> str:
+        """A fresh id, minted as if saved over time (a few per millisecond, as a busy API
+        does) and never one this population made already."""
+        self._made += 1
+        minted = self.saved_at + timedelta(milliseconds=self._made // 4)
+        while True:
+            reminder_id = new_reminder_id(shard, minted)
+            if reminder_id not in self._ids:
+                self._ids.add(reminder_id)
+                return reminder_id
+
+
 def _utc_text(instant: datetime) -> str:
     return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def spread_over(start: datetime, seconds: int, count: int, rng: random.Random) -> Iterator[datetime]:
+def spread_over(
+    start: datetime, seconds: int, count: int, rng: random.Random
+) -> Iterator[datetime]:
     """Instants at whole seconds in [start, start + seconds), uniformly at random."""
     width = max(1, seconds)
     for _ in range(count):

@@ -108,8 +108,13 @@ def start_workers(
     env = tocsin_env(database_url, **settings)
     args = ["worker", "--db", database_url, *(["--null-channels"] if null else [])]
     return [
-        spawn(f"worker-{n}", [*args, "--worker-id", f"bench-worker-{n}"], env, log_dir,
-              python_module="tocsin")
+        spawn(
+            f"worker-{n}",
+            [*args, "--worker-id", f"bench-worker-{n}"],
+            env,
+            log_dir,
+            python_module="tocsin",
+        )
         for n in range(count)
     ]
 
@@ -121,7 +126,10 @@ def start_server(
     port = free_port()
     env = tocsin_env(database_url, **settings)
     process = spawn(
-        command, [command, "--db", database_url, "--port", str(port)], env, log_dir,
+        command,
+        [command, "--db", database_url, "--port", str(port)],
+        env,
+        log_dir,
         python_module="tocsin",
     )
     base = f"http://127.0.0.1:{port}"

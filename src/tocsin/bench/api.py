@@ -1,0 +1,227 @@
+"""`bench api`: the HTTP API as apps use it — single creates per second (closed loop, several
+connections), their latency at a fixed offered load (open loop: measured from when each
+request was due to be sent, so a slow server cannot hide its queue), and creates per second
+through `POST /v1/reminders:batch` (1,000 items a request)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tocsin.bench.databases import migrated_store, throwaway
+from tocsin.bench.http import Connection
+from tocsin.bench.population import Population
+from tocsin.bench.processes import Process, start_server
+from tocsin.bench.progress import note
+from tocsin.bench.stats import rate, spread
+
+CREATE = "/v1/reminders"
+BATCH = "/v1/reminders:batch"
+BATCH_ITEMS = 1000
+BATCH_CONNECTIONS = 2
+MAX_OPEN_CONNECTIONS = 256
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiSpec:
+    db: str = "postgres"
+    rate: int = 500
+    duration: float = 10.0
+    connections: int = 16
+    pg_url: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "db": self.db,
+            "offered_per_s": self.rate,
+            "duration_s": self.duration,
+            "connections": self.connections,
+        }
+
+
+async def run_api(spec: ApiSpec) -> dict[str, Any]:
+    async with throwaway(spec.db, pg_url=spec.pg_url) as url:
+        store = await migrated_store(url)
+        await store.close()
+        command = "serve" if spec.db == "sqlite" else "api"
+        logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
+        server, base = start_server(command, url, logs)
+        try:
+            metrics = await _measure(spec, base, server)
+        finally:
+            server.stop()
+    metrics["server"] = command
+    return {"scenario": "api", "params": spec.params(), "metrics": metrics}
+
+
+async def _measure(spec: ApiSpec, base: str, server: Process) -> dict[str, Any]:
+    bodies = _bodies()
+    await _closed_loop(base, bodies, 4, 1.0)  # warm up: connections, caches, JIT-less paths
+    note(f"api: closed loop, {spec.connections} connections, {spec.duration:.0f} s")
+    closed = await _closed_loop(base, bodies, spec.connections, spec.duration)
+    note(f"api: open loop at {spec.rate}/s, {spec.duration:.0f} s")
+    opened = await _open_loop(base, bodies, spec.rate, spec.duration)
+    note(f"api: batches of {BATCH_ITEMS}, {BATCH_CONNECTIONS} connections")
+    batch = await _batches(base, spec.duration)
+    return {
+        "single_creates_per_s": closed["per_s"],
+        "single_latency_ms_closed": closed["latency_ms"],
+        "errors_closed": closed["errors"],
+        "at_offered_rate": opened,
+        "batch_creates_per_s": batch["per_s"],
+        "batch_request_ms": batch["latency_ms"],
+        "errors_batch": batch["errors"],
+        "server_peak_rss_mb": round(server.sample() / 2**20, 1),
+    }
+
+
+def _bodies(count: int = 20_000) -> list[bytes]:
+    """Create requests as apps send them: one-offs at local wall times and series."""
+    population = Population(seed=9)
+    items = []
+    for reminder in itertools.islice(population.mixed(count), count):
+        item: dict[str, Any] = {
+            "owner": reminder.owner,
+            "text": reminder.text,
+            "channel": "webhook",
+            "zone": reminder.schedule.zone,
+        }
+        if reminder.repeat:
+            item["repeat"] = reminder.repeat
+        else:
+            item["at"] = reminder.at
+        items.append(orjson.dumps(item))
+    return items
+
+
+async def _closed_loop(
+    base: str, bodies: list[bytes], connections: int, duration: float
+) -> dict[str, Any]:
+    source = itertools.cycle(bodies)
+    latencies: list[float] = []
+    errors: dict[int, int] = {}
+    stop = time.perf_counter() + duration
+
+    async def client() -> None:
+        connection = await Connection.open(base)
+        try:
+            while time.perf_counter() < stop:
+                began = time.perf_counter()
+                status, _ = await connection.post(CREATE, next(source))
+                latencies.append((time.perf_counter() - began) * 1000)
+                if status != 201:
+                    errors[status] = errors.get(status, 0) + 1
+        finally:
+            await connection.close()
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(connections)))
+    elapsed = time.perf_counter() - began
+    ok = len(latencies) - sum(errors.values())
+    return {
+        "per_s": round(rate(ok, elapsed), 1),
+        "latency_ms": _ms(latencies),
+        "errors": {str(k): v for k, v in errors.items()},
+    }
+
+
+async def _open_loop(
+    base: str, bodies: list[bytes], offered: int, duration: float
+) -> dict[str, Any]:
+    """Send `offered` creates a second on schedule, each on an idle connection (opening one
+    when none is idle); latency counts from the instant the request was due."""
+    source = itertools.cycle(bodies)
+    idle: list[Connection] = []
+    opened = 0
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(due: float, body: bytes) -> None:
+        nonlocal opened
+        connection = idle.pop() if idle else None
+        if connection is None:
+            opened += 1
+            connection = await Connection.open(base)
+        try:
+            status, _ = await connection.post(CREATE, body)
+        except (OSError, asyncio.IncompleteReadError) as error:
+            errors[type(error).__name__] = errors.get(type(error).__name__, 0) + 1
+            return
+        latencies.append((time.perf_counter() - due) * 1000)
+        if status != 201:
+            errors[str(status)] = errors.get(str(status), 0) + 1
+        idle.append(connection)
+
+    total = int(offered * duration)
+    began = time.perf_counter()
+    for n in range(total):
+        due = began + n / offered
+        wait = due - time.perf_counter()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        if len(tasks) >= MAX_OPEN_CONNECTIONS:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        task = asyncio.create_task(one(due, next(source)))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.wait(tasks)
+    elapsed = time.perf_counter() - began
+    for connection in idle:
+        await connection.close()
+    return {
+        "offered_per_s": offered,
+        "achieved_per_s": round(rate(len(latencies), elapsed), 1),
+        "latency_ms": _ms(latencies),
+        "connections_opened": opened,
+        "errors": errors,
+    }
+
+
+async def _batches(base: str, duration: float) -> dict[str, Any]:
+    items = [orjson.loads(body) for body in _bodies(BATCH_ITEMS * 4)]
+    payloads = [
+        orjson.dumps({"items": items[start : start + BATCH_ITEMS]})
+        for start in range(0, len(items), BATCH_ITEMS)
+    ]
+    source = itertools.cycle(payloads)
+    created = 0
+    latencies: list[float] = []
+    errors: dict[int, int] = {}
+    stop = time.perf_counter() + duration
+
+    async def client() -> None:
+        nonlocal created
+        connection = await Connection.open(base)
+        try:
+            while time.perf_counter() < stop:
+                began = time.perf_counter()
+                status, body = await connection.post(BATCH, next(source))
+                latencies.append((time.perf_counter() - began) * 1000)
+                if status == 200:
+                    created += int(orjson.loads(body)["created"])
+                else:
+                    errors[status] = errors.get(status, 0) + 1
+        finally:
+            await connection.close()
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(BATCH_CONNECTIONS)))
+    elapsed = time.perf_counter() - began
+    return {
+        "per_s": round(rate(created, elapsed), 1),
+        "latency_ms": _ms(latencies),
+        "errors": {str(k): v for k, v in errors.items()},
+    }
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    return {key: round(value, 2) for key, value in spread(values).items()}

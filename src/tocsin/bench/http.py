@@ -1,0 +1,61 @@
+"""A minimal HTTP/1.1 keep-alive client on asyncio streams, for load generation: far less
+work per request than a general client, so the load generator takes little of the CPU the
+server under test needs (on a 2-core machine they share it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from urllib.parse import urlsplit
+
+
+class HttpError(Exception):
+    """The server answered in a way this small client does not read."""
+
+
+class Connection:
+    """One keep-alive connection; one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str):
+        self._reader = reader
+        self._writer = writer
+        self._host = host
+
+    @classmethod
+    async def open(cls, base: str) -> Connection:
+        parts = urlsplit(base)
+        host = parts.hostname or "127.0.0.1"
+        reader, writer = await asyncio.open_connection(host, parts.port or 80)
+        return cls(reader, writer, f"{host}:{parts.port}")
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        """POST a JSON body; the status and the response body."""
+        head = (
+            f"POST {path} HTTP/1.1\r\nhost: {self._host}\r\n"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        self._writer.write(head.encode() + body)
+        return await self._response()
+
+    async def _response(self) -> tuple[int, bytes]:
+        header = await self._reader.readuntil(b"\r\n\r\n")
+        lines = header.decode("latin-1").split("\r\n")
+        try:
+            status = int(lines[0].split(" ", 2)[1])
+        except (IndexError, ValueError) as error:
+            raise HttpError(f"bad status line {lines[0]!r}") from error
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            lowered = name.strip().lower()
+            if lowered == "content-length":
+                length = int(value.strip())
+            elif lowered == "transfer-encoding":
+                raise HttpError("chunked responses are not read by this client")
+        body = await self._reader.readexactly(length) if length else b""
+        return status, body
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()

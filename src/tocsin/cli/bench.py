@@ -1,0 +1,178 @@
+"""`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
+storage, and all of them (`all`); a table on stdout, or `--json`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tocsin.bench.report import to_json, to_table
+
+Scenario = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="measure Tocsin on this machine (see docs/benchmarks.md)",
+        description="Benchmarks on throw-away databases with real worker processes.",
+    )
+    kinds = parser.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
+    _burst(kinds)
+    _steady(kinds)
+    _api(kinds)
+    _limit(kinds)
+    _storage(kinds)
+    _all(kinds)
+
+
+def _common(parser: argparse.ArgumentParser, *, db: bool = True) -> None:
+    if db:
+        parser.add_argument("--db", choices=("sqlite", "postgres"), default="postgres")
+    parser.add_argument(
+        "--pg-url",
+        help="PostgreSQL server to make throw-away databases on (default "
+        "TOCSIN_DATABASE_URL, else postgresql://postgres@127.0.0.1:5432/postgres)",
+    )
+    parser.add_argument("--runs", type=int, default=1, help="repeat, and report medians")
+    parser.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
+
+
+def _firing_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (SQLite: 1)")
+    parser.add_argument("--channel", choices=("null", "webhook"), default="null")
+
+
+def _burst(kinds: Any) -> None:
+    parser = kinds.add_parser("burst", help="N reminders due within S seconds of a minute")
+    _common(parser)
+    _firing_options(parser)
+    parser.add_argument("--reminders", type=int, default=100_000)
+    parser.add_argument("--spread", type=int, default=1, help="seconds the due times cover")
+    parser.set_defaults(handler=_handler(_run_burst))
+
+
+def _steady(kinds: Any) -> None:
+    parser = kinds.add_parser("steady", help="reminders due at a constant rate")
+    _common(parser)
+    _firing_options(parser)
+    parser.add_argument("--rate", type=int, default=2_300, help="reminders due per second")
+    parser.add_argument("--duration", type=int, default=60, help="seconds")
+    parser.set_defaults(handler=_handler(_run_steady), channel="webhook")
+
+
+def _api(kinds: Any) -> None:
+    parser = kinds.add_parser("api", help="creates per second and latency of the HTTP API")
+    _common(parser)
+    parser.add_argument("--rate", type=int, default=500, help="offered load for the latency")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
+    parser.add_argument("--connections", type=int, default=16, help="closed-loop connections")
+    parser.set_defaults(handler=_handler(_run_api))
+
+
+def _limit(kinds: Any) -> None:
+    parser = kinds.add_parser("limit", help="bare claim transactions: the database's limit")
+    _common(parser, db=False)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--connections", type=int, default=2)
+    parser.set_defaults(handler=_handler(_run_limit))
+
+
+def _storage(kinds: Any) -> None:
+    parser = kinds.add_parser("storage", help="bytes per reminder on PostgreSQL")
+    _common(parser, db=False)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.set_defaults(handler=_handler(_run_storage))
+
+
+def _all(kinds: Any) -> None:
+    parser = kinds.add_parser("all", help="the whole set of docs/benchmarks.md")
+    _common(parser, db=False)
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes: a check that it all runs"
+    )
+    parser.set_defaults(handler=_run_all)
+
+
+def _handler(scenario: Scenario) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from tocsin.bench.suite import repeated
+
+        result = asyncio.run(repeated(lambda: scenario(args), args.runs))
+        _print([result], as_json=args.json)
+        return 0
+
+    return run
+
+
+def _print(results: list[dict[str, Any]], *, as_json: bool) -> None:
+    sys.stdout.write((to_json(results) if as_json else to_table(results)) + "\n")
+
+
+async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.firing import FiringSpec, run_firing
+
+    spec = FiringSpec(
+        scenario="burst",
+        db=args.db,
+        reminders=args.reminders,
+        spread=args.spread,
+        workers=1 if args.db == "sqlite" else args.workers,
+        channel=args.channel,
+        pg_url=args.pg_url,
+    )
+    return await run_firing(spec)
+
+
+async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.firing import FiringSpec, run_firing
+
+    spec = FiringSpec(
+        scenario="steady",
+        db=args.db,
+        reminders=args.rate * args.duration,
+        spread=args.duration,
+        workers=1 if args.db == "sqlite" else args.workers,
+        channel=args.channel,
+        pg_url=args.pg_url,
+        rate=args.rate,
+    )
+    return await run_firing(spec)
+
+
+async def _run_api(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.api import ApiSpec, run_api
+
+    spec = ApiSpec(
+        db=args.db,
+        rate=args.rate,
+        duration=args.duration,
+        connections=args.connections,
+        pg_url=args.pg_url,
+    )
+    return await run_api(spec)
+
+
+async def _run_limit(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.limit import LimitSpec, run_limit
+
+    return await run_limit(
+        LimitSpec(rows=args.rows, connections=args.connections, pg_url=args.pg_url)
+    )
+
+
+async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.storage import StorageSpec, run_storage
+
+    return await run_storage(StorageSpec(rows=args.rows, pg_url=args.pg_url))
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    from tocsin.bench.suite import run_all
+
+    results = asyncio.run(run_all(runs=args.runs, pg_url=args.pg_url, quick=args.quick))
+    _print(results, as_json=args.json)
+    return 0
