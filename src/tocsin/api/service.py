@@ -8,6 +8,7 @@ When a conditional write loses, the row is read again to say why.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -73,7 +74,7 @@ class ReminderService:
             return answer
         return await save_once(self.store, made, answer, key=key, now=now)
 
-    def _batch_item(self, principal: Principal, index: int, raw: Any, now: Any) -> Reminder:
+    def _batch_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
@@ -182,7 +183,7 @@ class ReminderService:
                 return 200, saved
         raise Problem(409, "conflict", "the reminder kept changing while snoozing it; retry")
 
-    async def _snooze_ring(self, current: Reminder, due: Any) -> Reminder:
+    async def _snooze_ring(self, current: Reminder, due: datetime) -> Reminder:
         if current.status is ReminderStatus.CANCELLED:
             raise Problem(409, "cancelled", "a cancelled reminder cannot be snoozed")
         ring = current.last_firing
