@@ -23,6 +23,8 @@ from tocsin.domain import App, Firing
 from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
+# httpx logs every request at INFO: one line per ring would drown the log.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 APP_CACHE_SECONDS = 30.0
 MAX_ERROR_BODY = 200

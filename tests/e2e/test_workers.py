@@ -1,0 +1,157 @@
+"""Worker processes on PostgreSQL: they share the parts, survive `kill -9` of one of them and
+a database restart, stop gracefully, and refuse an old schema. The webhook peer is the local
+receiver, a process of its own that counts delivery identities."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.workers import firing_states, holders, query, workers
+from tests.integration.engine.support import eventually, receiver, reminder
+from tocsin.clock import SystemClock
+from tocsin.domain import Channel, Reminder
+from tocsin.store import Store, open_store
+
+pytestmark = pytest.mark.postgres
+
+clock = SystemClock()
+
+
+@pytest.fixture
+async def pg_store(pg_migrated_url: str) -> AsyncIterator[Store]:
+    opened = await open_store(pg_migrated_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def spread(count: int, first: float, last: float) -> list[Reminder]:
+    """`count` webhook reminders of as many owners, due from `first` to `last` seconds on."""
+    start = clock.now().replace(microsecond=0)
+    step = (last - first) / max(count - 1, 1)
+    return [
+        reminder(
+            f"owner-{n}",
+            now=start,
+            at=start + timedelta(seconds=round(first + n * step)),
+            channel=Channel.WEBHOOK,
+        )
+        for n in range(count)
+    ]
+
+
+def until(instant: datetime) -> float:
+    return max(0.0, (instant - clock.now()).total_seconds())
+
+
+async def wait_all_sent(db_url: str, count: int, within: float) -> None:
+    async def done() -> bool:
+        return (await firing_states(db_url)).get("sent", 0) == count
+
+    await eventually(done, within=within, every=0.2)
+
+
+async def latenesses(db_url: str) -> list[float]:
+    rows = await query(db_url, "SELECT extract(epoch FROM sent_at - due_at) AS late FROM firings")
+    return sorted(float(row["late"]) for row in rows)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_two_workers_share_the_parts_and_one_killed_loses_nothing(
+    pg_migrated_url: str, pg_store: Store, tmp_path: Path
+) -> None:
+    url = pg_migrated_url
+    with receiver() as sink, workers(tmp_path) as started:
+        a = started.start(url, "a", TOCSIN_WEBHOOK_URL=sink.url)
+        started.start(url, "b", TOCSIN_WEBHOOK_URL=sink.url)
+
+        async def shared() -> bool:
+            return await holders(url) == {"a": 2, "b": 2}
+
+        await eventually(shared, within=20, every=0.2)
+        saved = spread(160, 3, 20)
+        await pg_store.add_reminders(saved)
+        assert saved[0].due_at is not None
+        await asyncio.sleep(until(saved[0].due_at + timedelta(seconds=7)))  # mid-way
+        a.process.kill()  # kill -9: no lease given up, firings in flight left `sending`
+        killed_at = clock.now()
+
+        async def taken_over() -> bool:
+            return await holders(url) == {"b": 4}
+
+        await eventually(taken_over, within=10, every=0.1)
+        took = (clock.now() - killed_at).total_seconds()
+        await wait_all_sent(url, len(saved), within=40)
+        stats = await sink.astats(ids=True)
+    assert took <= 2 + 1.5, f"took {took:.1f} s to take the parts over"
+    ids = {f"{one.id}.{int(one.due_at.timestamp())}" for one in saved if one.due_at}
+    assert set(stats["arrivals"]) == ids, "every identity arrived, and nothing else"
+    assert stats["unique"] == len(saved)
+    late = await latenesses(url)
+    assert late[0] >= 0
+    assert late[len(late) // 2] < 1.0, "most rang within a second"
+    assert late[-1] < 2 + 2 + 2 + 2, "the last (held by the killed worker) within the leases"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(shutil.which("pg_ctlcluster") is None, reason="needs pg_ctlcluster")
+async def test_postgres_restarted_while_firing_loses_nothing(
+    pg_migrated_url: str, pg_store: Store, tmp_path: Path
+) -> None:
+    if ":5432/" not in pg_migrated_url:
+        pytest.skip("the server under test is not the 5432 cluster")
+    url = pg_migrated_url
+    with receiver() as sink, workers(tmp_path) as started:
+        started.start(url, "a", TOCSIN_WEBHOOK_URL=sink.url)
+        started.start(url, "b", TOCSIN_WEBHOOK_URL=sink.url)
+        saved = spread(100, 3, 25)
+        await pg_store.add_reminders(saved)
+        assert saved[0].due_at is not None
+        await asyncio.sleep(until(saved[0].due_at + timedelta(seconds=6)))
+        restarted = subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert restarted.returncode == 0, restarted.stderr
+        await wait_all_sent(url, len(saved), within=60)
+        stats = await sink.astats()
+        alive = [worker.process.poll() is None for worker in started.started]
+        outputs = "".join(worker.output() for worker in started.started)
+    assert stats["unique"] == len(saved), "every identity arrived"
+    assert alive == [True, True], "the workers rode the restart out"
+    assert "failed" in outputs, "the restart was felt"
+
+
+async def test_a_stopped_worker_gives_its_parts_up(pg_migrated_url: str, tmp_path: Path) -> None:
+    url = pg_migrated_url
+    with workers(tmp_path) as started:
+        worker = started.start(url, "a")
+
+        async def holding() -> bool:
+            return await holders(url) == {"a": 4}
+
+        await eventually(holding, within=20, every=0.1)
+        status = worker.terminate()
+        assert status == 0, worker.output()
+        assert await holders(url) == {}
+        assert "engine stopped" in worker.output()
+
+
+async def test_a_worker_refuses_an_old_schema(pg_url: str, tmp_path: Path) -> None:
+    with workers(tmp_path) as started:
+        worker = started.start(pg_url, "a")
+        status = await asyncio.to_thread(worker.process.wait, 30)
+    assert status == 1
+    assert "tocsin migrate" in worker.output()

@@ -1,0 +1,103 @@
+"""Real `tocsin worker` processes for end-to-end tests, and what the database says of them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+# Few parts, short leases and a quick sweep: takeovers happen within seconds.
+ENV = {
+    "TOCSIN_PARTS": "4",
+    "TOCSIN_LEASE_SECONDS": "2",
+    "TOCSIN_SWEEP_SECONDS": "0.5",
+    "TOCSIN_WEBHOOK_TIMEOUT_SECONDS": "2",
+    "TOCSIN_DELIVERY_CONCURRENCY": "32",
+}
+
+
+@dataclass
+class Worker:
+    """One `tocsin worker` process; its log lines go to `log`."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def terminate(self, timeout: float = 30) -> int:
+        """SIGTERM, and its exit status once it stopped (gracefully)."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+
+class Workers:
+    """Starts workers and makes sure none outlives the test."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self.started: list[Worker] = []
+
+    def start(self, db_url: str, name: str, *args: str, **env: str) -> Worker:
+        log = self._folder / f"{name}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tocsin", "worker", "--db", db_url, "--worker-id", name,
+                 *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **ENV, **env},
+            )  # fmt: skip
+        worker = Worker(name=name, process=process, log=log)
+        self.started.append(worker)
+        return worker
+
+    def stop_all(self) -> None:
+        for worker in self.started:
+            if worker.process.poll() is None:
+                worker.process.kill()
+                worker.process.wait(10)
+
+
+@contextmanager
+def workers(folder: Path) -> Iterator[Workers]:
+    started = Workers(folder)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+async def query(db_url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    """Rows of one query, on a connection of its own."""
+    connection = await asyncpg.connect(db_url)
+    try:
+        rows: list[asyncpg.Record] = await connection.fetch(sql, *args)
+        return rows
+    finally:
+        await connection.close()
+
+
+async def holders(db_url: str) -> dict[str, int]:
+    """How many of the 4 parts each worker holds now."""
+    rows = await query(
+        db_url,
+        "SELECT holder, count(*) AS held FROM leases "
+        "WHERE parts = 4 AND holder IS NOT NULL AND expires_at > now() GROUP BY holder",
+    )
+    return {row["holder"]: row["held"] for row in rows}
+
+
+async def firing_states(db_url: str) -> dict[str, int]:
+    rows = await query(db_url, "SELECT state, count(*) AS n FROM firings GROUP BY state")
+    return {row["state"]: row["n"] for row in rows}
