@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -118,13 +117,12 @@ async def test_postgres_restarted_while_firing_loses_nothing(
         await pg_store.add_reminders(saved)
         assert saved[0].due_at is not None
         await asyncio.sleep(until(saved[0].due_at + timedelta(seconds=6)))
-        restarted = subprocess.run(
-            ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"],
-            capture_output=True,
-            text=True,
-            check=False,
+        restart = await asyncio.create_subprocess_exec(
+            *("pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"),
+            stderr=asyncio.subprocess.PIPE,
         )
-        assert restarted.returncode == 0, restarted.stderr
+        _, errors = await restart.communicate()
+        assert restart.returncode == 0, errors.decode()
         await wait_all_sent(url, len(saved), within=60)
         stats = await sink.astats()
         alive = [worker.process.poll() is None for worker in started.started]

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tocsin.channels import build_channels
-from tocsin.clock import SystemClock
 from tocsin.cli.serve import StartupError, open_ready_store, run_async
+from tocsin.clock import SystemClock
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.scheduler import Engine, new_worker_id
 from tocsin.settings import Settings
