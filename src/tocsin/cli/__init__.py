@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import types
 from collections.abc import Sequence
 
 from tocsin import __version__
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_module(name: str) -> object | None:
+def _command_module(name: str) -> types.ModuleType | None:
     try:
         return importlib.import_module(f"tocsin.cli.{name}")
     except ModuleNotFoundError as error:
