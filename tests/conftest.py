@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import PostgresServer, migrated_template, postgres_server
+from tests.support.postgres import Databases, PostgresServer, migrated_template, postgres_server
 from tocsin.store import Store, open_store
 
 _unavailable: list[str] = []
@@ -44,14 +44,24 @@ def pg_template(pg_server: PostgresServer) -> Iterator[str]:
         yield name
 
 
+@pytest.fixture(scope="session")
+def pg_databases(pg_server: PostgresServer, pg_template: str) -> Iterator[Databases]:
+    """Migrated databases for tests, recycled from one test to the next."""
+    databases = Databases(pg_server, pg_template)
+    try:
+        yield databases
+    finally:
+        databases.close()
+
+
 @pytest.fixture
-def pg_migrated_url(pg_server: PostgresServer, pg_template: str) -> Iterator[str]:
+def pg_migrated_url(pg_databases: Databases) -> Iterator[str]:
     """A fresh, migrated PostgreSQL database for one test, dropped afterwards."""
-    url = pg_server.create_database(template=pg_template)
+    url = pg_databases.take()
     try:
         yield url
     finally:
-        pg_server.drop_database(url)
+        pg_databases.give_back(url)
 
 
 @pytest.fixture

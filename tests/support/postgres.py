@@ -17,7 +17,9 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -58,6 +60,63 @@ def migrated_template(server: PostgresServer) -> Iterator[str]:
         yield name
     finally:
         server.drop_database(url)
+
+
+class Databases:
+    """Migrated throw-away databases for tests, made from `template` and recycled.
+
+    A test's database is emptied (every table but `schema_migrations` truncated, stray
+    connections ended) on a background thread when the test ends, and handed to the next
+    test: much cheaper than CREATE DATABASE each time. Tests that change the schema must use
+    an empty database (`pg_url`) instead. Every database made is dropped on `close`.
+    """
+
+    def __init__(self, server: PostgresServer, template: str) -> None:
+        self._server = server
+        self._template = template
+        self._made: list[str] = []
+        self._recycling: deque[Future[str | None]] = deque()
+        self._janitor = ThreadPoolExecutor(1, thread_name_prefix="pg-recycle")
+
+    def take(self) -> str:
+        """The URL of an empty, migrated database."""
+        while self._recycling:
+            recycled = self._recycling.popleft().result()
+            if recycled is not None:
+                return recycled
+        url = self._server.create_database(template=self._template)
+        self._made.append(url)
+        return url
+
+    def give_back(self, url: str) -> None:
+        self._recycling.append(self._janitor.submit(self._empty, url))
+
+    def close(self) -> None:
+        self._janitor.shutdown(wait=True)
+        for url in self._made:
+            self._server.drop_database(url)
+
+    @staticmethod
+    def _empty(url: str) -> str | None:
+        try:
+            _run_admin(url, _EMPTY_DATABASE)
+        except (OSError, asyncpg.PostgresError):
+            return None
+        return url
+
+
+_EMPTY_DATABASE = """
+DO $$
+BEGIN
+    PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid();
+    EXECUTE (
+        SELECT 'TRUNCATE ' || string_agg(format('%I', tablename), ', ') || ' CASCADE'
+        FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'
+    );
+END
+$$
+"""
 
 
 async def _migrate(url: str) -> None:
