@@ -1,0 +1,175 @@
+"""The engine's pure decisions: claims (fresh, stale, missed series), the retry policy, the
+timeline's bookkeeping, and Retry-After. No I/O: these pin the rules down one by one."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tocsin.channels import DeliveryResult
+from tocsin.channels.webhook import parse_retry_after
+from tocsin.delivery.retry import RetryPolicy
+from tocsin.domain import FiringState, Schedule
+from tocsin.scheduler.planning import plan, plan_one
+from tocsin.scheduler.timeline import Entry, Timeline
+
+SIX = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+EVERY_5 = Schedule(
+    zone="Europe/Paris", anchor=datetime(2026, 3, 2, 19, 0), rule="FREQ=MINUTELY;INTERVAL=5"
+)
+
+
+def entry(
+    due: datetime, schedule: Schedule | None = None, freshness: int = 600, part: int = 0
+) -> Entry:
+    return Entry(f"r{part}.{int(due.timestamp())}", due, part, schedule, freshness)
+
+
+def minutes(n: float) -> timedelta:
+    return timedelta(minutes=n)
+
+
+# -- claims ----------------------------------------------------------------------------------
+
+
+def test_a_one_off_on_time_is_sent() -> None:
+    claim, follow_up = plan_one(entry(SIX), SIX)
+    assert (claim.state, claim.next_due_at, follow_up) == (FiringState.SENDING, None, None)
+
+
+def test_a_late_one_off_inside_its_freshness_is_still_sent() -> None:
+    claim, _ = plan_one(entry(SIX), SIX + minutes(9))
+    assert claim.state is FiringState.SENDING
+
+
+def test_a_one_off_past_its_freshness_is_expired() -> None:
+    claim, _ = plan_one(entry(SIX), SIX + minutes(10))
+    assert claim.state is FiringState.EXPIRED
+
+
+def test_a_series_on_time_moves_on_to_its_next_occurrence() -> None:
+    claim, follow_up = plan_one(entry(SIX, EVERY_5), SIX)
+    assert (claim.state, claim.next_due_at, follow_up) == (
+        FiringState.SENDING,
+        SIX + minutes(5),
+        None,
+    )
+
+
+def test_a_series_that_missed_several_rings_only_its_newest_fresh_occurrence() -> None:
+    now = SIX + minutes(31)
+    claim, follow_up = plan_one(entry(SIX, EVERY_5), now)
+    assert claim.state is FiringState.EXPIRED
+    assert claim.next_due_at == SIX + minutes(30)
+    assert follow_up is not None
+    assert follow_up.due_at == SIX + minutes(30)
+    # …which, claimed next, rings and moves on to the next future occurrence.
+    again, more = plan_one(follow_up, now)
+    assert (again.state, again.next_due_at, more) == (FiringState.SENDING, SIX + minutes(35), None)
+
+
+def test_a_series_whose_missed_occurrences_are_all_stale_goes_on_from_the_future() -> None:
+    claim, follow_up = plan_one(entry(SIX, EVERY_5, freshness=60), SIX + minutes(33))
+    assert claim.state is FiringState.EXPIRED
+    assert claim.next_due_at == SIX + minutes(35)
+    assert follow_up is None
+
+
+def test_a_batch_keys_its_follow_ups_by_the_claim_that_leads_to_them() -> None:
+    decided = plan([entry(SIX), entry(SIX, EVERY_5)], SIX + minutes(12))
+    assert len(decided.claims) == 2
+    assert [e.due_at for e in decided.follow_ups.values()] == [SIX + minutes(10)]
+
+
+# -- retries ---------------------------------------------------------------------------------
+
+
+def policy() -> RetryPolicy:
+    return RetryPolicy(max_attempts=5, base_seconds=1, cap_seconds=60, rng=random.Random(1))
+
+
+def test_backoff_is_full_jitter_under_a_doubling_ceiling() -> None:
+    retry = policy()
+    assert [retry.ceiling(n) for n in (1, 2, 3, 4, 8)] == [1, 2, 4, 8, 60]
+    for attempt in (1, 2, 3, 4):
+        waits = [retry.backoff(attempt) for _ in range(2000)]
+        assert min(waits) >= 0
+        assert max(waits) <= retry.ceiling(attempt)
+        assert statistics.mean(waits) == pytest.approx(retry.ceiling(attempt) / 2, rel=0.1)
+
+
+def test_a_retryable_error_is_queued_for_later() -> None:
+    decision = policy().decide(
+        DeliveryResult.retry("HTTP 503"), attempt=1, now=SIX, deadline=SIX + minutes(10)
+    )
+    assert decision.state is FiringState.QUEUED
+    assert decision.next_attempt_at is not None
+    assert SIX <= decision.next_attempt_at <= SIX + timedelta(seconds=1)
+
+
+def test_retry_after_is_honoured() -> None:
+    result = DeliveryResult.retry("HTTP 429", retry_after=30)
+    decision = policy().decide(result, attempt=1, now=SIX, deadline=SIX + minutes(10))
+    assert decision.next_attempt_at == SIX + timedelta(seconds=30)
+
+
+def test_a_retry_that_would_come_after_the_deadline_expires_now() -> None:
+    result = DeliveryResult.retry("HTTP 429", retry_after=700)
+    decision = policy().decide(result, attempt=1, now=SIX, deadline=SIX + minutes(10))
+    assert decision.state is FiringState.EXPIRED
+
+
+def test_the_last_attempt_fails_and_says_why() -> None:
+    decision = policy().decide(
+        DeliveryResult.retry("timeout"), attempt=5, now=SIX, deadline=SIX + minutes(10)
+    )
+    assert decision.state is FiringState.FAILED
+    assert decision.error == "gave up after 5 attempts: timeout"
+
+
+def test_a_permanent_error_fails_at_once() -> None:
+    decision = policy().decide(
+        DeliveryResult.failed("HTTP 400"), attempt=1, now=SIX, deadline=SIX + minutes(10)
+    )
+    assert (decision.state, decision.error) == (FiringState.FAILED, "HTTP 400")
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("120", 120.0), (None, None), ("soon", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
+)
+def test_retry_after_headers(header: str | None, seconds: float | None) -> None:
+    assert parse_retry_after(header) == seconds
+
+
+# -- the timeline ----------------------------------------------------------------------------
+
+
+def test_the_timeline_gives_out_what_is_due_by_the_second_once() -> None:
+    timeline = Timeline()
+    ones = [entry(SIX + timedelta(seconds=s)) for s in (2, 0, 1, 1)]
+    assert timeline.add(ones) == 3, "the same ring is held once"
+    assert timeline.add([ones[0]]) == 0
+    assert timeline.next_second() == int(SIX.timestamp())
+    assert [e.due_at for e in timeline.take_due(SIX + timedelta(seconds=1, milliseconds=500))] == [
+        SIX,
+        SIX + timedelta(seconds=1),
+    ]
+    assert timeline.held(0) == 3, "taken out, still counted until released"
+    assert timeline.taken(0) == 2
+    assert timeline.add([ones[1]]) == 0, "a ring being claimed is not loaded again"
+
+
+def test_the_timeline_counts_by_part_and_bucket_and_drops_a_part() -> None:
+    timeline = Timeline()
+    timeline.add([entry(SIX, part=0), entry(SIX + minutes(1), part=0), entry(SIX, part=1)])
+    bucket = int(SIX.timestamp()) // 60
+    assert timeline.count(0, bucket, bucket) == 1
+    assert timeline.count(0, bucket, bucket + 1) == 2
+    assert timeline.count(0, 0, bucket + 1) == 2, "a long range is counted too"
+    timeline.drop_part(0)
+    assert timeline.held(0) == 0
+    assert [e.part for e in timeline.take_due(SIX + minutes(5))] == [1]
