@@ -256,18 +256,18 @@ def rings(
             yield instant
 
 
-def naive_rings(schedule: Schedule) -> Iterator[datetime]:
-    """Every ring from the anchor on, the slow plain way: what the fast path must agree with."""
+def naive_rings(schedule: Schedule, cap: datetime | None = None) -> Iterator[datetime]:
+    """Every ring from the anchor on (to `cap`, naive local), the slow plain way: what the fast
+    path must agree with."""
     if schedule.rule is None:
         yield instant_of(schedule)
         return
     series = _series(schedule.rule, schedule.anchor, schedule.zone)
+    until = series.until_local
+    if cap is not None and (until is None or cap < until):
+        until = cap
     local = dr.rrule(
-        series.freq,
-        dtstart=series.anchor,
-        interval=series.interval,
-        until=series.until_local,
-        **series.options,
+        series.freq, dtstart=series.anchor, interval=series.interval, until=until, **series.options
     )
     for instant in _instants(local, series.zone):
         if series.until_utc is not None and instant > series.until_utc:
