@@ -55,6 +55,7 @@ class FiringSpec:
     pg_url: str | None = None
     rate: int | None = None  # steady: reminders due per second
     save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
+    due_in: float | None = None  # first due this long after the save, not at a minute start
 
     def params(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -132,7 +133,11 @@ def _first_due(spec: FiringSpec) -> datetime:
     """The start of the first minute far enough ahead for the save to end before the
     workers read the minute ahead."""
     now = datetime.now(UTC)
-    earliest = now + timedelta(seconds=spec.reminders / spec.save_rate_guess) + LEAD_MARGIN
+    saving = timedelta(seconds=spec.reminders / spec.save_rate_guess)
+    if spec.due_in is not None:
+        # Mid-minute, in a bucket read already: the sweep, not the read-ahead, finds these.
+        return (now + saving + timedelta(seconds=spec.due_in + 1)).replace(microsecond=0)
+    earliest = now + saving + LEAD_MARGIN
     minute = earliest.replace(second=0, microsecond=0)
     return minute if minute >= earliest else minute + timedelta(minutes=1)
 

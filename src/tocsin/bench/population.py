@@ -94,9 +94,9 @@ class Population:
                     minutes=self._rng.randrange(60 * 24 * 2, 60 * 24 * 30)
                 )
                 schedule = Schedule(zone=zone, anchor=local, rule=None)
-                due = first_due(schedule, self.now)
-                assert due is not None
-                yield self._reminder(schedule, due, at_text=local.isoformat(), repeat=None)
+                once = first_due(schedule, self.now)
+                assert once is not None
+                yield self._reminder(schedule, once, at_text=local.isoformat(), repeat=None)
 
     def _series_of(self, zone: str, repeat: str) -> tuple[Schedule, datetime]:
         known = self._series.get((zone, repeat))
@@ -140,7 +140,6 @@ class Population:
             created_at=self.saved_at,
             updated_at=self.saved_at,
         )
-
 
     def _new_id(self, shard: int) -> str:
         """A fresh id, minted as if saved over time (a few per millisecond, as a busy API

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import asyncpg
+
 from tocsin.bench.progress import note
 from tocsin.bench.stats import median_of
+from tocsin.errors import StoreError
 
 Result = dict[str, Any]
 
@@ -18,7 +21,7 @@ async def repeated(scenario: Callable[[], Awaitable[Result]], runs: int) -> Resu
     for run in range(max(1, runs)):
         if runs > 1:
             note(f"run {run + 1} of {runs}")
-        results.append(await scenario())
+        results.append(await _once(scenario))
     if len(results) == 1:
         return results[0]
     merged = dict(results[0])
@@ -26,6 +29,16 @@ async def repeated(scenario: Callable[[], Awaitable[Result]], runs: int) -> Resu
     merged["runs"] = len(results)
     merged["each_run"] = [result["metrics"] for result in results]
     return merged
+
+
+async def _once(scenario: Callable[[], Awaitable[Result]]) -> Result:
+    """Run once; when the run broke (the shared database restarted under it, say), say so
+    and run it again, once."""
+    try:
+        return await scenario()
+    except (OSError, RuntimeError, StoreError, asyncpg.PostgresError) as error:
+        note(f"the run failed ({type(error).__name__}: {error}); running it again")
+    return await scenario()
 
 
 async def run_all(*, runs: int, pg_url: str | None, quick: bool) -> list[Result]:

@@ -44,6 +44,13 @@ def _common(parser: argparse.ArgumentParser, *, db: bool = True) -> None:
 def _firing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2, help="worker processes (SQLite: 1)")
     parser.add_argument("--channel", choices=("null", "webhook"), default="null")
+    parser.add_argument(
+        "--due-in",
+        type=float,
+        metavar="SECONDS",
+        help="first due this soon after the save instead of at the next free minute start "
+        "(quick smoke runs; lateness then includes the sweep interval)",
+    )
 
 
 def _burst(kinds: Any) -> None:
@@ -123,6 +130,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         workers=1 if args.db == "sqlite" else args.workers,
         channel=args.channel,
         pg_url=args.pg_url,
+        due_in=args.due_in,
     )
     return await run_firing(spec)
 
@@ -139,6 +147,7 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         channel=args.channel,
         pg_url=args.pg_url,
         rate=args.rate,
+        due_in=args.due_in,
     )
     return await run_firing(spec)
 
