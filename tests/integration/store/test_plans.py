@@ -31,7 +31,13 @@ async def _fill(store: Store) -> None:
     for n in range(ROWS):
         status = ReminderStatus.FIRED if n % 5 == 0 else ReminderStatus.PENDING
         due = NOW + timedelta(minutes=n % BUCKETS, seconds=n % 60)
-        batch.append(reminder(f"owner-{n}", due_at=due, status=status, shard=(n * 7) % 1024))
+        # Ids made in one millisecond for one shard differ by 22 random bits: spread them.
+        created = NOW + timedelta(milliseconds=n)
+        batch.append(
+            reminder(
+                f"owner-{n}", due_at=due, status=status, shard=(n * 7) % 1024, created_at=created
+            )
+        )
         if len(batch) == 1000:
             await store.add_reminders(batch)
             batch = []
