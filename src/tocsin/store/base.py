@@ -25,6 +25,10 @@ from tocsin.domain import (
 DueListener = Callable[[int, datetime], None]
 """Called with (shard, due_at) when a reminder became due soon; see `Store.listen_due`."""
 
+WAKE_HORIZON = timedelta(minutes=2)
+"""A write wakes `listen_due` listeners only for a pending reminder due this soon after its
+`updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
+
 
 class Store(ABC):
     """Durable home of reminders, firings, apps, idempotency keys and scheduler leases."""
@@ -52,7 +56,7 @@ class Store(ABC):
     ) -> None:
         """Save new reminders, and the idempotency record if given, in one transaction: all or
         nothing. Raise `DuplicateIdempotencyKey` (saving nothing) when the record's
-        (scope, key) exists already. Wakes `listen_due` listeners for pending ones."""
+        (scope, key) exists already. Wakes `listen_due` listeners for pending ones due soon."""
 
     @abstractmethod
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
@@ -80,9 +84,10 @@ class Store(ABC):
     ) -> Reminder | None:
         """Replace the mutable fields (text, channel, schedule, at, repeat, status, due_at,
         freshness, metadata) of the row with `reminder.id`, only while its version is
-        `expected_version`; the version becomes `expected_version + 1` and `updated_at` is set.
-        Return the row as saved, or None when the version no longer matches (the caller lost
-        a race: re-read to say why). Wakes `listen_due` listeners when pending."""
+        `expected_version`; the version becomes `expected_version + 1` and `updated_at` becomes
+        `reminder.updated_at`. Return the row as saved (with its
+        `last_firing`), or None when the version no longer matches (the caller lost a race:
+        re-read to say why). Wakes `listen_due` listeners when pending and due soon."""
 
     @abstractmethod
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
@@ -143,7 +148,7 @@ class Store(ABC):
         due_at)` built from the row (text, channel, owner, metadata, source, deadline =
         due_at + freshness) in state `claim.state` — for `sending`, held by `sender` until
         `now + lease`. A claim whose row moved on changes nothing; a firing id that exists
-        already is not inserted again. Return the firings inserted."""
+        already is not inserted again. Return the firings inserted, in no particular order."""
 
     @abstractmethod
     async def take_deliveries(
@@ -151,9 +156,9 @@ class Store(ABC):
     ) -> list[Firing]:
         """Firings that need a sender: `queued` with `next_attempt_at <= now`, or `sending`
         with `lease_until < now` (its sender vanished), in `shards` when given. Those past
-        their deadline are set `expired` instead and not returned. The rest become `sending`
-        held by `sender` until `now + lease` and are returned — each to one caller only, even
-        with many callers at once."""
+        their deadline (`deadline <= now`) are set `expired` instead and not returned. The
+        rest become `sending` held by `sender` until `now + lease` and are returned — each to
+        one caller only, even with many callers at once."""
 
     @abstractmethod
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
@@ -185,5 +190,9 @@ class Store(ABC):
     @abstractmethod
     async def listen_due(self, listener: DueListener) -> Callable[[], None]:
         """Call `listener(shard, due_at)` whenever a reminder is saved or moved to pending
-        with a due time — in this process, and on PostgreSQL in every process (NOTIFY).
-        Return a function that stops listening. Listeners must not block."""
+        with a due time at most `WAKE_HORIZON` (2 minutes) after its `updated_at` (overdue
+        included; later ones are the scheduler's ordinary load-ahead) — in this process, and
+        on PostgreSQL in every process (NOTIFY, after commit). `due_at` is floored to the
+        second; a batch announces each distinct (shard, second) once. Wake-ups may be missed
+        while a connection is re-made and may repeat: they are hints, the sweep is the
+        guarantee. Return a function that stops listening. Listeners must not block."""

@@ -8,10 +8,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from tocsin.domain import JSON, Reminder, ReminderStatus
-
-WAKE_HORIZON = timedelta(minutes=2)
-"""A saved or moved reminder wakes `listen_due` listeners only when it is due this soon after
-its `updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
+from tocsin.store.base import WAKE_HORIZON
 
 DUE_CHANNEL = "tocsin_due"
 """The PostgreSQL NOTIFY channel for wake-ups; the payload is `shard:epoch_seconds`."""
