@@ -198,7 +198,8 @@ WITH claim AS (
         version = r.version + 1,
         updated_at = $7
     FROM claim
-    WHERE r.id = claim.reminder_id AND r.status = 'pending' AND r.due_at = claim.due_at
+    WHERE r.id = ANY($1::text[])  -- steers the planner to the primary key, never a scan
+      AND r.id = claim.reminder_id AND r.status = 'pending' AND r.due_at = claim.due_at
     RETURNING claim.firing_id, r.id AS reminder_id, r.owner, r.shard, claim.due_at,
         r.freshness, r.channel, r.text, r.metadata, r.source, claim.state
 )
@@ -266,7 +267,8 @@ WITH result AS (
         provider_id = coalesce(result.provider_id, f.provider_id),
         last_error = result.error
     FROM result
-    WHERE f.id = result.firing_id AND f.state = 'sending' AND f.sender = result.sender
+    WHERE f.id = ANY($1::text[])  -- steers the planner to the primary key, never a scan
+      AND f.id = result.firing_id AND f.state = 'sending' AND f.sender = result.sender
     RETURNING result.*
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)

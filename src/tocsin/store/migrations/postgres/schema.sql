@@ -22,7 +22,6 @@ CREATE TABLE attempts (
     outcome text NOT NULL,
     error text,
     provider_id text,
-    CONSTRAINT attempts_firing_fkey FOREIGN KEY (firing_id) REFERENCES firings(id) ON DELETE CASCADE,
     CONSTRAINT attempts_outcome CHECK ((outcome = ANY (ARRAY['sent'::text, 'retry'::text, 'failed'::text]))),
     CONSTRAINT attempts_pkey PRIMARY KEY (firing_id, number)
 );
@@ -58,7 +57,6 @@ CREATE TABLE firings (
     last_error text,
     snoozed_by text COLLATE "C",
     CONSTRAINT firings_pkey PRIMARY KEY (id),
-    CONSTRAINT firings_reminder_fkey FOREIGN KEY (reminder_id) REFERENCES reminders(id) ON DELETE CASCADE,
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
 );
 
