@@ -56,6 +56,7 @@ class FiringSpec:
     rate: int | None = None  # steady: reminders due per second
     save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
     due_in: float | None = None  # first due this long after the save, not at a minute start
+    worker_settings: tuple[tuple[str, str], ...] = ()  # extra TOCSIN_* settings of workers
 
     def params(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -67,6 +68,8 @@ class FiringSpec:
         }
         if self.rate is not None:
             shown["rate_per_s"] = self.rate
+        for name, value in self.worker_settings:
+            shown[name] = value
         return shown
 
 
@@ -89,7 +92,7 @@ async def run_firing(spec: FiringSpec) -> dict[str, Any]:
 async def _run(
     spec: FiringSpec, url: str, store: Store, logs: Path, processes: list[Process]
 ) -> dict[str, Any]:
-    settings: dict[str, str] = {"parts": str(PARTS)}
+    settings: dict[str, str] = {"parts": str(PARTS), **dict(spec.worker_settings)}
     receiver_url = None
     if spec.channel == "webhook":
         secret = new_secret()

@@ -51,6 +51,13 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
         help="first due this soon after the save instead of at the next free minute start "
         "(quick smoke runs; lateness then includes the sweep interval)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the workers (TOCSIN_NAME), e.g. --set sweep_seconds=30",
+    )
 
 
 def _burst(kinds: Any) -> None:
@@ -131,6 +138,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         channel=args.channel,
         pg_url=args.pg_url,
         due_in=args.due_in,
+        worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
 
@@ -148,8 +156,19 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
         rate=args.rate,
         due_in=args.due_in,
+        worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
+
+
+def _settings(pairs: list[str]) -> tuple[tuple[str, str], ...]:
+    settings = []
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"tocsin bench: --set takes NAME=VALUE, not {pair!r}")
+        settings.append((name.strip().lower(), value.strip()))
+    return tuple(settings)
 
 
 async def _run_api(args: argparse.Namespace) -> dict[str, Any]:
