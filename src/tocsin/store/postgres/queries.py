@@ -172,7 +172,7 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
 LOAD_DUE = """
 SELECT * FROM reminders
 WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
-ORDER BY due_at
+ORDER BY due_at, id
 LIMIT $5
 """
 

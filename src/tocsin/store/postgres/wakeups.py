@@ -34,12 +34,14 @@ class Wakeups:
         self._listeners: list[DueListener] = []
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
+        self._starting = asyncio.Lock()
 
     async def add(self, listener: DueListener) -> Callable[[], None]:
         """Subscribe `listener`; the first subscription waits until LISTEN is active."""
-        if self._task is None:
-            connection = await self._listen()  # fails loudly when the database is down
-            self._task = asyncio.create_task(self._supervise(connection), name="tocsin-listen")
+        async with self._starting:
+            if self._task is None:
+                connection = await self._listen()  # fails loudly when the database is down
+                self._task = asyncio.create_task(self._supervise(connection), name="tocsin-listen")
         self._listeners.append(listener)
 
         def stop() -> None:

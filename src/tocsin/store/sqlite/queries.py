@@ -139,7 +139,7 @@ SELECT * FROM reminders
 WHERE status = 'pending'
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
-ORDER BY due_at
+ORDER BY due_at, id
 LIMIT :limit
 """
 
