@@ -266,11 +266,12 @@ class SqliteStore(Store):
         if not claims:
             return []
         now_us, until_us = _us(now), _us(now + lease)
+        ordered = sorted(claims, key=lambda claim: claim.reminder_id)  # B-tree page locality
 
         def work(connection: sqlite3.Connection) -> list[Firing]:
             return [
                 firing
-                for claim in claims
+                for claim in ordered
                 if (firing := _claim_one(connection, claim, sender, now_us, until_us)) is not None
             ]
 
