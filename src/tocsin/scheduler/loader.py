@@ -16,6 +16,8 @@ from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
 
+SWEEP_OVERDUE = 5  # sweep even while claims run once this many sweep intervals went by
+
 
 @dataclass(frozen=True, kw_only=True)
 class LoadTuning:
@@ -63,6 +65,7 @@ class PartLoader:
         self._dirty: set[int] = set()
         self._wake = asyncio.Event()
         self._next_sweep = clock.now()
+        self._last_sweep = clock.now()
         timeline.on_drained(part, tuning.low_water, self._wake)
 
     @property
@@ -98,10 +101,17 @@ class PartLoader:
             bucket = min(self._dirty)
             await self._read(bucket, bucket)
             self._dirty.discard(bucket)
-        if now >= self._next_sweep:
+        if now >= self._next_sweep and self._quiet_or_overdue(now):
             await self._sweep(now)
+            self._last_sweep = now
             self._next_sweep = now + self._tuning.sweep
         await self._read_ahead(now)
+
+    def _quiet_or_overdue(self, now: datetime) -> bool:
+        """Sweep when no claim of the part is under way (rows being claimed are still
+        pending: a sweep would read them all for nothing), or when sweeps fell far behind."""
+        overdue = now - self._last_sweep >= self._tuning.sweep * SWEEP_OVERDUE
+        return overdue or not self._timeline.taken(self.part)
 
     def _next_wake(self) -> datetime:
         """The sweep, or when the next bucket comes within the lead (when memory has room;
@@ -122,10 +132,11 @@ class PartLoader:
         """Hold every pending row of buckets first..last not held yet, one page more than
         held at most; return whether that was all of them."""
         limit = self._timeline.count(self.part, first, last) + self._tuning.page
+        mark = self._timeline.mark()
         rows = await self._store.load_due(
             shards=self._shards, first_bucket=first, last_bucket=last, limit=limit
         )
-        self._timeline.add(Entry.of(row, self.part) for row in rows)
+        self._timeline.add((Entry.of(row, self.part) for row in rows), since=mark)
         return len(rows) < limit
 
     async def _sweep(self, now: datetime) -> None:
@@ -134,6 +145,7 @@ class PartLoader:
         current = bucket_of(now)
         first = 0 if self._watermark is None else min(self._watermark + 1, current - 1)
         limit = self._timeline.taken(self.part) + self._tuning.sweep_page
+        mark = self._timeline.mark()
         rows = await self._store.load_due(
             shards=self._shards, first_bucket=first, last_bucket=current, limit=limit
         )
@@ -142,7 +154,7 @@ class PartLoader:
             for row in rows
             if row.due_at is not None and (row.due_at <= now or bucket_of(row.due_at) < self._next)
         ]
-        if self._timeline.add(missed):
+        if self._timeline.add(missed, since=mark):
             logger.info("part %d: the sweep found rings not loaded", self.part)
         finished = current - 1
         if rows and rows[0].due_at is not None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
 from tocsin.domain import Reminder, Schedule
 from tocsin.ids import firing_id
+
+RELEASED_KEPT = 200_000  # keys of claims remembered, far more than land during one read
 
 
 class Entry(NamedTuple):
@@ -63,15 +65,27 @@ class Timeline:
         self._parts: Counter[int] = Counter()  # part -> held
         self._taken: Counter[int] = Counter()  # part -> taken out, not yet released
         self._drained: dict[int, tuple[int, asyncio.Event]] = {}
+        # Keys released lately, with the release's number: a read that began before a claim
+        # landed may return the claimed row, and must not load it again.
+        self._released: OrderedDict[str, int] = OrderedDict()
+        self._releases = 0
         self.earlier = asyncio.Event()  # set when an entry lands before the earliest second
 
-    def add(self, entries: Iterable[Entry]) -> int:
-        """Hold new entries (those held already are skipped); return how many were new."""
+    def mark(self) -> int:
+        """A mark to take before reading from the store, for `add(…, since=mark)`."""
+        return self._releases
+
+    def add(self, entries: Iterable[Entry], *, since: int | None = None) -> int:
+        """Hold new entries, skipping those held already and, with `since`, those released
+        (claimed) after that mark; return how many were new."""
         first = self._heap[0] if self._heap else None
         added = 0
+        released = self._released
         for entry in entries:
             key = entry.key
             if key in self._keys:
+                continue
+            if since is not None and released.get(key, -1) > since:
                 continue
             self._keys.add(key)
             second = entry.second
@@ -105,9 +119,13 @@ class Timeline:
 
     def release(self, entries: Iterable[Entry]) -> None:
         """Forget entries taken out with `take_due`, once their claim is over."""
+        self._releases += 1
         for entry in entries:
             self._taken[entry.part] -= 1
             self._forget(entry)
+            self._released[entry.key] = self._releases
+        while len(self._released) > RELEASED_KEPT:
+            self._released.popitem(last=False)
 
     def drop_part(self, part: int) -> None:
         """Forget the part's entries still waiting (its lease went to another worker)."""
