@@ -10,6 +10,7 @@ from typing import Any
 from tocsin.errors import StoreError
 from tocsin.settings import Settings
 from tocsin.store import open_store
+from tocsin.store.migrations import migrations_for
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tocsin migrate: {error}", file=sys.stderr)
         return 1
     if applied:
-        print("applied migrations: " + ", ".join(f"{version:04d}" for version in applied))
+        backend = "postgres" if url.startswith(("postgresql:", "postgres:")) else "sqlite"
+        names = {m.version: f"{m.version:04d}_{m.name}" for m in migrations_for(backend)}
+        print("applied migrations: " + ", ".join(names[version] for version in applied))
     else:
         print("up to date")
     return 0

@@ -82,7 +82,7 @@ def test_tocsin_migrate_says_what_it_did(db_url: str, capsys: pytest.CaptureFixt
     assert main(["migrate", "--db", db_url]) == 0
 
     out = capsys.readouterr().out.splitlines()
-    assert out == ["applied migrations: 0001", "up to date"]
+    assert out == ["applied migrations: 0001_initial", "up to date"]
 
 
 def test_tocsin_migrate_fails_cleanly_on_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
