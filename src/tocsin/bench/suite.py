@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
+import orjson
 
 from tocsin.bench.progress import note
 from tocsin.bench.stats import median_of
@@ -22,6 +23,8 @@ async def repeated(scenario: Callable[[], Awaitable[Result]], runs: int) -> Resu
         if runs > 1:
             note(f"run {run + 1} of {runs}")
         results.append(await _once(scenario))
+        if runs > 1:  # each run on stderr as it ends, so a cut-short series is not lost
+            note(f"run {run + 1}: " + orjson.dumps(results[-1]["metrics"]).decode())
     if len(results) == 1:
         return results[0]
     merged = dict(results[0])
