@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -32,6 +34,9 @@ class Settings(BaseSettings):
     webhook_secret: str | None = None
     webhook_timeout_seconds: float = 10.0
     log_level: str = "INFO"
+    log_format: Literal["kv", "json"] = Field(
+        default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
+    )
 
     @field_validator("parts")
     @classmethod

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import types
 from collections.abc import Sequence
 
 from tocsin import __version__
@@ -22,19 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tocsin {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = _command_module(name)
-        if module is not None:
-            module.register(subparsers)
+        importlib.import_module(f"tocsin.cli.{name}").register(subparsers)
     return parser
-
-
-def _command_module(name: str) -> types.ModuleType | None:
-    try:
-        return importlib.import_module(f"tocsin.cli.{name}")
-    except ModuleNotFoundError as error:
-        if error.name == f"tocsin.cli.{name}":
-            return None
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -61,7 +61,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8000)")
     add_database_arguments(parser)
-    parser.add_argument("--log-format", choices=FORMATS, default="kv", help="log line format")
+    parser.add_argument(
+        "--log-format", choices=FORMATS, help="log line format (default TOCSIN_LOG_FORMAT or kv)"
+    )
 
 
 def add_database_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +87,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         update["host"] = args.host
     if getattr(args, "port", None):
         update["port"] = args.port
+    if getattr(args, "log_format", None):
+        update["log_format"] = args.log_format
     if args.db:
         update["database_url"] = args.db if "://" in args.db else f"sqlite:///{args.db}"
     return settings.model_copy(update=update)
@@ -99,7 +103,7 @@ def run_serve(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace, services: Sequence[ServiceFactory]) -> int:
     """Run the API (with `services`) until SIGINT or SIGTERM; the exit status."""
     settings = settings_from(args)
-    configure_logging(settings.log_level, args.log_format)
+    configure_logging(settings.log_level, settings.log_format)
     try:
         run_async(_serve(settings, services, migrate=args.migrate))
     except StartupError as error:
