@@ -188,17 +188,24 @@ class Claim:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AttemptResult:
-    """The outcome of one delivery attempt, recorded by `Store.record_attempts`.
+    """What became of a firing a sender held, recorded by `Store.record_attempts`.
 
     `state` is the firing's new state: `sent`, `failed`, `expired`, or `queued` with
-    `next_attempt_at` set for a retry.
+    `next_attempt_at` set for a retry. `attempt` is the try that was made, or None when
+    none was (the deadline came before the firing's turn: recorded `expired`, with `error`
+    saying so, and no attempt in its history).
     """
 
     firing_id: str
     sender: str
-    attempt: Attempt
     state: FiringState
+    attempt: Attempt | None = None
     next_attempt_at: datetime | None = None
+    error: str | None = None  # when `attempt` is None: why no attempt was made
+
+    @property
+    def last_error(self) -> str | None:
+        return self.error if self.attempt is None else self.attempt.error
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

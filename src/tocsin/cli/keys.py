@@ -13,7 +13,6 @@ from typing import Any
 from tocsin.api.models import OWNER_PATTERN
 from tocsin.auth import new_app, owner_token_secret, sign_owner_token
 from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
-from tocsin.domain import App
 from tocsin.errors import InvalidInput, StoreError
 from tocsin.settings import Settings
 from tocsin.store import Store
@@ -82,18 +81,18 @@ async def _create(store: Store, settings: Settings, args: argparse.Namespace) ->
 
 
 async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> int:
-    lister = getattr(store, "list_apps", None)
-    if lister is None:
-        print("tocsin keys: the store cannot list apps yet (Store.list_apps)", file=sys.stderr)
-        return 1
-    apps: list[App] = await lister()
-    print(f"{'APP':<24} {'KEY':<14} {'CREATED':<20} WEBHOOK")
+    apps = await store.list_apps()
+    if not apps:
+        print("no apps: the API runs without keys (tocsin keys create --app NAME)")
+        return 0
+    print(f"{'APP':<24} {'KEY':<14} {'CREATED':<20} {'WEBHOOK':<8} WEBHOOK URL")
     for app in apps:
         created = app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-        webhook = app.webhook_url or "-"
-        if app.webhook_url and app.webhook_disabled:
-            webhook += " (disabled)"
-        print(f"{app.name:<24} {app.key_prefix + '…':<14} {created:<20} {webhook}")
+        state = "-" if not app.webhook_url else "disabled" if app.webhook_disabled else "on"
+        print(
+            f"{app.name:<24} {app.key_prefix + '…':<14} {created:<20} {state:<8} "
+            f"{app.webhook_url or '-'}"
+        )
     return 0
 
 

@@ -22,6 +22,7 @@ from tocsin.delivery.pool import DeliveryPool
 from tocsin.delivery.recorder import Recorder
 from tocsin.delivery.retry import RetryPolicy
 from tocsin.domain import Firing
+from tocsin.errors import StoreError
 from tocsin.store.base import Store
 
 __all__ = ["Delivery", "DeliveryTuning", "RetryPolicy"]
@@ -55,6 +56,9 @@ class Delivery:
         sender: str,
         tuning: DeliveryTuning,
     ) -> None:
+        self._store = store
+        self._sender = sender
+        self._clock = clock
         self.recorder = Recorder(store, batch=tuning.record_batch, interval=tuning.record_seconds)
         deliverer = Deliverer(channels, policy, clock, sender=sender)
         self.pool = DeliveryPool(
@@ -93,15 +97,31 @@ class Delivery:
 
     async def stop(self, grace: float) -> None:
         """Stop picking up, finish what is queued for up to `grace` seconds, write every
-        result. Firings left unsent stay `sending` until their lease runs out."""
+        result, and hand the firings left unsent back to the queue (`queued`), so any worker
+        takes them at once rather than when their hold runs out."""
         recorder, pickup = self._tasks or (None, None)
         await _cancel(pickup)
         left = await self.pool.drain(grace)
-        if left:
-            logger.warning("%d firings left unsent at stop; others take them over", left)
         await _cancel(recorder)
         await self.recorder.close(grace)
         self._tasks = []
+        if left:
+            await self._release(left)
+
+    async def _release(self, firing_ids: list[str]) -> None:
+        try:
+            released = await self._store.release_deliveries(
+                firing_ids, sender=self._sender, now=self._clock.now()
+            )
+        except StoreError as error:
+            logger.warning(
+                "%d firings left unsent at stop; handing them back failed (others take them "
+                "over when their hold runs out): %s",
+                len(firing_ids),
+                error,
+            )
+            return
+        logger.info("%d firings left unsent at stop: handed back to the queue", released)
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:

@@ -33,9 +33,14 @@ class Deliverer:
         number = firing.attempts + 1
         now = self._clock.now()
         if firing.deadline - now < MIN_TIME_LEFT:
-            # Checked right before sending: nothing goes out after its deadline.
-            expired = Decision(state=FiringState.EXPIRED, error=EXPIRED_UNSENT)
-            return self._result(firing, number, now, Outcome.FAILED, expired)
+            # Checked right before sending: nothing goes out after its deadline. No attempt
+            # was made, so none is recorded.
+            return AttemptResult(
+                firing_id=firing.id,
+                sender=self._sender,
+                state=FiringState.EXPIRED,
+                error=EXPIRED_UNSENT,
+            )
         result = await self._send(firing, (firing.deadline - now).total_seconds())
         decision = self._policy.decide(
             result, attempt=number, now=self._clock.now(), deadline=firing.deadline

@@ -43,7 +43,7 @@ class DeliveryPool:
         self._queue: asyncio.Queue[Firing] = asyncio.Queue(maxsize=max_queued)
         self._on_retry = on_retry
         self._tasks: list[asyncio.Task[None]] = []
-        self._busy = 0
+        self._sending: set[str] = set()  # ids being sent now
         self.delivered = 0
 
     def start(self) -> None:
@@ -58,33 +58,36 @@ class DeliveryPool:
 
     @property
     def in_flight(self) -> int:
-        return self._queue.qsize() + self._busy
+        return self._queue.qsize() + len(self._sending)
 
     async def submit(self, firings: Iterable[Firing]) -> None:
         for firing in firings:
             if firing.state is FiringState.SENDING:
                 await self._queue.put(firing)
 
-    async def drain(self, grace: float) -> int:
+    async def drain(self, grace: float) -> list[str]:
         """Finish what is queued and being sent, for up to `grace` seconds; then stop.
-        Return how many firings were left unsent (their leases run out; others take them)."""
+        Return the ids of the firings left unsent (to hand back to the queue)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), grace)
-        left = self.in_flight
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        left = list(self._sending)
+        while not self._queue.empty():
+            left.append(self._queue.get_nowait().id)
+        self._sending.clear()
         return left
 
     async def _work(self) -> None:
         while True:
             firing = await self._queue.get()
-            self._busy += 1
+            self._sending.add(firing.id)
             try:
                 await self._deliver(firing)
+                self._sending.discard(firing.id)  # not when cancelled: it goes back unsent
             finally:
-                self._busy -= 1
                 self._queue.task_done()
 
     async def _deliver(self, firing: Firing) -> None:

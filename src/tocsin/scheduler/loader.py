@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
+from tocsin.domain import Reminder
 from tocsin.errors import StoreError
 from tocsin.scheduler.timeline import Entry, Timeline, bucket_of
 from tocsin.store.base import Store
@@ -63,6 +64,8 @@ class PartLoader:
         self._tuning = tuning
         self._next = 0 if watermark is None else watermark + 1
         self._dirty: set[int] = set()
+        # (first bucket, last row) of the read-ahead range being paged, to continue after it.
+        self._cursor: tuple[int, tuple[datetime, str]] | None = None
         self._wake = asyncio.Event()
         self._next_sweep = clock.now()
         self._last_sweep = clock.now()
@@ -122,22 +125,38 @@ class PartLoader:
         return min(self._next_sweep, max(ahead, self._clock.now() + timedelta(seconds=0.05)))
 
     async def _read_ahead(self, now: datetime) -> None:
+        """Read buckets `_next … bucket(now + lead)` page by page, as far as memory allows.
+        Pages continue from the last row read (keyset): rows held are not read again. A row
+        saved meanwhile before that point is due within the wake-up horizon, so its wake-up
+        (or the sweep) brings it in."""
         target = bucket_of(now + self._tuning.lead)
         while self._next <= target and self._timeline.held(self.part) < self._tuning.max_held:
-            if not await self._read(self._next, target):
+            after = self._cursor if self._cursor and self._cursor[0] == self._next else None
+            rows = await self._page(self._next, target, self._tuning.page, after and after[1])
+            if len(rows) == self._tuning.page:
+                last = rows[-1]
+                assert last.due_at is not None
+                self._cursor = (self._next, (last.due_at, last.id))
                 continue  # more to read in this range, as far as memory allows
+            self._cursor = None
             self._next = target + 1
+
+    async def _page(
+        self, first: int, last: int, limit: int, after: tuple[datetime, str] | None
+    ) -> list[Reminder]:
+        """Hold the next `limit` pending rows of buckets first..last after `after`."""
+        mark = self._timeline.mark()
+        rows = await self._store.load_due(
+            shards=self._shards, first_bucket=first, last_bucket=last, limit=limit, after=after
+        )
+        self._timeline.add((Entry.of(row, self.part) for row in rows), since=mark)
+        return rows
 
     async def _read(self, first: int, last: int) -> bool:
         """Hold every pending row of buckets first..last not held yet, one page more than
         held at most; return whether that was all of them."""
         limit = self._timeline.count(self.part, first, last) + self._tuning.page
-        mark = self._timeline.mark()
-        rows = await self._store.load_due(
-            shards=self._shards, first_bucket=first, last_bucket=last, limit=limit
-        )
-        self._timeline.add((Entry.of(row, self.part) for row in rows), since=mark)
-        return len(rows) < limit
+        return len(await self._page(first, last, limit, None)) < limit
 
     async def _sweep(self, now: datetime) -> None:
         """Hold what is due and pending but was missed; move the watermark past buckets

@@ -115,6 +115,10 @@ class Store(ABC):
         """The app with this name or key hash (exactly one of them given), or None."""
 
     @abstractmethod
+    async def list_apps(self) -> list[App]:
+        """Every app (API key), by name."""
+
+    @abstractmethod
     async def count_apps(self) -> int:
         """How many apps (API keys) exist: 0 means the server runs without keys."""
 
@@ -131,11 +135,19 @@ class Store(ABC):
 
     @abstractmethod
     async def load_due(
-        self, *, shards: range, first_bucket: int, last_bucket: int, limit: int
+        self,
+        *,
+        shards: range,
+        first_bucket: int,
+        last_bucket: int,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
     ) -> list[Reminder]:
         """Pending reminders whose bucket (UTC epoch minute of `due_at`) is in
-        [first_bucket, last_bucket] and whose shard is in `shards`, ordered by `due_at`, at
-        most `limit`. An index range scan, never a full scan."""
+        [first_bucket, last_bucket] and whose shard is in `shards`, ordered by (`due_at`,
+        `id`), at most `limit`. With `after` = (due_at, id) of the last row of a previous
+        page, only rows ordered after it (keyset paging: held rows are not read again).
+        An index range scan, never a full scan."""
 
     @abstractmethod
     async def claim(
@@ -164,7 +176,17 @@ class Store(ABC):
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
         """Record each attempt and move its firing to `result.state` (setting `sent_at`,
         `provider_id`, `last_error`, `attempts`, `next_attempt_at` as the result says), only
-        while the firing is `sending` held by `result.sender`. Return how many applied."""
+        while the firing is `sending` held by `result.sender`. A result without an attempt
+        moves the firing and sets `last_error` only (no history entry, `attempts` unchanged).
+        Return how many applied."""
+
+    @abstractmethod
+    async def release_deliveries(
+        self, firing_ids: Sequence[str], *, sender: str, now: datetime
+    ) -> int:
+        """Hand firings back unsent: those still `sending` held by `sender` become `queued`
+        with `next_attempt_at = now` (any worker's `take_deliveries` takes them at once);
+        their attempts are unchanged. Return how many were released."""
 
     @abstractmethod
     async def renew_leases(

@@ -154,6 +154,14 @@ def test_keys_then_a_server_that_needs_them(tmp_path: Path) -> None:
     assert again.returncode == 1
     token = tocsin("keys", "owner-token", "ana", "--ttl", "1h", "--db", db).stdout.strip()
     assert token.startswith("to_")
+    assert tocsin("keys", "create", "--app", "calendar", "--db", db).returncode == 0
+    listed = tocsin("keys", "list", "--db", db)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:3] == ["APP", "KEY", "CREATED"]
+    calendar, phone = lines[1].split(), lines[2].split()
+    assert [calendar[0], *calendar[-2:]] == ["calendar", "-", "-"]
+    assert [*phone[:2], *phone[-2:]] == ["phone", key[:11] + "…", "on", "http://x/h"]
 
     with running("api", "--db", db) as (base, _):
         refused = httpx.post(f"{base}/v1/reminders", content=README_CALL)

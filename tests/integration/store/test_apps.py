@@ -35,6 +35,21 @@ async def test_apps_are_found_by_name_or_key_hash(store: Store) -> None:
     assert await store.find_app(key_hash="nothing") is None
 
 
+async def test_apps_are_listed_by_name(store: Store) -> None:
+    assert await store.list_apps() == []
+    calendar = App(name="calendar", key_hash="hash-2", key_prefix="tcs_x", created_at=NOW)
+    await store.add_app(app())
+    await store.add_app(calendar)
+    await store.disable_webhook("phone")
+
+    listed = await store.list_apps()
+
+    assert [a.name for a in listed] == ["calendar", "phone"]
+    assert listed[0] == calendar
+    assert listed[1].webhook_disabled is True
+    assert listed[1].webhook_url == "https://example.com/hooks"
+
+
 async def test_find_app_wants_exactly_one_key(store: Store) -> None:
     with pytest.raises(ValueError, match="exactly one"):
         await store.find_app()

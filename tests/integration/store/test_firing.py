@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
-from tocsin.domain import Firing, FiringState, Outcome, Reminder, ReminderStatus
+from tocsin.domain import AttemptResult, Firing, FiringState, Outcome, Reminder, ReminderStatus
 from tocsin.ids import firing_id
 from tocsin.store import Store, open_store
 from tocsin.store.codec import bucket_of
@@ -367,6 +368,77 @@ async def test_failed_attempts_keep_their_history(store: Store) -> None:
         (1, Outcome.RETRY, "timeout"),
         (2, Outcome.FAILED, "410 gone"),
     ]
+
+
+async def test_a_result_without_an_attempt_records_no_history(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
+
+    applied = await store.record_attempts(
+        [
+            AttemptResult(
+                firing_id=firing.id, sender="w1", state=FiringState.EXPIRED, error="too late"
+            )
+        ]
+    )
+
+    [expired] = await store.list_firings(one_off.id)
+    assert applied == 1
+    assert (expired.state, expired.last_error, expired.attempts) == (
+        FiringState.EXPIRED,
+        "too late",
+        0,
+    )
+    assert (expired.sender, expired.lease_until, expired.sent_at) == (None, None, None)
+    assert expired.history == ()
+
+
+async def test_release_deliveries_hands_unsent_firings_back(store: Store) -> None:
+    a, b, c = reminder("ana"), reminder("bob"), reminder("cy")
+    await store.add_reminders([a, b, c])
+    fa, fb, fc = _in_order(
+        [a, b, c],
+        await store.claim([claim(a), claim(b), claim(c)], sender="w1", now=NOW, lease=LEASE),
+    )
+    await store.record_attempts([result(fc.id, sender="w1")])
+    later = NOW + timedelta(seconds=1)
+
+    released = await store.release_deliveries([fa.id, fc.id, "missing.1"], sender="w1", now=later)
+    not_mine = await store.release_deliveries([fb.id], sender="w2", now=later)
+    taken = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=9)
+
+    assert (released, not_mine) == (1, 0)
+    assert [f.id for f in taken] == [fa.id]
+    assert (taken[0].state, taken[0].sender, taken[0].attempts) == (FiringState.SENDING, "w2", 0)
+    [still] = await store.list_firings(b.id)
+    assert (still.state, still.sender) == (FiringState.SENDING, "w1")
+    [sent] = await store.list_firings(c.id)
+    assert sent.state is FiringState.SENT
+
+
+async def test_load_due_pages_by_keyset(store: Store) -> None:
+    due = NOW + 5 * MINUTE
+    same_second = [reminder(f"o{n}", due_at=due, shard=100 + n) for n in range(4)]
+    later = reminder("late", due_at=due + timedelta(seconds=30), shard=100)
+    await store.add_reminders([*same_second, later])
+    bucket = bucket_of(due)
+
+    def page(after: tuple[datetime, str] | None) -> Awaitable[list[Reminder]]:
+        return store.load_due(
+            shards=range(100, 200), first_bucket=bucket, last_bucket=bucket, limit=2, after=after
+        )
+
+    first = await page(None)
+    last = first[-1]
+    assert last.due_at is not None
+    second = await page((last.due_at, last.id))
+    assert second[-1].due_at is not None
+    third = await page((second[-1].due_at, second[-1].id))
+
+    by_key = sorted(same_second, key=lambda r: r.id)
+    assert [r.id for r in first + second] == [r.id for r in by_key]
+    assert [r.id for r in third] == [later.id]
 
 
 def _in_order(reminders: list[Reminder], firings: list[Firing]) -> list[Firing]:

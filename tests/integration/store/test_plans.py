@@ -62,6 +62,21 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
                 "first_shard": 64,
                 "last_shard": 127,
                 "limit": 1000,
+                "after_due": None,
+                "after_id": None,
+            },
+        )
+        paged = _sqlite_plan(
+            connection,
+            lite.LOAD_DUE,
+            {
+                "first_bucket": bucket_of(NOW),
+                "last_bucket": bucket_of(NOW) + 1,
+                "first_shard": 64,
+                "last_shard": 127,
+                "limit": 1000,
+                "after_due": 0,
+                "after_id": "x",
             },
         )
         queue = _sqlite_plan(
@@ -79,8 +94,9 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
     finally:
         connection.close()
 
-    assert any(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in plan)
-    assert not any(line.startswith("SCAN reminders") for line in plan)
+    for one in (plan, paged):
+        assert any(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in one)
+        assert not any(line.startswith("SCAN reminders") for line in one)
     assert any("USING INDEX firings_queued" in line for line in queue)
     assert any("USING INDEX firings_sending" in line for line in queue)
     assert not any(line.startswith("SCAN firings") for line in queue)
@@ -102,18 +118,22 @@ async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_ur
     try:
         await connection.execute("ANALYZE reminders")
         args = (bucket_of(NOW), bucket_of(NOW) + 1, 64, 127, 1000)
-        custom = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args)
+        custom = await connection.fetchval(
+            "EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, None, None
+        )
+        paged = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, NOW, "x")
         await connection.execute(
-            "PREPARE load_due (integer, integer, integer, integer, integer) AS " + pg.LOAD_DUE
+            "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz, text)"
+            " AS " + pg.LOAD_DUE
         )
         await connection.execute("SET plan_cache_mode = force_generic_plan")
         generic = await connection.fetchval(
-            "EXPLAIN (FORMAT JSON) EXECUTE load_due ({}, {}, {}, {}, {})".format(*args)
+            "EXPLAIN (FORMAT JSON) EXECUTE load_due ({}, {}, {}, {}, {}, NULL, NULL)".format(*args)
         )
     finally:
         await connection.close()
 
-    for plan in (custom, generic):
+    for plan in (custom, paged, generic):
         nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
         scans = [n for n in nodes if n.get("Relation Name") == "reminders" or "Index Name" in n]
         assert any(n.get("Index Name") == "reminders_due" for n in scans), plan

@@ -155,6 +155,8 @@ FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = $1"
 
 FIND_APP_BY_KEY_HASH = "SELECT * FROM apps WHERE key_hash = $1"
 
+LIST_APPS = "SELECT * FROM apps ORDER BY name"
+
 COUNT_APPS = "SELECT count(*) FROM apps"
 
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = true WHERE name = $1"
@@ -168,10 +170,12 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
 
 # -- the scheduler ----------------------------------------------------------------------------
 
-# Pending reminders of a bucket range and a shard range: a range scan of reminders_due.
+# Pending reminders of a bucket range and a shard range: a range scan of reminders_due;
+# with $6/$7, only those ordered after (due_at, id) = ($6, $7): the next page.
 LOAD_DUE = """
 SELECT * FROM reminders
 WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
+  AND ($6::timestamptz IS NULL OR (due_at, id) > ($6::timestamptz, $7::text))
 ORDER BY due_at, id
 LIMIT $5
 """
@@ -243,8 +247,8 @@ WHERE f.id = candidate.id AND candidate.deadline > $1
 RETURNING f.*
 """
 
-# Move firings on after one attempt each, only while the reporting sender still holds them,
-# and record each attempt; return how many applied.
+# Move firings on after one attempt each (or none: `number` NULL), only while the reporting
+# sender still holds them, and record each attempt; return how many applied.
 RECORD_ATTEMPTS = """
 WITH result AS (
     SELECT * FROM unnest(
@@ -257,7 +261,7 @@ WITH result AS (
 ), finished AS (
     UPDATE firings AS f
     SET state = result.state,
-        attempts = result.number,
+        attempts = coalesce(result.number, f.attempts),
         next_attempt_at = CASE
             WHEN result.state = 'queued' THEN coalesce(result.next_attempt_at, result.at)
         END,
@@ -273,9 +277,18 @@ WITH result AS (
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
     SELECT firing_id, number, at, channel, outcome, error, provider_id FROM finished
+    WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
     ON CONFLICT (firing_id, number) DO NOTHING
 )
 SELECT count(*) FROM finished
+"""
+
+# Hand firings back unsent ($3 = now): still `sending` held by $2, they become `queued` for
+# any taker at once.
+RELEASE_DELIVERIES = """
+UPDATE firings
+SET state = 'queued', next_attempt_at = $3, sender = NULL, lease_until = NULL
+WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
 """
 
 # -- leases -----------------------------------------------------------------------------------

@@ -270,17 +270,10 @@ class PostgresStore(Store):
             row = await self._fetchrow(q.FIND_APP_BY_NAME, name)
         else:
             row = await self._fetchrow(q.FIND_APP_BY_KEY_HASH, key_hash)
-        if row is None:
-            return None
-        return App(
-            name=row["name"],
-            key_hash=row["key_hash"],
-            key_prefix=row["key_prefix"],
-            created_at=row["created_at"],
-            webhook_url=row["webhook_url"],
-            webhook_secret=row["webhook_secret"],
-            webhook_disabled=row["webhook_disabled"],
-        )
+        return None if row is None else _app(row)
+
+    async def list_apps(self) -> list[App]:
+        return [_app(row) for row in await self._fetch(q.LIST_APPS)]
 
     async def count_apps(self) -> int:
         with boundary():
@@ -301,12 +294,26 @@ class PostgresStore(Store):
     # -- the scheduler's side ------------------------------------------------------------------
 
     async def load_due(
-        self, *, shards: range, first_bucket: int, last_bucket: int, limit: int
+        self,
+        *,
+        shards: range,
+        first_bucket: int,
+        last_bucket: int,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
     ) -> list[Reminder]:
         if not shards or limit <= 0:
             return []
+        after_due, after_id = after or (None, None)
         rows = await self._fetch(
-            q.LOAD_DUE, first_bucket, last_bucket, shards.start, shards[-1], limit
+            q.LOAD_DUE,
+            first_bucket,
+            last_bucket,
+            shards.start,
+            shards[-1],
+            limit,
+            after_due,
+            after_id,
         )
         return [_reminder(row) for row in rows]
 
@@ -353,17 +360,18 @@ class PostgresStore(Store):
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
         if not results:
             return 0
+        attempts = [result.attempt for result in results]
         args = (
             [result.firing_id for result in results],
             [result.sender for result in results],
             [result.state.value for result in results],
             [result.next_attempt_at for result in results],
-            [result.attempt.number for result in results],
-            [result.attempt.at for result in results],
-            [result.attempt.channel.value for result in results],
-            [result.attempt.outcome.value for result in results],
-            [result.attempt.error for result in results],
-            [result.attempt.provider_id for result in results],
+            [a.number if a else None for a in attempts],
+            [a.at if a else None for a in attempts],
+            [a.channel.value if a else None for a in attempts],
+            [a.outcome.value if a else None for a in attempts],
+            [result.last_error for result in results],
+            [a.provider_id if a else None for a in attempts],
         )
 
         async def work(connection: asyncpg.Connection) -> int:
@@ -371,6 +379,17 @@ class PostgresStore(Store):
             return applied
 
         return await self._transaction(work)
+
+    async def release_deliveries(
+        self, firing_ids: Sequence[str], *, sender: str, now: datetime
+    ) -> int:
+        if not firing_ids:
+            return 0
+        with boundary():
+            status: str = await self._pool.execute(
+                q.RELEASE_DELIVERIES, list(firing_ids), sender, now
+            )
+        return int(status.rsplit(" ", 1)[-1])
 
     async def renew_leases(
         self, worker: str, *, parts: int, ttl: timedelta, now: datetime
@@ -539,6 +558,18 @@ def _firing(row: Record, history: tuple[Attempt, ...]) -> Firing:
         last_error=row["last_error"],
         snoozed_by=row["snoozed_by"],
         history=history,
+    )
+
+
+def _app(row: Record) -> App:
+    return App(
+        name=row["name"],
+        key_hash=row["key_hash"],
+        key_prefix=row["key_prefix"],
+        created_at=row["created_at"],
+        webhook_url=row["webhook_url"],
+        webhook_secret=row["webhook_secret"],
+        webhook_disabled=row["webhook_disabled"],
     )
 
 

@@ -120,6 +120,8 @@ FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = ?"
 
 FIND_APP_BY_KEY_HASH = "SELECT * FROM apps WHERE key_hash = ?"
 
+LIST_APPS = "SELECT * FROM apps ORDER BY name"
+
 COUNT_APPS = "SELECT count(*) FROM apps"
 
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = 1 WHERE name = ?"
@@ -133,12 +135,14 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = ?"
 
 # -- the scheduler ----------------------------------------------------------------------------
 
-# Pending reminders of a bucket range and a shard range: a range scan of reminders_due.
+# Pending reminders of a bucket range and a shard range: a range scan of reminders_due; with
+# :after_due/:after_id, only those ordered after that (due_at, id): the next page.
 LOAD_DUE = """
 SELECT * FROM reminders
 WHERE status = 'pending'
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
+  AND (:after_due IS NULL OR (due_at, id) > (:after_due, :after_id))
 ORDER BY due_at, id
 LIMIT :limit
 """
@@ -206,11 +210,12 @@ WHERE id IN (
 RETURNING *
 """
 
-# Move a firing on after one attempt, only while the reporting sender still holds it.
+# Move a firing on after one attempt (or none: :number NULL), only while the reporting sender
+# still holds it.
 FINISH_ATTEMPT = """
 UPDATE firings
 SET state = :state,
-    attempts = :number,
+    attempts = coalesce(:number, attempts),
     next_attempt_at = CASE WHEN :state = 'queued' THEN coalesce(:next_attempt_at, :at) END,
     sender = NULL,
     lease_until = NULL,
@@ -225,6 +230,14 @@ INSERT_ATTEMPT = """
 INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
 VALUES (:firing_id, :number, :at, :channel, :outcome, :error, :provider_id)
 ON CONFLICT (firing_id, number) DO NOTHING
+"""
+
+# Hand firings back unsent: still `sending` held by :sender, they become `queued` for any
+# taker at once (:ids is a JSON array).
+RELEASE_DELIVERIES = """
+UPDATE firings
+SET state = 'queued', next_attempt_at = :now, sender = NULL, lease_until = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'sending' AND sender = :sender
 """
 
 # -- leases ---------------------------------------------------------------------------------------

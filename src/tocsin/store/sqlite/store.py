@@ -225,6 +225,10 @@ class SqliteStore(Store):
         row = await self._db.read(lambda connection: connection.execute(sql, (value,)).fetchone())
         return None if row is None else _app(row)
 
+    async def list_apps(self) -> list[App]:
+        rows = await self._db.read(lambda connection: connection.execute(q.LIST_APPS).fetchall())
+        return [_app(row) for row in rows]
+
     async def count_apps(self) -> int:
         row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
         count: int = row[0]
@@ -244,7 +248,13 @@ class SqliteStore(Store):
     # -- the scheduler's side ------------------------------------------------------------------
 
     async def load_due(
-        self, *, shards: range, first_bucket: int, last_bucket: int, limit: int
+        self,
+        *,
+        shards: range,
+        first_bucket: int,
+        last_bucket: int,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
     ) -> list[Reminder]:
         if not shards or limit <= 0:
             return []
@@ -254,6 +264,8 @@ class SqliteStore(Store):
             "first_shard": shards.start,
             "last_shard": shards[-1],
             "limit": limit,
+            "after_due": None if after is None else _us(after[0]),
+            "after_id": None if after is None else after[1],
         }
         rows = await self._db.read(
             lambda connection: connection.execute(q.LOAD_DUE, params).fetchall()
@@ -300,11 +312,22 @@ class SqliteStore(Store):
             applied = 0
             for one in params:
                 if connection.execute(q.FINISH_ATTEMPT, one).rowcount:
-                    connection.execute(q.INSERT_ATTEMPT, one)
+                    if one["number"] is not None:
+                        connection.execute(q.INSERT_ATTEMPT, one)
                     applied += 1
             return applied
 
         return await self._db.write(work) if params else 0
+
+    async def release_deliveries(
+        self, firing_ids: Sequence[str], *, sender: str, now: datetime
+    ) -> int:
+        if not firing_ids:
+            return 0
+        params = {"ids": orjson.dumps(list(firing_ids)).decode(), "sender": sender, "now": _us(now)}
+        return await self._db.write(
+            lambda connection: connection.execute(q.RELEASE_DELIVERIES, params).rowcount
+        )
 
     async def renew_leases(
         self, worker: str, *, parts: int, ttl: timedelta, now: datetime
@@ -587,12 +610,12 @@ def _attempt_params(result: AttemptResult) -> dict[str, Any]:
         "sender": result.sender,
         "state": result.state.value,
         "next_attempt_at": _opt_us(result.next_attempt_at),
-        "number": attempt.number,
-        "at": _us(attempt.at),
-        "channel": attempt.channel.value,
-        "outcome": attempt.outcome.value,
-        "error": attempt.error,
-        "provider_id": attempt.provider_id,
+        "number": attempt and attempt.number,
+        "at": attempt and _us(attempt.at),
+        "channel": attempt and attempt.channel.value,
+        "outcome": attempt and attempt.outcome.value,
+        "error": result.last_error,
+        "provider_id": attempt and attempt.provider_id,
     }
 
 
