@@ -218,14 +218,23 @@ async def _settle(spec: FiringSpec, url: str, workers: list[Process], last_due: 
         while datetime.now(UTC) < give_up:
             for worker in workers:
                 worker.sample()
-            if datetime.now(UTC) < last_due:
-                await asyncio.sleep(1.0)
-                left = await outcome.unfinished(url, last_bucket)
-                bar.update(total - left.total)
+            before_due = datetime.now(UTC) < last_due
+            await asyncio.sleep(1.0 if before_due else 0.5)
+            left = await _unfinished(url, last_bucket)
+            if left is None:
                 continue
-            left = await outcome.unfinished(url, last_bucket)
             bar.update(total - left.total)
-            if left.total == 0:
+            if not before_due and left.total == 0:
                 return True
-            await asyncio.sleep(0.5)
     return False
+
+
+async def _unfinished(url: str, last_bucket: int) -> outcome.Unfinished | None:
+    """The progress counts, or None while the database is away (a restart: the workers
+    ride it out, and so does the benchmark)."""
+    try:
+        return await outcome.unfinished(url, last_bucket)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        note(f"progress: the database is away ({type(error).__name__}); waiting")
+        await asyncio.sleep(1.0)
+        return None
