@@ -3,12 +3,15 @@ docs/benchmarks.md at sizes that fit `make bench`."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import orjson
 
+from tocsin import __version__
 from tocsin.bench.progress import note
 from tocsin.bench.stats import median_of
 from tocsin.errors import StoreError
@@ -18,6 +21,7 @@ Result = dict[str, Any]
 
 async def repeated(scenario: Callable[[], Awaitable[Result]], runs: int) -> Result:
     """Run `scenario` `runs` times; with more than one run, its metrics are the medians."""
+    code = code_version()
     results = []
     for run in range(max(1, runs)):
         if runs > 1:
@@ -26,12 +30,30 @@ async def repeated(scenario: Callable[[], Awaitable[Result]], runs: int) -> Resu
         if runs > 1:  # each run on stderr as it ends, so a cut-short series is not lost
             note(f"run {run + 1}: " + orjson.dumps(results[-1]["metrics"]).decode())
     if len(results) == 1:
-        return results[0]
-    merged = dict(results[0])
+        return results[0] | {"code": code}
+    merged = dict(results[0]) | {"code": code}
     merged["metrics"] = median_of([result["metrics"] for result in results])
     merged["runs"] = len(results)
     merged["each_run"] = [result["metrics"] for result in results]
     return merged
+
+
+def code_version() -> str:
+    """The commit the benchmark ran (the workers import the files on disk at their start),
+    `+dirty` when files under src/ differed from it."""
+    try:
+        head = _git("rev-parse", "--short", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no", "src")
+    except (OSError, subprocess.SubprocessError):
+        return f"tocsin {__version__}"
+    return f"{head}+dirty" if dirty else head
+
+
+def _git(*args: str) -> str:
+    root = str(Path(__file__).resolve().parents[3])
+    command = ["git", "-C", root, *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=10)  # noqa: S603
+    return done.stdout.strip()
 
 
 async def _once(scenario: Callable[[], Awaitable[Result]]) -> Result:
