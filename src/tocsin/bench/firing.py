@@ -114,6 +114,11 @@ async def _run(
         process.stop()
     report = await outcome.read_outcome(url)
     report["finished"] = finished
+    if not finished:
+        # Cut off by the time limit: rows without a firing were not lost (yet), only not
+        # reached; they stay pending and would ring (or be recorded expired) later.
+        report["not_fired_by_end"] = report.pop("lost")
+        report["lost"] = None
     report["save"] = save
     report["peak_rss_mb"] = [round(value / 2**20, 1) for value in rss]
     report["max_peak_rss_mb"] = max(report["peak_rss_mb"], default=0.0)
