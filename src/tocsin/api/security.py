@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from tocsin.api.problems import Problem
 from tocsin.auth import (
@@ -17,6 +18,10 @@ from tocsin.clock import Clock
 from tocsin.store import Store
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="tocsin"'}
+# How long this process trusts what the store said about keys (see `Authenticator`).
+KEY_TTL = timedelta(seconds=5)
+OPEN_TTL = timedelta(seconds=1)
+MAX_CACHED_KEYS = 4096
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,6 +45,24 @@ class Authenticator:
     `open_allowed` says the server listens on loopback only: then, as long as no API key
     exists, requests without a key are accepted. Keys are never deleted, so once one is seen
     that is remembered and the store is not asked again.
+
+    Asking the store on every request was a database round trip per request (a seventh of a
+    create's cost), so answers are kept in the process for a short time, and only answers
+    whose staleness cannot let in a caller the store would now refuse for long:
+
+    - A key found in the store is trusted for `KEY_TTL` (5 s) by its hash. Keys are never
+      deleted today; if revoking is added, a revoked key keeps working for at most that long
+      in each API process (or the revoking code must also clear `forget_keys`).
+    - A key not found is never cached. Caching it would not make a wrong key pass, but a key
+      created a moment later would be refused until the entry expired; and an attacker trying
+      random keys hits a fresh entry every time anyway. So a new key works at once.
+    - "No API key exists" (the open, loopback-only mode) is the one negative answer kept, for
+      `OPEN_TTL` (1 s): it is what admits requests without a key, so after the first key is
+      created, keyless requests from this machine may still pass for up to 1 s. It is never
+      consulted off loopback, and once any key is seen the mode is closed for good.
+
+    Expiry is judged by the injected clock; an entry from the future (the clock went back) is
+    treated as expired.
     """
 
     def __init__(self, store: Store, clock: Clock, *, secret: str | None, open_allowed: bool):
@@ -48,6 +71,8 @@ class Authenticator:
         self._secret = secret
         self._open_allowed = open_allowed
         self._keys_exist = False
+        self._open_checked: datetime | None = None
+        self._apps: dict[str, tuple[datetime, Principal]] = {}
         self._secret_lock = asyncio.Lock()
 
     async def authenticate(self, authorization: str | None) -> Principal:
@@ -62,31 +87,58 @@ class Authenticator:
         raise unauthorized("send Authorization: Bearer <API key or owner token>")
 
     async def is_open(self) -> bool:
-        """Whether requests without a key are accepted right now."""
+        """Whether requests without a key are accepted right now (as of at most `OPEN_TTL`
+        ago)."""
         if not self._open_allowed or self._keys_exist:
             return False
+        now = self._clock.now()
+        if self._open_checked is not None and _fresh(self._open_checked, now, OPEN_TTL):
+            return True
         if await self._store.count_apps() > 0:
             self._keys_exist = True
             return False
+        self._open_checked = now
         return True
+
+    def forget_keys(self) -> None:
+        """Drop every cached answer: the next request asks the store again."""
+        self._apps.clear()
+        self._open_checked = None
 
     async def _verify(self, token: str) -> Principal | None:
         if token.startswith(API_KEY_PREFIX):
-            app = await self._store.find_app(key_hash=hash_api_key(token))
-            if app is None:
-                return None
-            return Principal(scope=f"app:{app.name}", source=app.name)
+            return await self._app_principal(hash_api_key(token))
         if token.startswith(OWNER_CREDENTIAL_PREFIX):
-            secret = await self._signing_secret()
+            secret = self._secret or await self._signing_secret()
             owner = verify_owner_token(token, secret=secret, now=self._clock.now())
             return Principal(scope=f"owner:{owner}", owner=owner) if owner else None
         return None
+
+    async def _app_principal(self, key_hash: str) -> Principal | None:
+        now = self._clock.now()
+        cached = self._apps.get(key_hash)
+        if cached is not None and _fresh(cached[0], now, KEY_TTL):
+            return cached[1]
+        app = await self._store.find_app(key_hash=key_hash)
+        if app is None:
+            self._apps.pop(key_hash, None)
+            return None
+        self._keys_exist = True
+        principal = Principal(scope=f"app:{app.name}", source=app.name)
+        if len(self._apps) >= MAX_CACHED_KEYS:
+            self._apps.clear()  # only real keys get here, so this is a backstop
+        self._apps[key_hash] = (now, principal)
+        return principal
 
     async def _signing_secret(self) -> str:
         async with self._secret_lock:
             if self._secret is None:
                 self._secret = await owner_token_secret(self._store, None)
             return self._secret
+
+
+def _fresh(checked: datetime, now: datetime, ttl: timedelta) -> bool:
+    return timedelta(0) <= now - checked < ttl
 
 
 def _bearer(authorization: str) -> str | None:

@@ -20,8 +20,11 @@ from tests.integration.api.conftest import (
     settings,
 )
 from tocsin.api import create_app
-from tocsin.auth import hash_api_key, sign_owner_token, verify_owner_token
+from tocsin.api.problems import Problem
+from tocsin.api.security import ANONYMOUS, KEY_TTL, OPEN_TTL, Authenticator
+from tocsin.auth import hash_api_key, new_app, sign_owner_token, verify_owner_token
 from tocsin.clock import FakeClock
+from tocsin.domain import App
 from tocsin.store import Store
 
 
@@ -31,9 +34,12 @@ async def test_without_keys_loopback_accepts_anyone(client: httpx.AsyncClient) -
     assert made["source"] is None
 
 
-async def test_once_a_key_exists_a_key_is_required(client: httpx.AsyncClient, store: Store) -> None:
+async def test_once_a_key_exists_a_key_is_required(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
     await create(client, ANA)
     key = await add_key(store, "phone")
+    clock.advance(OPEN_TTL)  # "no key exists" may be believed that long after the first key
 
     missing = await client.post("/v1/reminders", json=ANA)
     wrong = await client.get("/v1/reminders", params={"owner": "ana"}, headers=bearer("tk_nope"))
@@ -147,3 +153,69 @@ def test_owner_tokens_round_trip(owner: str) -> None:
     assert verify_owner_token(token, secret="s", now=NOW) == owner
     assert verify_owner_token(token, secret="other", now=NOW) is None
     assert verify_owner_token(token, secret="s", now=NOW + timedelta(hours=2)) is None
+
+
+class CountingStore:
+    """The store, counting the lookups the authenticator makes."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: list[str] = []
+
+    async def count_apps(self) -> int:
+        self.calls.append("count_apps")
+        return await self.store.count_apps()
+
+    async def find_app(self, *, key_hash: str) -> App | None:
+        self.calls.append("find_app")
+        return await self.store.find_app(key_hash=key_hash)
+
+
+def authenticator(store: Store, clock: FakeClock) -> tuple[Authenticator, CountingStore]:
+    counting = CountingStore(store)
+    auth = Authenticator(counting, clock, secret="s", open_allowed=True)  # type: ignore[arg-type]
+    return auth, counting
+
+
+async def test_a_known_key_is_looked_up_once_per_ttl(store: Store, clock: FakeClock) -> None:
+    key = await add_key(store, "phone")
+    auth, counting = authenticator(store, clock)
+
+    first = await auth.authenticate(f"Bearer {key}")
+    again = await auth.authenticate(f"Bearer {key}")
+    clock.advance(KEY_TTL)
+    later = await auth.authenticate(f"Bearer {key}")
+
+    assert first == again == later
+    assert first.source == "phone"
+    assert counting.calls == ["find_app", "find_app"]
+
+
+async def test_an_unknown_key_is_never_cached(store: Store, clock: FakeClock) -> None:
+    auth, counting = authenticator(store, clock)
+    created, key = new_app("late", webhook_url=None, now=NOW)
+
+    with pytest.raises(Problem) as refused:
+        await auth.authenticate(f"Bearer {key}")
+    await store.add_app(created)
+    accepted = await auth.authenticate(f"Bearer {key}")
+
+    assert refused.value.status == 401
+    assert accepted.source == "late"
+    assert counting.calls == ["find_app", "find_app"]
+
+
+async def test_open_mode_is_rechecked_after_a_second(store: Store, clock: FakeClock) -> None:
+    auth, counting = authenticator(store, clock)
+
+    assert await auth.authenticate(None) == ANONYMOUS
+    assert await auth.authenticate(None) == ANONYMOUS
+    await add_key(store, "phone")
+    clock.advance(OPEN_TTL)
+    with pytest.raises(Problem) as refused:
+        await auth.authenticate(None)
+    with pytest.raises(Problem):
+        await auth.authenticate(None)
+
+    assert refused.value.status == 401
+    assert counting.calls == ["count_apps", "count_apps"]  # closed for good once keys exist
