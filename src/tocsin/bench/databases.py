@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -15,6 +16,7 @@ import asyncpg
 from tocsin.store import Store, open_store
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DROP_ATTEMPTS = 30
 
 
 def server_url(given: str | None) -> str:
@@ -53,7 +55,20 @@ async def throwaway(db: str, *, pg_url: str | None = None) -> AsyncIterator[str]
     try:
         yield with_database(admin, name)
     finally:
-        await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await _drop(admin, name)
+
+
+async def _drop(admin: str, name: str) -> None:
+    """Drop the database, waiting out a server restart (up to a minute) rather than leaving
+    it behind."""
+    for _ in range(DROP_ATTEMPTS - 1):
+        try:
+            await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            await asyncio.sleep(2.0)
+        else:
+            return
+    await _admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def _admin(url: str, sql: str) -> None:
