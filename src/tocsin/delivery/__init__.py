@@ -41,6 +41,7 @@ class DeliveryTuning:
     pickup_batch: int = 1000
     record_batch: int = 1000
     record_seconds: float = 0.05
+    record_concurrency: int = 4  # batches of results written at once
 
 
 class Delivery:
@@ -59,7 +60,12 @@ class Delivery:
         self._store = store
         self._sender = sender
         self._clock = clock
-        self.recorder = Recorder(store, batch=tuning.record_batch, interval=tuning.record_seconds)
+        self.recorder = Recorder(
+            store,
+            batch=tuning.record_batch,
+            interval=tuning.record_seconds,
+            concurrency=tuning.record_concurrency,
+        )
         deliverer = Deliverer(channels, policy, clock, sender=sender)
         self.pool = DeliveryPool(
             deliverer,
@@ -69,6 +75,7 @@ class Delivery:
             max_queued=tuning.max_queued,
             on_retry=self._retry_at,
         )
+        self.recorder.on_written = self.pool.wake
         self.pickup = Pickup(
             store,
             self.pool,
@@ -89,6 +96,10 @@ class Delivery:
             asyncio.create_task(self.recorder.run(), name="record-attempts"),
             asyncio.create_task(self.pickup.run(), name="pickup"),
         ]
+
+    async def room(self, count: int) -> None:
+        """Wait until delivery has room for `count` more firings: claim only then."""
+        await self.pool.room(count)
 
     async def submit(self, firings: Iterable[Firing]) -> None:
         """Send these firings (claimed by this worker, `sending`); waits while the queue is

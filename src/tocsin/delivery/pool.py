@@ -1,10 +1,11 @@
-"""The delivery pool: a bounded queue of firings and a fixed number of sender tasks."""
+"""The delivery pool: a bounded line of firings and a fixed number of sender tasks."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -17,13 +18,19 @@ logger = logging.getLogger(__name__)
 
 RetryListener = Callable[[datetime], None]
 
+# A sender whose channel answers without waiting (null, log) would otherwise keep the event
+# loop to itself for a whole burst; it lets the others run after this many firings.
+YIELD_EVERY = 200
+
 
 class DeliveryPool:
     """Sends firings this worker holds (`sending`), `concurrency` at a time.
 
-    `submit` waits while the queue is full, which slows claiming down to what delivery can
-    carry: a firing never waits in memory longer than its lease. One whose lease ran out
-    before its turn is left alone — another sender (or this one's pickup) takes it over.
+    The line is a plain deque: a sender takes the next firing without a hand-off through a
+    future, and only idle senders are woken. `room` lets the claimer wait *before* claiming
+    until the line has space, so claiming slows to what delivery carries and a claimed firing
+    does not wait in memory past its hold. One whose hold ran out before its turn anyway is
+    left alone — another sender (or this one's pickup) takes it over.
     """
 
     def __init__(
@@ -40,7 +47,12 @@ class DeliveryPool:
         self._recorder = recorder
         self._clock = clock
         self._concurrency = concurrency
-        self._queue: asyncio.Queue[Firing] = asyncio.Queue(maxsize=max_queued)
+        self._max = max_queued
+        self._line: deque[Firing] = deque()
+        self._ready = asyncio.Event()  # set while the line has firings
+        self._spare = asyncio.Event()  # set while the line is below `max_queued`
+        self._spare.set()
+        self._idle = asyncio.Event()  # set when nothing is lined up or being sent
         self._on_retry = on_retry
         self._tasks: list[asyncio.Task[None]] = []
         self._sending: set[str] = set()  # ids being sent now
@@ -52,43 +64,79 @@ class DeliveryPool:
         ]
 
     @property
+    def held(self) -> int:
+        """Firings this worker holds in memory: lined up, being sent, or sent with their
+        result not written yet (each keeps its firing `sending` under this worker's hold)."""
+        return len(self._line) + len(self._sending) + self._recorder.pending
+
+    @property
     def free(self) -> int:
-        """How many more firings the queue takes without waiting."""
-        return self._queue.maxsize - self._queue.qsize()
+        """How many more firings the pool takes without waiting."""
+        return max(0, self._max - self.held)
 
     @property
     def in_flight(self) -> int:
-        return self._queue.qsize() + len(self._sending)
+        return len(self._line) + len(self._sending)
+
+    def wake(self) -> None:
+        """Room may have come free (a batch of results was written)."""
+        self._spare.set()
+
+    async def room(self, count: int) -> None:
+        """Wait until the pool has room for `count` more firings (or holds none)."""
+        while self.held and self.free < count:
+            self._spare.clear()
+            await self._spare.wait()
 
     async def submit(self, firings: Iterable[Firing]) -> None:
-        for firing in firings:
-            if firing.state is FiringState.SENDING:
-                await self._queue.put(firing)
+        """Line these firings up to be sent; waits while the line is full."""
+        self._line.extend(f for f in firings if f.state is FiringState.SENDING)
+        if self._line:
+            self._ready.set()
+        await self.room(1)
 
     async def drain(self, grace: float) -> list[str]:
-        """Finish what is queued and being sent, for up to `grace` seconds; then stop.
+        """Finish what is lined up and being sent, for up to `grace` seconds; then stop.
         Return the ids of the firings left unsent (to hand back to the queue)."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), grace)
+            await asyncio.wait_for(self._finished(), grace)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        left = list(self._sending)
-        while not self._queue.empty():
-            left.append(self._queue.get_nowait().id)
+        left = [*self._sending, *(firing.id for firing in self._line)]
         self._sending.clear()
+        self._line.clear()
         return left
 
+    async def _finished(self) -> None:
+        while self.in_flight:
+            self._idle.clear()
+            await self._idle.wait()
+
     async def _work(self) -> None:
+        line = self._line
+        done = 0
         while True:
-            firing = await self._queue.get()
+            while not line:
+                self._ready.clear()
+                await self._ready.wait()
+            firing = line.popleft()
             self._sending.add(firing.id)
             try:
                 await self._deliver(firing)
-                self._sending.discard(firing.id)  # not when cancelled: it goes back unsent
-            finally:
-                self._queue.task_done()
+            except Exception:
+                # Never expected (a channel classifies its own failures); the firing's hold
+                # runs out and another sender takes it over.
+                logger.exception("delivering failed", extra={"firing_id": firing.id})
+            self._sending.discard(firing.id)  # not when cancelled: it goes back unsent
+            if not self.in_flight:
+                self._idle.set()
+            if self.free:
+                self._spare.set()
+            done += 1
+            if done % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
 
     async def _deliver(self, firing: Firing) -> None:
         if firing.lease_until is not None and firing.lease_until <= self._clock.now():

@@ -19,6 +19,9 @@ class Decision:
     error: str | None = None
 
 
+SENT = Decision(state=FiringState.SENT)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
     """After attempt n fails retryably, wait uniform(0, min(cap, base·2ⁿ⁻¹)) seconds — or the
@@ -43,7 +46,7 @@ class RetryPolicy:
     ) -> Decision:
         """The firing's next state after attempt number `attempt` came to `result`."""
         if result.outcome is Outcome.SENT:
-            return Decision(state=FiringState.SENT)
+            return SENT
         if result.outcome is Outcome.FAILED:
             return Decision(state=FiringState.FAILED, error=result.error)
         if attempt >= self.max_attempts:

@@ -18,6 +18,7 @@ from tocsin.store.base import Store
 logger = logging.getLogger(__name__)
 
 Handoff = Callable[[Iterable[Firing]], Awaitable[None]]
+Room = Callable[[int], Awaitable[None]]
 
 
 class Claimer:
@@ -35,6 +36,7 @@ class Claimer:
         clock: Clock,
         handoff: Handoff,
         *,
+        room: Room | None = None,
         sender: str,
         lease: timedelta,
         batch: int,
@@ -44,6 +46,7 @@ class Claimer:
         self._timeline = timeline
         self._clock = clock
         self._handoff = handoff
+        self._room = room
         self._sender = sender
         self._lease = lease
         self._batch = batch
@@ -67,6 +70,10 @@ class Claimer:
 
     async def _claim(self, entries: Sequence[Entry]) -> None:
         async with self._slots:
+            if self._room is not None:
+                # Claim only what delivery has room for: a claimed firing is held under a
+                # lease, and must not wait in memory until it runs out.
+                await self._room(len(entries))
             firings = await self._apply(entries)
         if firings:
             await self._handoff(firings)

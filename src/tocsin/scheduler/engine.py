@@ -91,6 +91,7 @@ class Engine:
             self.timeline,
             clock,
             self.delivery.submit,
+            room=self.delivery.room,
             sender=worker_id,
             lease=firing_lease,
             batch=tuning.claim_batch,

@@ -10,14 +10,14 @@ from datetime import UTC, datetime, timedelta
 
 from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
-from tocsin.domain import Reminder
+from tocsin.domain import DueRing
 from tocsin.errors import StoreError
 from tocsin.scheduler.timeline import Entry, Timeline, bucket_of
 from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
 
-SWEEP_OVERDUE = 5  # sweep even while claims run once this many sweep intervals went by
+SWEEP_OVERDUE = 15  # sweep even while claims run once this many sweep intervals went by
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,15 +135,14 @@ class PartLoader:
             rows = await self._page(self._next, target, self._tuning.page, after and after[1])
             if len(rows) == self._tuning.page:
                 last = rows[-1]
-                assert last.due_at is not None
-                self._cursor = (self._next, (last.due_at, last.id))
+                self._cursor = (self._next, (last.due_at, last.reminder_id))
                 continue  # more to read in this range, as far as memory allows
             self._cursor = None
             self._next = target + 1
 
     async def _page(
         self, first: int, last: int, limit: int, after: tuple[datetime, str] | None
-    ) -> list[Reminder]:
+    ) -> list[DueRing]:
         """Hold the next `limit` pending rows of buckets first..last after `after`."""
         mark = self._timeline.mark()
         rows = await self._store.load_due(
@@ -171,12 +170,12 @@ class PartLoader:
         missed = [
             Entry.of(row, self.part)
             for row in rows
-            if row.due_at is not None and (row.due_at <= now or bucket_of(row.due_at) < self._next)
+            if row.due_at <= now or bucket_of(row.due_at) < self._next
         ]
         if self._timeline.add(missed, since=mark):
             logger.info("part %d: the sweep found rings not loaded", self.part)
         finished = current - 1
-        if rows and rows[0].due_at is not None:
+        if rows:
             finished = min(finished, bucket_of(rows[0].due_at) - 1)
         await self._advance(finished)
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tocsin.domain import Claim, FiringState, Schedule
-from tocsin.ids import firing_id
 from tocsin.scheduler.timeline import Entry
 from tocsin.time import next_after
 
@@ -43,7 +42,7 @@ def plan(entries: Sequence[Entry], now: datetime) -> Plan:
         claim, follow_up = plan_one(entry, now)
         claims.append(claim)
         if follow_up is not None:
-            follow_ups[firing_id(entry.reminder_id, entry.due_at)] = follow_up
+            follow_ups[entry.key] = follow_up
     return Plan(claims, follow_ups)
 
 
@@ -62,7 +61,7 @@ def plan_one(entry: Entry, now: datetime) -> tuple[Claim, Entry | None]:
     newest = newest_fresh(schedule, following, now - freshness, now)
     if newest is None:
         return _claim(entry, next_after(schedule, now), FiringState.EXPIRED), None
-    return _claim(entry, newest, FiringState.EXPIRED), entry._replace(due_at=newest)
+    return _claim(entry, newest, FiringState.EXPIRED), entry.at(newest)
 
 
 def newest_fresh(

@@ -15,38 +15,47 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
-from tocsin.domain import Reminder, Schedule
+from tocsin.domain import DueRing, Schedule
 from tocsin.ids import firing_id
 
 RELEASED_KEPT = 200_000  # keys of claims remembered, far more than land during one read
 
 
 class Entry(NamedTuple):
-    """One loaded ring: what claiming it needs, and nothing more (memory is the limit)."""
+    """One loaded ring: what claiming it needs, and nothing more (memory is the limit). Its
+    firing id (`key`) and due second are worked out once, by `make`, not at every look."""
 
     reminder_id: str
     due_at: datetime
     part: int
     schedule: Schedule | None  # None for a one-off: the claim needs no next due time
     freshness: int
+    key: str  # the firing id of this ring
+    second: int  # the UTC epoch second of `due_at`
 
-    @property
-    def key(self) -> str:
-        return firing_id(self.reminder_id, self.due_at)
+    @classmethod
+    def make(
+        cls,
+        reminder_id: str,
+        due_at: datetime,
+        part: int,
+        schedule: Schedule | None,
+        freshness: int,
+    ) -> Entry:
+        key = firing_id(reminder_id, due_at)
+        return cls(reminder_id, due_at, part, schedule, freshness, key, int(due_at.timestamp()))
 
-    @property
-    def second(self) -> int:
-        return int(self.due_at.timestamp())
+    @classmethod
+    def of(cls, due: DueRing, part: int) -> Entry:
+        return cls.make(due.reminder_id, due.due_at, part, due.schedule, due.freshness)
+
+    def at(self, due_at: datetime) -> Entry:
+        """The same reminder's ring at another due time."""
+        return Entry.make(self.reminder_id, due_at, self.part, self.schedule, self.freshness)
 
     @property
     def bucket(self) -> int:
-        return bucket_of(self.due_at)
-
-    @classmethod
-    def of(cls, reminder: Reminder, part: int) -> Entry:
-        assert reminder.due_at is not None, "a pending reminder has a due time"
-        schedule = reminder.schedule if reminder.schedule.rule else None
-        return cls(reminder.id, reminder.due_at, part, schedule, reminder.freshness)
+        return self.second // 60
 
 
 def bucket_of(instant: datetime) -> int:

@@ -15,6 +15,7 @@ from tocsin.domain import (
     App,
     AttemptResult,
     Claim,
+    DueRing,
     Firing,
     HeldParts,
     IdempotencyRecord,
@@ -142,8 +143,8 @@ class Store(ABC):
         last_bucket: int,
         limit: int,
         after: tuple[datetime, str] | None = None,
-    ) -> list[Reminder]:
-        """Pending reminders whose bucket (UTC epoch minute of `due_at`) is in
+    ) -> list[DueRing]:
+        """The next rings of pending reminders whose bucket (UTC epoch minute of `due_at`) is in
         [first_bucket, last_bucket] and whose shard is in `shards`, ordered by (`due_at`,
         `id`), at most `limit`. With `after` = (due_at, id) of the last row of a previous
         page, only rows ordered after it (keyset paging: held rows are not read again).

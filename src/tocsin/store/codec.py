@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from tocsin.domain import JSON, Reminder, ReminderStatus
+from tocsin.domain import JSON, Channel, DueRing, FiringState, Reminder, ReminderStatus, Schedule
 from tocsin.store.base import WAKE_HORIZON
 
 DUE_CHANNEL = "tocsin_due"
@@ -15,6 +15,10 @@ DUE_CHANNEL = "tocsin_due"
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# Stored values to enum members by a dict lookup: calling the enum costs ~2 µs a row.
+CHANNELS: dict[str, Channel] = {member.value: member for member in Channel}
+FIRING_STATES: dict[str, FiringState] = {member.value: member for member in FiringState}
 
 
 def bucket_of(instant: datetime) -> int:
@@ -37,6 +41,16 @@ def anchor_to_text(anchor: datetime) -> str:
 def anchor_from_text(text: str) -> datetime:
     anchor = datetime.fromisoformat(text)
     return anchor if anchor.tzinfo is None else anchor.astimezone(UTC)
+
+
+def due_ring(
+    reminder_id: str, due_at: datetime, freshness: int, zone: str, anchor: str, rule: str | None
+) -> DueRing:
+    """A `load_due` row as the scheduler holds it: a schedule for a series only."""
+    schedule = (
+        None if rule is None else Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
+    )
+    return DueRing(reminder_id, due_at, freshness, schedule)
 
 
 def dump_json(value: JSON | None) -> str | None:

@@ -25,7 +25,7 @@ EVERY_5 = Schedule(
 def entry(
     due: datetime, schedule: Schedule | None = None, freshness: int = 600, part: int = 0
 ) -> Entry:
-    return Entry(f"r{part}.{int(due.timestamp())}", due, part, schedule, freshness)
+    return Entry.make(f"r{part}.{int(due.timestamp())}", due, part, schedule, freshness)
 
 
 def minutes(n: float) -> timedelta:

@@ -8,7 +8,15 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
-from tocsin.domain import AttemptResult, Firing, FiringState, Outcome, Reminder, ReminderStatus
+from tocsin.domain import (
+    AttemptResult,
+    DueRing,
+    Firing,
+    FiringState,
+    Outcome,
+    Reminder,
+    ReminderStatus,
+)
 from tocsin.ids import firing_id
 from tocsin.store import Store, open_store
 from tocsin.store.codec import bucket_of
@@ -40,10 +48,10 @@ async def test_load_due_reads_pending_rows_of_the_buckets_and_shards(store: Stor
     )
 
     by_due = sorted(inside, key=lambda r: r.due_at or NOW)
-    assert [r.id for r in got] == [r.id for r in by_due]
-    assert got[0] == by_due[0]
-    assert [r.id for r in two] == [r.id for r in by_due[:2]]
-    assert {r.id for r in both_minutes} == {r.id for r in [*inside, other_minute]}
+    assert [r.reminder_id for r in got] == [r.id for r in by_due]
+    assert got[0] == DueRing(by_due[0].id, due, by_due[0].freshness, None)
+    assert [r.reminder_id for r in two] == [r.id for r in by_due[:2]]
+    assert {r.reminder_id for r in both_minutes} == {r.id for r in [*inside, other_minute]}
     assert await store.load_due(shards=range(0), first_bucket=0, last_bucket=2**31, limit=9) == []
 
 
@@ -99,7 +107,7 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
 
     assert moved.status is ReminderStatus.PENDING
     assert moved.due_at == tomorrow
-    assert due_tomorrow == [replace(moved, last_firing=None)]
+    assert due_tomorrow == [DueRing(moved.id, tomorrow, moved.freshness, moved.schedule)]
     assert last.due_at == tomorrow
     assert ended is not None
     assert ended.status is ReminderStatus.ENDED
@@ -424,21 +432,18 @@ async def test_load_due_pages_by_keyset(store: Store) -> None:
     await store.add_reminders([*same_second, later])
     bucket = bucket_of(due)
 
-    def page(after: tuple[datetime, str] | None) -> Awaitable[list[Reminder]]:
+    def page(after: tuple[datetime, str] | None) -> Awaitable[list[DueRing]]:
         return store.load_due(
             shards=range(100, 200), first_bucket=bucket, last_bucket=bucket, limit=2, after=after
         )
 
     first = await page(None)
-    last = first[-1]
-    assert last.due_at is not None
-    second = await page((last.due_at, last.id))
-    assert second[-1].due_at is not None
-    third = await page((second[-1].due_at, second[-1].id))
+    second = await page((first[-1].due_at, first[-1].reminder_id))
+    third = await page((second[-1].due_at, second[-1].reminder_id))
 
     by_key = sorted(same_second, key=lambda r: r.id)
-    assert [r.id for r in first + second] == [r.id for r in by_key]
-    assert [r.id for r in third] == [later.id]
+    assert [r.reminder_id for r in first + second] == [r.id for r in by_key]
+    assert [r.reminder_id for r in third] == [later.id]
 
 
 def _in_order(reminders: list[Reminder], firings: list[Firing]) -> list[Firing]:

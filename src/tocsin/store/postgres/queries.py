@@ -173,23 +173,32 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
 # Pending reminders of a bucket range and a shard range: a range scan of reminders_due;
 # with $6/$7, only those ordered after (due_at, id) = ($6, $7): the next page.
 LOAD_DUE = """
-SELECT * FROM reminders
+SELECT id, due_at, freshness, zone, anchor, rule FROM reminders
 WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
   AND ($6::timestamptz IS NULL OR (due_at, id) > ($6::timestamptz, $7::text))
 ORDER BY due_at, id
 LIMIT $5
 """
 
+# Claims and results find their rows by primary key, whatever the statistics say. Right after
+# a bulk import or during a burst the statistics are stale (the planner believes `pending`
+# reminders or `sending` firings are a handful), and it would read the whole partial index
+# reminders_due / firings_sending — every pending row, for each batch of 1,000 — or scan the
+# table. So the state test is written `(… = '…') IS TRUE`, which the planner cannot match to
+# those partial indexes, and the transaction runs with sequential scans off (PK_ONLY).
+PK_ONLY = "SET LOCAL enable_seqscan = off"
+
 # Claim a batch in one statement. `moved` is the conditional update of each row, only while it
 # is still pending at the loaded due time (a series moves on to its next due time, a one-off
 # or finished series ends); each row it moved gets its firing, keyed by the delivery identity
-# ($2), inserted once only. $7: now; $8: sender; $9: the sender's lease end.
+# (`<reminder id>.<due epoch second>`, made here: tocsin.ids.firing_id), inserted once only.
+# $6: now; $7: sender; $8: the sender's lease end. Only what the caller does not know already
+# comes back (the rest of the firing is the claim's own values).
 CLAIM = """
 WITH claim AS (
     SELECT * FROM unnest(
-        $1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::integer[],
-        $6::text[]
-    ) AS claim (reminder_id, firing_id, due_at, next_due_at, next_bucket, state)
+        $1::text[], $2::timestamptz[], $3::timestamptz[], $4::integer[], $5::text[]
+    ) AS claim (reminder_id, due_at, next_due_at, next_bucket, state)
 ), moved AS (
     UPDATE reminders AS r
     SET status = CASE
@@ -200,12 +209,14 @@ WITH claim AS (
         due_at = claim.next_due_at,
         bucket = claim.next_bucket,
         version = r.version + 1,
-        updated_at = $7
+        updated_at = $6
     FROM claim
-    WHERE r.id = ANY($1::text[])  -- steers the planner to the primary key, never a scan
-      AND r.id = claim.reminder_id AND r.status = 'pending' AND r.due_at = claim.due_at
-    RETURNING claim.firing_id, r.id AS reminder_id, r.owner, r.shard, claim.due_at,
-        r.freshness, r.channel, r.text, r.metadata, r.source, claim.state
+    WHERE r.id = ANY($1::text[])
+      AND r.id = claim.reminder_id AND (r.status = 'pending') IS TRUE
+      AND r.due_at = claim.due_at
+    RETURNING r.id || '.' || floor(extract(epoch FROM claim.due_at))::bigint AS firing_id,
+        r.id AS reminder_id, r.owner, r.shard, claim.due_at, r.freshness, r.channel, r.text,
+        r.metadata, r.source, claim.state
 )
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
@@ -213,13 +224,14 @@ INSERT INTO firings (
 )
 SELECT firing_id, reminder_id, owner, shard, due_at,
     due_at + make_interval(secs => freshness), channel, text, metadata, source, state, 0,
-    CASE WHEN state = 'queued' THEN $7::timestamptz END,
-    CASE WHEN state = 'sending' THEN $8::text END,
-    CASE WHEN state = 'sending' THEN $9::timestamptz END,
-    $7
+    CASE WHEN state = 'queued' THEN $6::timestamptz END,
+    CASE WHEN state = 'sending' THEN $7::text END,
+    CASE WHEN state = 'sending' THEN $8::timestamptz END,
+    $6
 FROM moved
 ON CONFLICT (id) DO NOTHING
-RETURNING *
+RETURNING id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
+    state
 """
 
 # Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
@@ -271,8 +283,9 @@ WITH result AS (
         provider_id = coalesce(result.provider_id, f.provider_id),
         last_error = result.error
     FROM result
-    WHERE f.id = ANY($1::text[])  -- steers the planner to the primary key, never a scan
-      AND f.id = result.firing_id AND f.state = 'sending' AND f.sender = result.sender
+    WHERE f.id = ANY($1::text[])
+      AND f.id = result.firing_id AND (f.state = 'sending') IS TRUE
+      AND f.sender = result.sender
     RETURNING result.*
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)

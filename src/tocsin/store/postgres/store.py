@@ -18,6 +18,7 @@ from tocsin.domain import (
     AttemptResult,
     Channel,
     Claim,
+    DueRing,
     Firing,
     FiringState,
     FiringSummary,
@@ -35,7 +36,7 @@ from tocsin.errors import (
     StoreUnavailable,
     TocsinError,
 )
-from tocsin.ids import SHARDS, firing_id
+from tocsin.ids import SHARDS
 from tocsin.store import codec
 from tocsin.store.base import DueListener, Store
 from tocsin.store.migrations import migrations_for
@@ -301,7 +302,7 @@ class PostgresStore(Store):
         last_bucket: int,
         limit: int,
         after: tuple[datetime, str] | None = None,
-    ) -> list[Reminder]:
+    ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
         after_due, after_id = after or (None, None)
@@ -315,7 +316,7 @@ class PostgresStore(Store):
             after_due,
             after_id,
         )
-        return [_reminder(row) for row in rows]
+        return [codec.due_ring(*row) for row in rows]
 
     async def claim(
         self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
@@ -324,23 +325,25 @@ class PostgresStore(Store):
             return []
         # The same order in every batch keeps two overlapping batches from deadlocking often.
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
+        lease_until = now + lease
         args = (
             [claim.reminder_id for claim in ordered],
-            [firing_id(claim.reminder_id, claim.due_at) for claim in ordered],
             [claim.due_at for claim in ordered],
             [claim.next_due_at for claim in ordered],
             [_opt_bucket(claim.next_due_at) for claim in ordered],
             [claim.state.value for claim in ordered],
             now,
             sender,
-            now + lease,
+            lease_until,
         )
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
+            await connection.execute(q.PK_ONLY)
             rows: list[Record] = await connection.fetch(q.CLAIM, *args)
             return rows
 
-        return [_firing(row, ()) for row in await self._transaction(work)]
+        rows = await self._transaction(work)
+        return [_claimed(row, sender, lease_until, now) for row in rows]
 
     async def take_deliveries(
         self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
@@ -375,6 +378,7 @@ class PostgresStore(Store):
         )
 
         async def work(connection: asyncpg.Connection) -> int:
+            await connection.execute(q.PK_ONLY)
             applied: int = await connection.fetchval(q.RECORD_ATTEMPTS, *args)
             return applied
 
@@ -532,6 +536,31 @@ def _reminder(row: Record) -> Reminder:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         last_firing=last,
+    )
+
+
+def _claimed(row: Record, sender: str, lease_until: datetime, now: datetime) -> Firing:
+    """A firing `CLAIM` just inserted: its row's own columns, the rest known already."""
+    (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
+    state = codec.FIRING_STATES[value]
+    sending = state is FiringState.SENDING
+    return Firing(
+        id=id_,
+        reminder_id=reminder_id,
+        owner=owner,
+        shard=shard,
+        due_at=due_at,
+        deadline=deadline,
+        channel=codec.CHANNELS[channel],
+        text=text,
+        metadata=None if metadata is None else codec.load_json(metadata),
+        source=source,
+        state=state,
+        attempts=0,
+        next_attempt_at=now if state is FiringState.QUEUED else None,
+        sender=sender if sending else None,
+        lease_until=lease_until if sending else None,
+        created_at=now,
     )
 
 

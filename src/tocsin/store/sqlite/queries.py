@@ -138,7 +138,7 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = ?"
 # Pending reminders of a bucket range and a shard range: a range scan of reminders_due; with
 # :after_due/:after_id, only those ordered after that (due_at, id): the next page.
 LOAD_DUE = """
-SELECT * FROM reminders
+SELECT id, due_at, freshness, zone, anchor, rule FROM reminders
 WHERE status = 'pending'
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard

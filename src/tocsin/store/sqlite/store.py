@@ -17,6 +17,7 @@ from tocsin.domain import (
     AttemptResult,
     Channel,
     Claim,
+    DueRing,
     Firing,
     FiringState,
     FiringSummary,
@@ -255,7 +256,7 @@ class SqliteStore(Store):
         last_bucket: int,
         limit: int,
         after: tuple[datetime, str] | None = None,
-    ) -> list[Reminder]:
+    ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
         params = {
@@ -270,7 +271,7 @@ class SqliteStore(Store):
         rows = await self._db.read(
             lambda connection: connection.execute(q.LOAD_DUE, params).fetchall()
         )
-        return [_reminder(row) for row in rows]
+        return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest in rows]
 
     async def claim(
         self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
@@ -579,11 +580,11 @@ def _firing_from_params(params: dict[str, Any]) -> Firing:
         shard=params["shard"],
         due_at=_utc(params["due_at"]),
         deadline=_utc(params["deadline"]),
-        channel=Channel(params["channel"]),
+        channel=codec.CHANNELS[params["channel"]],
         text=params["text"],
         metadata=codec.load_json(params["metadata"]),
         source=params["source"],
-        state=FiringState(params["state"]),
+        state=codec.FIRING_STATES[params["state"]],
         attempts=0,
         next_attempt_at=_opt_utc(params["next_attempt_at"]),
         sender=params["sender"],
