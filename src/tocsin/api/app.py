@@ -73,13 +73,18 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            access_log.info(
-                "request",
-                extra={
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "status": status,
-                    "ms": round((time.perf_counter() - started) * 1000, 1),
-                    "caller": state.get("principal", "-"),
-                },
-            )
+            if access_log.isEnabledFor(logging.INFO):
+                self._log(scope, state, status, started)
+
+    @staticmethod
+    def _log(scope: Scope, state: dict[str, object], status: int, started: float) -> None:
+        access_log.info(
+            "request",
+            extra={
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "ms": round((time.perf_counter() - started) * 1000, 1),
+                "caller": state.get("principal", "-"),
+            },
+        )

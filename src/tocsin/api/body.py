@@ -41,20 +41,24 @@ class BodyGuard:
         if scope["type"] != "http" or scope["method"] not in _WITH_BODY:
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
+        media = _media_type(headers)
         try:
-            body = await self._read(scope, receive)
+            body = await self._read(scope, headers, receive)
             if body:
-                _check_json(scope, body)
+                _check_json(media, body)
         except Problem as problem:
             await problem.response()(scope, receive, send)
             return
         if body is None:  # the client went away
             return
-        await self.app(_as_json(scope) if body else scope, _replay(body, receive), send)
+        if body and media != "application/json":
+            scope = _as_json(scope)
+        await self.app(scope, _replay(body, receive), send)
 
-    async def _read(self, scope: Scope, receive: Receive) -> bytes | None:
+    async def _read(self, scope: Scope, headers: Headers, receive: Receive) -> bytes | None:
         limit = self.limits.get(scope["path"], self.max_bytes)
-        length = Headers(scope=scope).get("content-length")
+        length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
             raise _too_large(limit)
         chunks: list[bytes] = []
@@ -83,13 +87,12 @@ def _too_large(limit: int) -> Problem:
     )
 
 
-def _media_type(scope: Scope) -> str:
-    value = Headers(scope=scope).get("content-type", "")
+def _media_type(headers: Headers) -> str:
+    value = headers.get("content-type", "")
     return value.split(";", 1)[0].strip().lower()
 
 
-def _check_json(scope: Scope, body: bytes) -> None:
-    media = _media_type(scope)
+def _check_json(media: str, body: bytes) -> None:
     is_json = media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     )

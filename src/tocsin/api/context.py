@@ -1,11 +1,15 @@
-"""What every route needs, made once per app: the store, the clock, the caller's identity."""
+"""What every route needs, made once per app: the store, the clock, the caller's identity.
+
+Both dependencies are `async def` and read the request alone: FastAPI runs a plain `def`
+dependency in a worker thread, a thread hop per request that cost a tenth of a create.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 
 from tocsin.api.security import Authenticator, Principal
 from tocsin.api.service import ReminderService
@@ -23,7 +27,7 @@ class ApiContext:
     reminders: ReminderService
 
 
-def get_context(request: Request) -> ApiContext:
+async def get_context(request: Request) -> ApiContext:
     context: ApiContext = request.app.state.tocsin
     return context
 
@@ -31,12 +35,11 @@ def get_context(request: Request) -> ApiContext:
 Context = Annotated[ApiContext, Depends(get_context)]
 
 
-async def get_principal(
-    context: Context,
-    request: Request,
-    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> Principal:
-    principal = await context.auth.authenticate(authorization)
+async def get_principal(request: Request) -> Principal:
+    """The caller, from `Authorization` (read from the headers as is: it is not part of the
+    documented parameters, and a declared header would be validated on every request)."""
+    context: ApiContext = request.app.state.tocsin
+    principal = await context.auth.authenticate(request.headers.get("authorization"))
     request.state.principal = principal.scope
     return principal
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, cast
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 
 from tests.integration.api.conftest import ANA, settings
 from tocsin.api import create_app
+from tocsin.api.routes import health, reminders
 from tocsin.clock import FakeClock
 from tocsin.errors import StoreUnavailable
 from tocsin.store import Store
@@ -77,3 +80,18 @@ async def test_a_database_outage_is_a_503_with_retry_after(down: httpx.AsyncClie
         assert response.headers["retry-after"] == "5"
         assert response.headers["content-type"] == "application/problem+json"
     assert (await down.get("/healthz")).status_code == 200
+
+
+def test_no_route_or_dependency_runs_in_a_thread() -> None:
+    """FastAPI runs a plain `def` route or dependency in a worker thread: a thread hop on
+    every request. Every one of ours is `async def`."""
+    routes = [*health.router.routes, *reminders.router.routes]
+    pending = [route.dependant for route in routes if isinstance(route, APIRoute)]
+    seen = []
+    while pending:
+        dependant = pending.pop()
+        if dependant.call is not None:
+            seen.append(dependant.call)
+            assert inspect.iscoroutinefunction(dependant.call), dependant.call
+        pending.extend(dependant.dependencies)
+    assert len(seen) > 10

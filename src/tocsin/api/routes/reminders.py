@@ -60,8 +60,10 @@ IdempotencyHeader = Annotated[
 async def create_reminder(
     item: ReminderIn, context: Context, caller: Caller, idempotency_key: IdempotencyHeader = None
 ) -> Response:
-    payload = item.model_dump(mode="json", exclude_unset=True)
-    key = _key(idempotency_key, caller.scope, "/v1/reminders", payload)
+    key = None
+    if idempotency_key is not None:  # the canonical body is only needed to compare retries
+        payload = item.model_dump(mode="json", exclude_unset=True)
+        key = _key(idempotency_key, caller.scope, "/v1/reminders", payload)
     answer = await context.reminders.create(caller, item, key)
     return _answer(answer, _created_headers(answer))
 
