@@ -27,7 +27,9 @@ def shard_of(owner: str) -> int:
 def new_reminder_id(shard: int, now: datetime) -> str:
     """A new time-ordered id that carries `shard`."""
     millis = int(now.timestamp() * 1000) & ((1 << 48) - 1)
-    value = (millis << (10 + _RANDOM_BITS)) | (shard << _RANDOM_BITS) | secrets.randbits(_RANDOM_BITS)
+    value = (
+        (millis << (10 + _RANDOM_BITS)) | (shard << _RANDOM_BITS) | secrets.randbits(_RANDOM_BITS)
+    )
     chars = []
     for _ in range(_ID_LENGTH):
         chars.append(_ALPHABET[value & 31])
