@@ -16,7 +16,7 @@ from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.time import first_due, format_utc, parse_duration, parse_schedule
+from tocsin.time import format_utc, parse_duration, plan_schedule
 
 FRESHNESS_MIN = 30
 FRESHNESS_MAX = 7 * 86400
@@ -57,11 +57,7 @@ def schedule_of(
     """The schedule and its first ring from now; InvalidInput when it never rings."""
     if at is None and repeat is None:
         raise InvalidInput("at", "give `at`, `repeat` or both")
-    schedule = parse_schedule(zone=zone, at=at, repeat=repeat, now=now)
-    due = first_due(schedule, now)
-    if due is None:
-        raise InvalidInput("repeat" if schedule.rule else "at", "never rings after now")
-    return schedule, due
+    return plan_schedule(zone=zone, at=at, repeat=repeat, now=now)
 
 
 def normalised_at(schedule: Schedule, given: str | None) -> str | None:

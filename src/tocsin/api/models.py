@@ -162,9 +162,13 @@ class ProblemOut(BaseModel):
 
 
 class BatchItemOut(BaseModel):
+    """One item's result: `created` with the new reminder's `id` and `next` ring, or
+    `invalid` with the `problem`."""
+
     index: int
     status: Literal["created", "invalid"]
-    reminder: ReminderOut | None = None
+    id: str | None = Field(default=None, description="The saved reminder's id (`created`).")
+    next: str | None = Field(default=None, description="Its first ring, UTC (`created`).")
     problem: ProblemOut | None = None
 
 

@@ -65,9 +65,7 @@ class ReminderService:
                 results.append({"index": index, "status": "invalid", "problem": problem.to_dict()})
                 continue
             made.append(reminder)
-            results.append(
-                {"index": index, "status": "created", "reminder": render.reminder(reminder)}
-            )
+            results.append(render.batch_created(index, reminder))
         summary = {"created": len(made), "invalid": len(items) - len(made), "items": results}
         answer = Answer(200, orjson.dumps(summary))
         if not made:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tocsin.time.durations import describe_duration, format_duration, parse_duration
 from tocsin.time.expand import MAX_PREVIEW, Occurrence, first_due, next_after, occurrences
 from tocsin.time.formatting import format_local, format_utc
-from tocsin.time.schedule import normalise_repeat, parse_at, parse_schedule
+from tocsin.time.schedule import normalise_repeat, parse_at, parse_schedule, plan_schedule
 from tocsin.time.zones import load_zone, zone_names
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "parse_at",
     "parse_duration",
     "parse_schedule",
+    "plan_schedule",
     "zone_names",
 ]

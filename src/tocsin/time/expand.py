@@ -283,6 +283,9 @@ def _aware(moment: datetime, name: str) -> datetime:
 
 def first_due(schedule: Schedule, now: datetime) -> datetime | None:
     """The first ring at or after both the anchor and `now` (aware UTC), or None."""
+    if schedule.rule is None:  # a one-off: no series to expand
+        instant = instant_of(schedule)
+        return instant if instant >= _aware(now, "now") else None
     return next(rings(schedule, _aware(now, "now"), strict=False), None)
 
 

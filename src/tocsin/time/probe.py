@@ -10,6 +10,7 @@ year 9200 runs out of calendar within 800 years.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from dateutil import rrule as dr
@@ -23,19 +24,33 @@ _LATE_START = 9200
 
 def check_can_ring(rule: Rule, anchor: datetime) -> None:
     """Raise InvalidInput("repeat") when `rule` from `anchor` can never ring."""
-    _check_set_positions(rule)
-    options = rrule_options(rule, anchor)
-    late = anchor.replace(year=anchor.year - (anchor.year - _LATE_START) // 400 * 400)
+    check_set_positions(rule)
+    _check_late_series(rule, anchor.replace(year=_late_year(anchor.year)))
+
+
+def _late_year(year: int) -> int:
+    return year - (year - _LATE_START) // 400 * 400
+
+
+@lru_cache(maxsize=8192)
+def _check_late_series(rule: Rule, late: datetime) -> None:
+    # Memoised: the answer depends on the anchor only through `late` — the same month, day,
+    # time and weekday (what `rrule_options` reads) in the same year of the 400-year cycle —
+    # so every reminder of a batch with the same rule and start shape shares one probe.
+    # Only a rule that can ring is remembered; a refusal raises, and is worked out again.
+    options = rrule_options(rule, late)
     try:
         days = dr.rrule(
             _day_frequency(rule), dtstart=late.replace(month=1, day=1), **_day_options(options)
         )
         series = dr.rrule(FREQUENCY[rule.freq], dtstart=late, interval=rule.interval, **options)
-    except ValueError as exc:  # dateutil: "Invalid rrule byxxx generates an empty set."
+        # The day filters alone, a year or month at a time: cheap, and catches 30 April at once.
+        if next(iter(days), None) is None or next(iter(series), None) is None:
+            raise InvalidInput("repeat", f"the rule never rings: {_why(rule)}")
+    except ValueError as exc:
+        # dateutil: "Invalid rrule byxxx generates an empty set." when built, or "Invalid
+        # combination of interval and byhour resulting in empty rule." when first iterated.
         raise InvalidInput("repeat", f"the rule never rings: {_why(rule)} ({exc})") from None
-    # The day filters alone, a year or month at a time: cheap, and catches 30 April at once.
-    if next(iter(days), None) is None or next(iter(series), None) is None:
-        raise InvalidInput("repeat", f"the rule never rings: {_why(rule)}")
 
 
 def _day_frequency(rule: Rule) -> Frequency:
@@ -48,8 +63,11 @@ def _day_options(options: dict[str, Any]) -> dict[str, Any]:
     return {name: options[name] for name in keep} | {"byhour": 0, "byminute": 0, "bysecond": 0}
 
 
-def _check_set_positions(rule: Rule) -> None:
-    """BYSETPOS beyond a fixed-size set never matches; with sub-daily rules that is never."""
+def check_set_positions(rule: Rule) -> None:
+    """BYSETPOS beyond a fixed-size set never matches; with sub-daily rules that is never.
+
+    Cheap (the rule alone), and to run before any search: dateutil would try every period
+    (every minute for MINUTELY) and find nothing."""
     if not rule.bysetpos or rule.freq not in ("DAILY", "HOURLY", "MINUTELY"):
         return
     sizes = {

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from functools import lru_cache
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
@@ -59,6 +61,21 @@ def parse_at(text: str) -> datetime:
     return local.replace(tzinfo=zone).astimezone(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class _Repeat:
+    rule: Rule
+    clock: ClockTime | None
+    text: str  # the canonical RRULE body
+
+
+@lru_cache(maxsize=4096)
+def _read_repeat(text: str) -> _Repeat:
+    # Pure and the same for every reminder with this `repeat` (an import has few distinct
+    # ones); an unreadable text raises, and exceptions are not cached.
+    rule, clock = parse_repeat(text)
+    return _Repeat(rule, clock, format_rule(rule))
+
+
 def parse_repeat(text: str) -> tuple[Rule, ClockTime | None]:
     """A repeat (RRULE or English phrase) as a checked rule, with the time of day it names."""
     if not text.strip():
@@ -74,7 +91,7 @@ def parse_repeat(text: str) -> tuple[Rule, ClockTime | None]:
 
 def normalise_repeat(text: str) -> str:
     """The RRULE body a repeat is stored and shown as."""
-    return format_rule(parse_repeat(text)[0])
+    return _read_repeat(text).text
 
 
 def _rule_time(rule: Rule) -> ClockTime | None:
@@ -90,6 +107,14 @@ def parse_schedule(*, zone: str, at: str | None, repeat: str | None, now: dateti
 
     Raises InvalidInput naming the field at fault (`zone`, `at` or `repeat`).
     """
+    return plan_schedule(zone=zone, at=at, repeat=repeat, now=now)[0]
+
+
+def plan_schedule(
+    *, zone: str, at: str | None, repeat: str | None, now: datetime
+) -> tuple[Schedule, datetime]:
+    """`parse_schedule`, and the schedule's first ring (`first_due(schedule, now)`), which
+    checking it finds anyway."""
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
     tz = load_zone(zone)
@@ -102,32 +127,41 @@ def parse_schedule(*, zone: str, at: str | None, repeat: str | None, now: dateti
         due = instant_of(schedule)
         if due < now:
             raise InvalidInput("at", f"{at!r} ({format_utc(due)}) is in the past")
-        return schedule
-    rule, clock = parse_repeat(repeat)
+        return schedule, due
+    read = _read_repeat(repeat)
     if moment is not None:
         anchor = moment.astimezone(tz).replace(tzinfo=None) if moment.tzinfo else moment
     else:
+        clock = read.clock
         today = now.astimezone(tz).replace(tzinfo=None, second=0, microsecond=0)
         anchor = (
             today
             if clock is None
             else today.replace(hour=clock.hour, minute=clock.minute, second=clock.second or 0)
         )
-    check_can_ring(rule, anchor)
-    schedule = Schedule(zone=zone, anchor=anchor, rule=format_rule(rule))
-    _check_rings(schedule, now)
-    return schedule
-
-
-def _check_rings(schedule: Schedule, now: datetime) -> None:
-    """A series must ring at or after now, and within SEARCH_YEARS of its start or of now."""
-    tz = load_zone(schedule.zone)
-    later = max(schedule.anchor, now.astimezone(tz).replace(tzinfo=None))
-    room = datetime.max - later
-    cap = later + min(timedelta(days=366 * SEARCH_YEARS), room)
-    if next(rings(schedule, now, strict=False, cap=cap), None) is None:
+    # First prove the rule can ring at all (bounded work; memoised), because dateutil checks
+    # the cap below only when a candidate matches: a rule that never matches would walk on.
+    check_can_ring(read.rule, anchor)
+    schedule = Schedule(zone=zone, anchor=anchor, rule=read.text)
+    first = _first_ring(schedule, now)
+    if first is None:
         raise InvalidInput(
             "repeat",
             f"{schedule.rule} starting {schedule.anchor.isoformat()} never rings at or after "
             f"now (looked {SEARCH_YEARS} years ahead)",
         )
+    return schedule, first
+
+
+@lru_cache(maxsize=1024)
+def _first_ring(schedule: Schedule, now: datetime) -> datetime | None:
+    """The first ring at or after now and the start (`first_due`), within SEARCH_YEARS of
+    the later of them.
+
+    Memoised: a batch reads every item at one `now`, and its series without `at` that share
+    a repeat and a zone are the same schedule (their start is today at the named time).
+    """
+    tz = load_zone(schedule.zone)
+    later = max(schedule.anchor, now.astimezone(tz).replace(tzinfo=None))
+    cap = later + min(timedelta(days=366 * SEARCH_YEARS), datetime.max - later)
+    return next(rings(schedule, now, strict=False, cap=cap), None)

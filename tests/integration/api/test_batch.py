@@ -20,13 +20,15 @@ async def test_valid_items_are_saved_and_invalid_ones_say_why(
     results = body["items"]
     assert [r["index"] for r in results] == [0, 1, 2, 3, 4]
     assert [r["status"] for r in results] == ["created", "invalid", "created", "invalid", "invalid"]
-    assert results[0]["reminder"]["next"] == "2026-10-26T13:00:00Z"
+    assert results[0]["next"] == "2026-10-26T13:00:00Z"
+    assert results[2]["next"] == "2026-10-21T17:00:00Z"  # 18:00 in Lisbon (WEST)
+    assert set(results[0]) == {"index", "status", "id", "next"}
     assert fields(results[1]["problem"]) == ["items.1.zone"]
     assert results[1]["problem"]["status"] == 422
     assert fields(results[3]["problem"]) == ["items.3"]
     assert fields(results[4]["problem"]) == ["items.4.repat"]
     saved = await store.list_reminders("ana")
-    assert {r.id for r in saved} == {results[0]["reminder"]["id"], results[2]["reminder"]["id"]}
+    assert {r.id for r in saved} == {results[0]["id"], results[2]["id"]}
 
 
 async def test_a_batch_retry_replays_the_answer(client: httpx.AsyncClient, store: Store) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
-from tocsin.time import first_due, parse_at, parse_schedule
+from tocsin.time import first_due, parse_at, parse_schedule, plan_schedule
 
 NOW = datetime(2026, 10, 20, 16, 7, 23, 500_000, tzinfo=UTC)  # 12:07:23.5 in New York
 NY = "America/New_York"
@@ -148,6 +148,8 @@ def test_series_may_start_in_the_past() -> None:
         ("2026-10-26T08:00", "FREQ=HOURLY;INTERVAL=2;BYHOUR=1"),
         ("2026-10-26T08:00", "FREQ=MINUTELY;BYSECOND=5;BYSETPOS=2"),
         ("2027-01-01T09:00", "FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29"),
+        # dateutil refuses this one only when first iterated (a ValueError, not InvalidInput)
+        ("2026-10-26T08:00", "FREQ=MINUTELY;INTERVAL=1440;BYHOUR=3"),
     ],
 )
 def test_series_that_never_rings_again_is_refused(at: str | None, repeat: str) -> None:
@@ -174,3 +176,34 @@ def test_stored_rule_is_the_normalised_phrase() -> None:
 def test_now_must_be_aware() -> None:
     with pytest.raises(ValueError, match="aware"):
         parse_schedule(zone=NY, at="2030-01-01T00:00", repeat=None, now=datetime(2026, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("at", "repeat"),
+    [
+        ("2026-10-21T09:00", None),
+        ("2026-10-26T13:00Z", None),
+        (None, "every Monday 09:00"),
+        (None, "every 30 minutes"),
+        ("2026-11-01T01:30", "daily"),
+        ("2020-01-06T09:00", "every Monday 9:00"),
+        ("2026-10-26T09:00", "FREQ=DAILY;COUNT=3"),
+    ],
+)
+def test_plan_schedule_is_parse_schedule_and_first_due(at: str | None, repeat: str | None) -> None:
+    for _ in range(2):  # the second time from the memoised rule and probe
+        planned, due = plan_schedule(zone=NY, at=at, repeat=repeat, now=NOW)
+        assert planned == schedule(at=at, repeat=repeat)
+        assert due == first_due(planned, NOW)
+
+
+def test_a_memoised_probe_still_tells_starts_apart() -> None:
+    """The probe's memo is keyed by the start's place in the 400-year cycle: the same rule
+    from a Monday and from a Tuesday are different questions."""
+    rule = "FREQ=DAILY;INTERVAL=7;BYDAY=TU"
+    tuesday = schedule(at="2026-10-27T09:00", repeat=rule)
+    with pytest.raises(InvalidInput):
+        schedule(at="2026-10-26T09:00", repeat=rule)  # a Monday: never a Tuesday
+
+    assert first_due(tuesday, NOW) == datetime(2026, 10, 27, 13, tzinfo=UTC)
+    assert first_due(schedule(at="2426-10-27T09:00", repeat=rule), NOW) is not None
