@@ -73,6 +73,7 @@ class Delivery:
             clock,
             concurrency=tuning.concurrency,
             max_queued=tuning.max_queued,
+            lease=tuning.lease,
             on_retry=self._retry_at,
         )
         self.recorder.on_written = self.pool.wake

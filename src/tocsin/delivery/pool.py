@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
@@ -41,6 +41,7 @@ class DeliveryPool:
         *,
         concurrency: int,
         max_queued: int,
+        lease: timedelta | None = None,
         on_retry: RetryListener | None = None,
     ) -> None:
         self._deliverer = deliverer
@@ -48,6 +49,7 @@ class DeliveryPool:
         self._clock = clock
         self._concurrency = concurrency
         self._max = max_queued
+        self._max_wait = None if lease is None else lease / 2
         self._line: deque[Firing] = deque()
         self._ready = asyncio.Event()  # set while the line has firings
         self._spare = asyncio.Event()  # set while the line is below `max_queued`
@@ -71,7 +73,15 @@ class DeliveryPool:
 
     @property
     def free(self) -> int:
-        """How many more firings the pool takes without waiting."""
+        """How many more firings the pool takes without waiting: none while the firing at
+        the head of the line has less than half its hold left (the line is longer than the
+        channel sends in that time — with a slow channel, `max_queued` alone would let held
+        firings time out in line, be taken over by pickup, time out again…)."""
+        line = self._line
+        if line and self._max_wait is not None:
+            head = line[0].lease_until
+            if head is not None and head - self._clock.now() < self._max_wait:
+                return 0
         return max(0, self._max - self.held)
 
     @property
@@ -84,7 +94,7 @@ class DeliveryPool:
 
     async def room(self, count: int) -> None:
         """Wait until the pool has room for `count` more firings (or holds none)."""
-        while self.held and self.free < count:
+        while self.held and self.free < min(count, self._max):
             self._spare.clear()
             await self._spare.wait()
 

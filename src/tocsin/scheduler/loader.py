@@ -153,8 +153,12 @@ class PartLoader:
 
     async def _read(self, first: int, last: int) -> bool:
         """Hold every pending row of buckets first..last not held yet, one page more than
-        held at most; return whether that was all of them."""
-        limit = self._timeline.count(self.part, first, last) + self._tuning.page
+        held at most (and no more than memory allows: the sweep takes in the rest later);
+        return whether that was all of them."""
+        room = self._tuning.max_held - self._timeline.held(self.part)
+        if room <= 0:
+            return False
+        limit = self._timeline.count(self.part, first, last) + min(self._tuning.page, room)
         return len(await self._page(first, last, limit, None)) < limit
 
     async def _sweep(self, now: datetime) -> None:
@@ -167,17 +171,29 @@ class PartLoader:
         rows = await self._store.load_due(
             shards=self._shards, first_bucket=first, last_bucket=current, limit=limit
         )
-        missed = [
-            Entry.of(row, self.part)
-            for row in rows
-            if row.due_at <= now or bucket_of(row.due_at) < self._next
-        ]
+        missed = self._missed(rows, now)
         if self._timeline.add(missed, since=mark):
             logger.info("part %d: the sweep found rings not loaded", self.part)
         finished = current - 1
         if rows:
             finished = min(finished, bucket_of(rows[0].due_at) - 1)
         await self._advance(finished)
+
+    def _missed(self, rows: list[DueRing], now: datetime) -> list[Entry]:
+        """The rows read by the sweep that are due (or behind the read-ahead) and not held,
+        as many as memory allows: the sweep is bound by `max_held` like any read, or a part
+        that is far behind (an outage, a save that ended after its rows were due) would take
+        in everything overdue at once. The next sweep takes the rest."""
+        room = self._tuning.max_held - self._timeline.held(self.part)
+        missed: list[Entry] = []
+        for row in rows:
+            if len(missed) >= room:
+                break
+            if row.due_at <= now or bucket_of(row.due_at) < self._next:
+                entry = Entry.of(row, self.part)
+                if not self._timeline.holds(entry.key):
+                    missed.append(entry)
+        return missed
 
     async def _advance(self, bucket: int) -> None:
         if bucket < 0 or (self._watermark is not None and bucket <= self._watermark):

@@ -152,6 +152,10 @@ class Timeline:
         self._heap = list(self._seconds)
         heapq.heapify(self._heap)
 
+    def holds(self, key: str) -> bool:
+        """Whether the entry with this firing id is held (waiting or being claimed)."""
+        return key in self._keys
+
     def held(self, part: int) -> int:
         """Entries of `part` held, including those taken out and not yet released."""
         return self._parts[part]
