@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
@@ -105,7 +106,7 @@ def serve(args: argparse.Namespace, services: Sequence[ServiceFactory]) -> int:
     settings = settings_from(args)
     configure_logging(settings.log_level, settings.log_format)
     try:
-        run_async(_serve(settings, services, migrate=args.migrate))
+        run_async(serve_api(settings, services, migrate=args.migrate))
     except StartupError as error:
         log.error("not starting: %s", error)
         print(f"tocsin: {error}", file=sys.stderr)
@@ -124,10 +125,19 @@ def run_async(main: Coroutine[Any, Any, None]) -> None:
         runner.run(main)
 
 
-async def _serve(settings: Settings, factories: Sequence[ServiceFactory], *, migrate: bool) -> None:
+async def serve_api(
+    settings: Settings,
+    factories: Sequence[ServiceFactory],
+    *,
+    migrate: bool,
+    sockets: Sequence[socket.socket] = (),
+    check_keys: bool = True,
+) -> None:
+    """Open the store and serve until stopped; on `sockets` (already bound) when given."""
     store = await open_ready_store(settings, migrate=migrate)
     try:
-        await check_auth(store, settings.host)
+        if check_keys:
+            await check_auth(store, settings.host)
         clock = SystemClock()
         app = create_app(store=store, settings=settings, clock=clock)
         config = uvicorn.Config(
@@ -141,7 +151,7 @@ async def _serve(settings: Settings, factories: Sequence[ServiceFactory], *, mig
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         services = [make(store, settings, clock) for make in factories]
-        await run_services(_Server(config), services)
+        await run_services(_Server(config, sockets), services)
     finally:
         await store.close()
 
@@ -229,7 +239,15 @@ def _stopper(server: uvicorn.Server) -> Callable[[], None]:
 
 class _Server(uvicorn.Server):
     """uvicorn, leaving signals to `run_services` (uvicorn's own handling re-raises the
-    signal after shutdown, which would kill the process before the services stop)."""
+    signal after shutdown, which would kill the process before the services stop), and
+    serving on sockets bound before (several processes sharing one port) when given."""
+
+    def __init__(self, config: uvicorn.Config, sockets: Sequence[socket.socket] = ()) -> None:
+        super().__init__(config)
+        self._sockets = list(sockets)
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().serve(sockets or self._sockets or None)
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:

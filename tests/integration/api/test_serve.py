@@ -182,3 +182,41 @@ def test_api_refuses_an_old_postgres_schema(pg_url: str) -> None:
 
     assert done.returncode == 1
     assert "tocsin migrate" in done.stderr
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_api_with_workers_shares_one_port(tmp_path: Path) -> None:
+    db = str(tmp_path / "tocsin.db")
+    with running("api", "--workers", "2", "--db", db) as (base, process):
+        children = _children(process.pid)
+        with httpx.Client(base_url=base) as client:
+            answers = [client.post("/v1/reminders", content=README_CALL) for _ in range(20)]
+        listed = httpx.get(f"{base}/v1/reminders", params={"owner": "ana", "limit": 50})
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+
+    assert len(children) == 2
+    assert all(answer.status_code == 201 for answer in answers)
+    assert len(listed.json()["reminders"]) == 20
+    time.sleep(0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in children)
+
+
+def test_api_workers_must_be_positive() -> None:
+    done = tocsin("api", "--workers", "0")
+
+    assert done.returncode == 2
+    assert "--workers" in done.stderr
