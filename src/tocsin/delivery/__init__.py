@@ -39,9 +39,8 @@ class DeliveryTuning:
     lease: timedelta = timedelta(seconds=20)  # how long a firing is held while `sending`
     pickup_seconds: float = 1.0
     pickup_batch: int = 1000
-    record_batch: int = 1000
+    record_batch: int = 4000  # one statement: a burst's results keep up with its claims
     record_seconds: float = 0.05
-    record_concurrency: int = 4  # batches of results written at once
 
 
 class Delivery:
@@ -64,7 +63,6 @@ class Delivery:
             store,
             batch=tuning.record_batch,
             interval=tuning.record_seconds,
-            concurrency=tuning.record_concurrency,
         )
         deliverer = Deliverer(channels, policy, clock, sender=sender)
         self.pool = DeliveryPool(

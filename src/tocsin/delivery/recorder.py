@@ -15,14 +15,11 @@ logger = logging.getLogger(__name__)
 
 
 class Recorder:
-    """Buffers results and writes them every `interval` seconds or every `batch` results,
-    up to `concurrency` batches at once (a burst makes results as fast as claims, and a
-    result not written keeps its firing held: it must not fall behind the claims).
+    """Buffers results and writes them every `interval` seconds or every `batch` results.
 
     When the database is away the results wait (the firings stay `sending` under this
     worker's lease) and are written once it is back; a result whose lease ran out meanwhile
-    is refused by the store only when another sender took the firing over — at least once.
-    `on_written` is called after each batch written (delivery has room again).
+    is refused by the store and its firing goes to another sender — at least once.
     """
 
     def __init__(
@@ -31,19 +28,15 @@ class Recorder:
         *,
         batch: int = 1000,
         interval: float = 0.05,
-        concurrency: int = 4,
         on_written: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._batch = batch
         self._interval = interval
-        self._slots = asyncio.Semaphore(concurrency)
         self._buffer: list[AttemptResult] = []
-        self._writing = 0  # results in batches being written now
+        self._writing = 0  # results in the batch being written now
         self._full = asyncio.Event()
-        self._failed = False
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.on_written = on_written
+        self.on_written = on_written  # called after each batch: delivery has room again
         self.recorded = 0
 
     def add(self, result: AttemptResult) -> None:
@@ -63,57 +56,32 @@ class Recorder:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._full.wait(), backoff)
             self._full.clear()
-            await self._start_batches()
-            backoff = min(backoff * 2 + 0.1, 2.0) if self._failed else self._interval
-
-    async def _start_batches(self) -> None:
-        """Start writing what is buffered, in batches, as write slots come free."""
-        self._failed = False
-        while self._buffer and not self._failed:
-            await self._slots.acquire()
-            batch, self._buffer = self._buffer[: self._batch], self._buffer[self._batch :]
-            self._writing += len(batch)
-            task = asyncio.create_task(self._write(batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _write(self, batch: list[AttemptResult]) -> None:
-        try:
-            if not await self._write_now(batch):
-                self._failed = True
-        finally:
-            self._writing -= len(batch)
-            self._slots.release()
-            if self.on_written is not None:
-                self.on_written()
-
-    async def _write_now(self, batch: list[AttemptResult]) -> bool:
-        try:
-            self.recorded += await self._store.record_attempts(batch)
-        except StoreError as error:
-            self._buffer[:0] = batch
-            logger.warning("recording %d attempts failed: %s", len(batch), error)
-            return False
-        except asyncio.CancelledError:
-            self._buffer[:0] = batch  # written or not, `close` writes it (again: refused)
-            raise
-        return True
+            backoff = self._interval if await self.flush() else min(backoff * 2 + 0.1, 2.0)
 
     async def flush(self) -> bool:
-        """Write everything buffered, one batch at a time; False (keeping it) when the store
-        failed."""
+        """Write what is buffered; False (keeping it) when the store failed."""
         while self._buffer:
             batch, self._buffer = self._buffer[: self._batch], self._buffer[self._batch :]
-            if not await self._write_now(batch):
+            self._writing = len(batch)
+            try:
+                self.recorded += await self._store.record_attempts(batch)
+            except StoreError as error:
+                self._buffer[:0] = batch
+                logger.warning("recording %d attempts failed: %s", len(batch), error)
                 return False
+            except asyncio.CancelledError:
+                self._buffer[:0] = batch  # written or not, `close` writes it (again: refused)
+                raise
+            finally:
+                self._writing = 0
+                if self.on_written is not None:
+                    self.on_written()
         return True
 
     async def close(self, grace: float) -> None:
         """Flush everything, retrying for up to `grace` seconds."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + grace
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=grace)
         for _ in range(int(grace / 0.2) + 1):
             if await self.flush() or loop.time() >= give_up:
                 break
