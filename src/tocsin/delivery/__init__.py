@@ -39,7 +39,7 @@ class DeliveryTuning:
     lease: timedelta = timedelta(seconds=20)  # how long a firing is held while `sending`
     pickup_seconds: float = 1.0
     pickup_batch: int = 1000
-    record_batch: int = 4000  # one statement: a burst's results keep up with its claims
+    record_batch: int = 1000
     record_seconds: float = 0.05
 
 
