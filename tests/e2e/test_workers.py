@@ -5,6 +5,7 @@ receiver, a process of its own that counts delivery identities."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -101,6 +102,11 @@ async def test_two_workers_share_the_parts_and_one_killed_loses_nothing(
     assert late[-1] < 2 + 2 + 2 + 2, "the last (held by the killed worker) within the leases"
 
 
+def _cluster_version() -> str:
+    """The Debian cluster's major version (the newest under /etc/postgresql)."""
+    return sorted(os.listdir("/etc/postgresql"), key=int)[-1]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(shutil.which("pg_ctlcluster") is None, reason="needs pg_ctlcluster")
@@ -118,7 +124,7 @@ async def test_postgres_restarted_while_firing_loses_nothing(
         assert saved[0].due_at is not None
         await asyncio.sleep(until(saved[0].due_at + timedelta(seconds=6)))
         restart = await asyncio.create_subprocess_exec(
-            *("pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"),
+            *("pg_ctlcluster", "--skip-systemctl-redirect", _cluster_version(), "main", "restart"),
             stderr=asyncio.subprocess.PIPE,
         )
         _, errors = await restart.communicate()
