@@ -16,18 +16,14 @@ from tocsin.domain import (
     App,
     Attempt,
     AttemptResult,
-    Channel,
     Claim,
     DueRing,
     Firing,
     FiringState,
-    FiringSummary,
     HeldParts,
     IdempotencyRecord,
-    Outcome,
     Reminder,
     ReminderStatus,
-    Schedule,
 )
 from tocsin.errors import (
     DuplicateIdempotencyKey,
@@ -42,6 +38,7 @@ from tocsin.store.base import DueListener, Store
 from tocsin.store.migrations import migrations_for
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
+from tocsin.store.rows import app_from, attempt_from, firing_from, reminder_from
 
 T = TypeVar("T")
 
@@ -89,6 +86,11 @@ def boundary() -> Iterator[None]:
         raise translate(error) from error
     except _DRIVER_ERRORS as error:
         raise translate(error) from error
+
+
+def _as_is(value: datetime) -> datetime:
+    """asyncpg already hands `timestamptz` back as an aware datetime."""
+    return value
 
 
 class PostgresStore(Store):
@@ -181,7 +183,7 @@ class PostgresStore(Store):
 
     async def get_reminder(self, reminder_id: str) -> Reminder | None:
         row = await self._fetchrow(q.GET_REMINDER, reminder_id)
-        return None if row is None else _reminder(row)
+        return None if row is None else reminder_from(row, _as_is)
 
     async def list_reminders(
         self,
@@ -193,7 +195,7 @@ class PostgresStore(Store):
     ) -> list[Reminder]:
         status_value = None if status is None else status.value
         rows = await self._fetch(q.LIST_REMINDERS, owner, after_id or "", status_value, limit)
-        return [_reminder(row) for row in rows]
+        return [reminder_from(row, _as_is) for row in rows]
 
     async def update_reminder(
         self, reminder: Reminder, *, expected_version: int
@@ -218,11 +220,11 @@ class PostgresStore(Store):
             wake,
             reminder.updated_at,
         )
-        return None if row is None else _reminder(row)
+        return None if row is None else reminder_from(row, _as_is)
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
         row = await self._fetchrow(q.CANCEL_REMINDER, reminder_id, now)
-        return None if row is None else _reminder(row)
+        return None if row is None else reminder_from(row, _as_is)
 
     async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
         async def work(connection: asyncpg.Connection) -> bool:
@@ -241,8 +243,8 @@ class PostgresStore(Store):
                 attempts = await connection.fetch(q.LIST_ATTEMPTS, ids) if ids else []
         history: dict[str, list[Attempt]] = {}
         for row in attempts:
-            history.setdefault(row["firing_id"], []).append(_attempt(row))
-        return [_firing(row, tuple(history.get(row["id"], ()))) for row in firings]
+            history.setdefault(row["firing_id"], []).append(attempt_from(row, _as_is))
+        return [firing_from(row, tuple(history.get(row["id"], ())), _as_is) for row in firings]
 
     # -- apps and keys -----------------------------------------------------------------------
 
@@ -271,10 +273,10 @@ class PostgresStore(Store):
             row = await self._fetchrow(q.FIND_APP_BY_NAME, name)
         else:
             row = await self._fetchrow(q.FIND_APP_BY_KEY_HASH, key_hash)
-        return None if row is None else _app(row)
+        return None if row is None else app_from(row, _as_is)
 
     async def list_apps(self) -> list[App]:
-        return [_app(row) for row in await self._fetch(q.LIST_APPS)]
+        return [app_from(row, _as_is) for row in await self._fetch(q.LIST_APPS)]
 
     async def count_apps(self) -> int:
         with boundary():
@@ -358,7 +360,7 @@ class PostgresStore(Store):
             )
             return rows
 
-        return [_firing(row, ()) for row in await self._transaction(work)]
+        return [firing_from(row, (), _as_is) for row in await self._transaction(work)]
 
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
         if not results:
@@ -509,36 +511,6 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
     return [*key, *columns, wakes]
 
 
-def _reminder(row: Record) -> Reminder:
-    last = None
-    if "last_id" in row and row["last_id"] is not None:
-        last = FiringSummary(
-            id=row["last_id"], due_at=row["last_due_at"], state=FiringState(row["last_state"])
-        )
-    return Reminder(
-        id=row["id"],
-        owner=row["owner"],
-        shard=row["shard"],
-        text=row["text"],
-        channel=Channel(row["channel"]),
-        schedule=Schedule(
-            zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
-        ),
-        at=row["at"],
-        repeat=row["repeat"],
-        status=ReminderStatus(row["status"]),
-        due_at=row["due_at"],
-        freshness=row["freshness"],
-        metadata=codec.load_json(row["metadata"]),
-        source=row["source"],
-        snoozed_from=row["snoozed_from"],
-        version=row["version"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        last_firing=last,
-    )
-
-
 def _claimed(row: Record, sender: str, lease_until: datetime, now: datetime) -> Firing:
     """A firing `CLAIM` just inserted: its row's own columns, the rest known already."""
     (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
@@ -561,53 +533,4 @@ def _claimed(row: Record, sender: str, lease_until: datetime, now: datetime) -> 
         sender=sender if sending else None,
         lease_until=lease_until if sending else None,
         created_at=now,
-    )
-
-
-def _firing(row: Record, history: tuple[Attempt, ...]) -> Firing:
-    return Firing(
-        id=row["id"],
-        reminder_id=row["reminder_id"],
-        owner=row["owner"],
-        shard=row["shard"],
-        due_at=row["due_at"],
-        deadline=row["deadline"],
-        channel=Channel(row["channel"]),
-        text=row["text"],
-        metadata=codec.load_json(row["metadata"]),
-        source=row["source"],
-        state=FiringState(row["state"]),
-        attempts=row["attempts"],
-        next_attempt_at=row["next_attempt_at"],
-        sender=row["sender"],
-        lease_until=row["lease_until"],
-        created_at=row["created_at"],
-        sent_at=row["sent_at"],
-        provider_id=row["provider_id"],
-        last_error=row["last_error"],
-        snoozed_by=row["snoozed_by"],
-        history=history,
-    )
-
-
-def _app(row: Record) -> App:
-    return App(
-        name=row["name"],
-        key_hash=row["key_hash"],
-        key_prefix=row["key_prefix"],
-        created_at=row["created_at"],
-        webhook_url=row["webhook_url"],
-        webhook_secret=row["webhook_secret"],
-        webhook_disabled=row["webhook_disabled"],
-    )
-
-
-def _attempt(row: Record) -> Attempt:
-    return Attempt(
-        number=row["number"],
-        at=row["at"],
-        channel=Channel(row["channel"]),
-        outcome=Outcome(row["outcome"]),
-        error=row["error"],
-        provider_id=row["provider_id"],
     )

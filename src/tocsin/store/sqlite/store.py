@@ -15,24 +15,21 @@ from tocsin.domain import (
     App,
     Attempt,
     AttemptResult,
-    Channel,
     Claim,
     DueRing,
     Firing,
     FiringState,
-    FiringSummary,
     HeldParts,
     IdempotencyRecord,
-    Outcome,
     Reminder,
     ReminderStatus,
-    Schedule,
 )
 from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.store import codec
 from tocsin.store.base import DueListener, Store
 from tocsin.store.migrations import migrations_for, sqlite_statements
+from tocsin.store.rows import app_from, attempt_from, firing_from, reminder_from
 from tocsin.store.sqlite import queries as q
 from tocsin.store.sqlite.engine import Database, SqliteUrl
 
@@ -119,7 +116,7 @@ class SqliteStore(Store):
         row = await self._db.read(
             lambda connection: connection.execute(q.GET_REMINDER, (reminder_id,)).fetchone()
         )
-        return None if row is None else _reminder(row)
+        return None if row is None else reminder_from(row, _utc)
 
     async def list_reminders(
         self,
@@ -138,7 +135,7 @@ class SqliteStore(Store):
         rows = await self._db.read(
             lambda connection: connection.execute(q.LIST_REMINDERS, params).fetchall()
         )
-        return [_reminder(row) for row in rows]
+        return [reminder_from(row, _utc) for row in rows]
 
     async def update_reminder(
         self, reminder: Reminder, *, expected_version: int
@@ -154,7 +151,7 @@ class SqliteStore(Store):
         row = await self._db.write(work)
         if row is None:
             return None
-        saved = _reminder(row)
+        saved = reminder_from(row, _utc)
         self._wake(codec.wake_ups([saved]))
         return saved
 
@@ -166,7 +163,7 @@ class SqliteStore(Store):
             return row
 
         row = await self._db.write(work)
-        return None if row is None else _reminder(row)
+        return None if row is None else reminder_from(row, _utc)
 
     async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
         params = _reminder_params(reminder)
@@ -191,8 +188,8 @@ class SqliteStore(Store):
         firing_rows, attempt_rows = await self._db.read(work)
         history: dict[str, list[Attempt]] = {}
         for row in attempt_rows:
-            history.setdefault(row["firing_id"], []).append(_attempt(row))
-        return [_firing(row, tuple(history.get(row["id"], ()))) for row in firing_rows]
+            history.setdefault(row["firing_id"], []).append(attempt_from(row, _utc))
+        return [firing_from(row, tuple(history.get(row["id"], ())), _utc) for row in firing_rows]
 
     # -- apps and keys -----------------------------------------------------------------------
 
@@ -224,11 +221,11 @@ class SqliteStore(Store):
         else:
             sql, value = q.FIND_APP_BY_KEY_HASH, key_hash
         row = await self._db.read(lambda connection: connection.execute(sql, (value,)).fetchone())
-        return None if row is None else _app(row)
+        return None if row is None else app_from(row, _utc)
 
     async def list_apps(self) -> list[App]:
         rows = await self._db.read(lambda connection: connection.execute(q.LIST_APPS).fetchall())
-        return [_app(row) for row in rows]
+        return [app_from(row, _utc) for row in rows]
 
     async def count_apps(self) -> int:
         row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
@@ -304,7 +301,7 @@ class SqliteStore(Store):
             return connection.execute(q.TAKE_DELIVERIES, take).fetchall()
 
         rows = await self._db.write(work)
-        return [_firing(row, ()) for row in rows]
+        return [firing_from(row, (), _utc) for row in rows]
 
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
         params = [_attempt_params(result) for result in results]
@@ -513,65 +510,6 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
     }
 
 
-def _reminder(row: Row) -> Reminder:
-    keys = row.keys()
-    last = None
-    if "last_id" in keys and row["last_id"] is not None:
-        last = FiringSummary(
-            id=row["last_id"],
-            due_at=_utc(row["last_due_at"]),
-            state=FiringState(row["last_state"]),
-        )
-    return Reminder(
-        id=row["id"],
-        owner=row["owner"],
-        shard=row["shard"],
-        text=row["text"],
-        channel=Channel(row["channel"]),
-        schedule=Schedule(
-            zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
-        ),
-        at=row["at"],
-        repeat=row["repeat"],
-        status=ReminderStatus(row["status"]),
-        due_at=_opt_utc(row["due_at"]),
-        freshness=row["freshness"],
-        metadata=codec.load_json(row["metadata"]),
-        source=row["source"],
-        snoozed_from=row["snoozed_from"],
-        version=row["version"],
-        created_at=_utc(row["created_at"]),
-        updated_at=_utc(row["updated_at"]),
-        last_firing=last,
-    )
-
-
-def _firing(row: Row, history: tuple[Attempt, ...]) -> Firing:
-    return Firing(
-        id=row["id"],
-        reminder_id=row["reminder_id"],
-        owner=row["owner"],
-        shard=row["shard"],
-        due_at=_utc(row["due_at"]),
-        deadline=_utc(row["deadline"]),
-        channel=Channel(row["channel"]),
-        text=row["text"],
-        metadata=codec.load_json(row["metadata"]),
-        source=row["source"],
-        state=FiringState(row["state"]),
-        attempts=row["attempts"],
-        next_attempt_at=_opt_utc(row["next_attempt_at"]),
-        sender=row["sender"],
-        lease_until=_opt_utc(row["lease_until"]),
-        created_at=_utc(row["created_at"]),
-        sent_at=_opt_utc(row["sent_at"]),
-        provider_id=row["provider_id"],
-        last_error=row["last_error"],
-        snoozed_by=row["snoozed_by"],
-        history=history,
-    )
-
-
 def _firing_from_params(params: dict[str, Any]) -> Firing:
     return Firing(
         id=params["id"],
@@ -590,17 +528,6 @@ def _firing_from_params(params: dict[str, Any]) -> Firing:
         sender=params["sender"],
         lease_until=_opt_utc(params["lease_until"]),
         created_at=_utc(params["now"]),
-    )
-
-
-def _attempt(row: Row) -> Attempt:
-    return Attempt(
-        number=row["number"],
-        at=_utc(row["at"]),
-        channel=Channel(row["channel"]),
-        outcome=Outcome(row["outcome"]),
-        error=row["error"],
-        provider_id=row["provider_id"],
     )
 
 
@@ -628,16 +555,4 @@ def _idempotency(row: Row) -> IdempotencyRecord:
         status_code=row["status_code"],
         body=bytes(row["body"]),
         created_at=_utc(row["created_at"]),
-    )
-
-
-def _app(row: Row) -> App:
-    return App(
-        name=row["name"],
-        key_hash=row["key_hash"],
-        key_prefix=row["key_prefix"],
-        created_at=_utc(row["created_at"]),
-        webhook_url=row["webhook_url"],
-        webhook_secret=row["webhook_secret"],
-        webhook_disabled=bool(row["webhook_disabled"]),
     )

@@ -1,0 +1,122 @@
+"""Stored rows to domain values, for both backends: each says only how it stores an instant.
+
+PostgreSQL hands back aware datetimes (`timestamptz`); SQLite stores integer microseconds.
+The rest of a row (columns, enums, JSON, anchors) reads the same on both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, Protocol
+
+from tocsin.domain import (
+    App,
+    Attempt,
+    Channel,
+    Firing,
+    FiringState,
+    FiringSummary,
+    Outcome,
+    Reminder,
+    ReminderStatus,
+    Schedule,
+)
+from tocsin.store import codec
+
+Instant = Callable[[Any], datetime]
+"""Turns a stored instant (never NULL) into an aware UTC datetime."""
+
+
+class Row(Protocol):
+    """What both drivers' rows offer: columns by name, and their names."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+    def keys(self) -> Iterable[str]: ...
+
+
+def _optional(value: Any, instant: Instant) -> datetime | None:
+    return None if value is None else instant(value)
+
+
+def reminder_from(row: Row, instant: Instant) -> Reminder:
+    columns = row.keys()  # `in` on an sqlite3.Row looks at values, not names
+    last = None
+    if "last_id" in columns and row["last_id"] is not None:
+        last = FiringSummary(
+            id=row["last_id"],
+            due_at=instant(row["last_due_at"]),
+            state=FiringState(row["last_state"]),
+        )
+    return Reminder(
+        id=row["id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        text=row["text"],
+        channel=Channel(row["channel"]),
+        schedule=Schedule(
+            zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
+        ),
+        at=row["at"],
+        repeat=row["repeat"],
+        status=ReminderStatus(row["status"]),
+        due_at=_optional(row["due_at"], instant),
+        freshness=row["freshness"],
+        metadata=codec.load_json(row["metadata"]),
+        source=row["source"],
+        snoozed_from=row["snoozed_from"],
+        version=row["version"],
+        created_at=instant(row["created_at"]),
+        updated_at=instant(row["updated_at"]),
+        last_firing=last,
+    )
+
+
+def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Firing:
+    return Firing(
+        id=row["id"],
+        reminder_id=row["reminder_id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        due_at=instant(row["due_at"]),
+        deadline=instant(row["deadline"]),
+        channel=Channel(row["channel"]),
+        text=row["text"],
+        metadata=codec.load_json(row["metadata"]),
+        source=row["source"],
+        state=FiringState(row["state"]),
+        attempts=row["attempts"],
+        next_attempt_at=_optional(row["next_attempt_at"], instant),
+        sender=row["sender"],
+        lease_until=_optional(row["lease_until"], instant),
+        created_at=instant(row["created_at"]),
+        sent_at=_optional(row["sent_at"], instant),
+        provider_id=row["provider_id"],
+        last_error=row["last_error"],
+        snoozed_by=row["snoozed_by"],
+        history=history,
+    )
+
+
+def attempt_from(row: Row, instant: Instant) -> Attempt:
+    return Attempt(
+        number=row["number"],
+        at=instant(row["at"]),
+        channel=Channel(row["channel"]),
+        outcome=Outcome(row["outcome"]),
+        error=row["error"],
+        provider_id=row["provider_id"],
+    )
+
+
+def app_from(row: Row, instant: Instant) -> App:
+    return App(
+        name=row["name"],
+        key_hash=row["key_hash"],
+        key_prefix=row["key_prefix"],
+        created_at=instant(row["created_at"]),
+        webhook_url=row["webhook_url"],
+        webhook_secret=row["webhook_secret"],
+        webhook_disabled=bool(row["webhook_disabled"]),
+    )
