@@ -340,7 +340,7 @@ class PostgresStore(Store):
         )
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
-            await connection.execute(q.PK_ONLY)
+            await connection.execute(q.BATCH_PLANNING)
             rows: list[Record] = await connection.fetch(q.CLAIM, *args)
             return rows
 
@@ -380,7 +380,7 @@ class PostgresStore(Store):
         )
 
         async def work(connection: asyncpg.Connection) -> int:
-            await connection.execute(q.PK_ONLY)
+            await connection.execute(q.BATCH_PLANNING)
             applied: int = await connection.fetchval(q.RECORD_ATTEMPTS, *args)
             return applied
 
