@@ -194,9 +194,7 @@ LIMIT $5
 #   firings_sending — every pending row, for each batch — or scan the table. So the state
 #   test is written `(… = '…') IS TRUE`, which the planner cannot match to those partial
 #   indexes, and sequential scans are off.
-BATCH_PLANNING = (
-    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off"
-)
+BATCH_PLANNING = "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off"
 
 # Claim a batch in one statement. `moved` is the conditional update of each row, only while it
 # is still pending at the loaded due time (a series moves on to its next due time, a one-off
