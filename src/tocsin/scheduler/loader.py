@@ -67,9 +67,13 @@ class PartLoader:
         # (first bucket, last row) of the read-ahead range being paged, to continue after it.
         self._cursor: tuple[int, tuple[datetime, str]] | None = None
         self._wake = asyncio.Event()
+        # Reading stopped with rows left to read because memory was full: the timeline
+        # draining to `low_water` wakes the loader then, and only then (at the end of a
+        # burst every claim drains the part, and waking for each would spin the loader).
+        self._waiting_for_room = False
         self._next_sweep = clock.now()
         self._last_sweep = clock.now()
-        timeline.on_drained(part, tuning.low_water, self._wake)
+        timeline.on_drained(part, tuning.low_water, self._drained)
 
     @property
     def watermark(self) -> int | None:
@@ -81,6 +85,10 @@ class PartLoader:
         bucket = bucket_of(due_at)
         if bucket < self._next or bucket <= bucket_of(self._clock.now()):
             self._dirty.add(bucket)
+            self._wake.set()
+
+    def _drained(self) -> None:
+        if self._waiting_for_room:
             self._wake.set()
 
     async def run(self) -> None:
@@ -139,6 +147,7 @@ class PartLoader:
                 continue  # more to read in this range, as far as memory allows
             self._cursor = None
             self._next = target + 1
+        self._waiting_for_room = self._next <= target
 
     async def _page(
         self, first: int, last: int, limit: int, after: tuple[datetime, str] | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import NamedTuple
 
@@ -73,7 +73,7 @@ class Timeline:
         self._buckets: Counter[tuple[int, int]] = Counter()  # (part, bucket) -> held
         self._parts: Counter[int] = Counter()  # part -> held
         self._taken: Counter[int] = Counter()  # part -> taken out, not yet released
-        self._drained: dict[int, tuple[int, asyncio.Event]] = {}
+        self._drained: dict[int, tuple[int, Callable[[], None]]] = {}
         # Keys released lately, with the release's number: a read that began before a claim
         # landed may return the claimed row, and must not load it again.
         self._released: OrderedDict[str, int] = OrderedDict()
@@ -174,9 +174,9 @@ class Timeline:
             )
         return sum(self._buckets[part, b] for b in range(first_bucket, last_bucket + 1))
 
-    def on_drained(self, part: int, low_water: int, event: asyncio.Event) -> None:
-        """Set `event` whenever the part's held entries fall to `low_water` or below."""
-        self._drained[part] = (low_water, event)
+    def on_drained(self, part: int, low_water: int, listener: Callable[[], None]) -> None:
+        """Call `listener` whenever the part's held entries fall to `low_water` or below."""
+        self._drained[part] = (low_water, listener)
 
     def _forget(self, entry: Entry) -> None:
         self._keys.discard(entry.key)
@@ -187,4 +187,4 @@ class Timeline:
         self._parts[entry.part] -= 1
         watch = self._drained.get(entry.part)
         if watch is not None and self._parts[entry.part] <= watch[0]:
-            watch[1].set()
+            watch[1]()
