@@ -112,10 +112,13 @@ class PartLoader:
             bucket = min(self._dirty)
             await self._read(bucket, bucket)
             self._dirty.discard(bucket)
-        if now >= self._next_sweep and self._quiet_or_overdue(now):
-            await self._sweep(now)
-            self._last_sweep = now
+        if now >= self._next_sweep:
+            # A sweep put off (claims under way) is tried again an interval later, not at
+            # once: the loader would otherwise spin until the claims end.
             self._next_sweep = now + self._tuning.sweep
+            if self._quiet_or_overdue(now):
+                await self._sweep(now)
+                self._last_sweep = now
         await self._read_ahead(now)
 
     def _quiet_or_overdue(self, now: datetime) -> bool:
