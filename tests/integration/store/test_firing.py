@@ -195,6 +195,24 @@ async def test_two_concurrent_claims_of_the_same_rows_claim_each_once(
     assert sorted(claimed) == sorted(r.id for r in batch)
 
 
+async def test_a_batch_with_a_stale_and_a_current_claim_of_one_reminder_rings_it_once(
+    store: Store,
+) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    assert one_off.due_at is not None
+    stale = claim(one_off)
+    moved = await store.update_reminder(
+        replace(one_off, due_at=one_off.due_at + MINUTE), expected_version=1
+    )
+    assert moved is not None
+
+    firings = await store.claim([stale, claim(moved)], sender="w", now=NOW, lease=LEASE)
+
+    assert [f.due_at for f in firings] == [moved.due_at]
+    assert [f.due_at for f in await store.list_firings(one_off.id)] == [moved.due_at]
+
+
 async def test_cancel_and_claim_race_one_wins(store: Store) -> None:
     batch = [reminder(f"owner-{n}") for n in range(50)]
     await store.add_reminders(batch)
@@ -333,6 +351,24 @@ async def test_record_attempts_only_by_the_holder(store: Store) -> None:
     [untouched] = await store.list_firings(b.id)
     assert untouched.state is FiringState.SENDING
     assert untouched.history == ()
+
+
+async def test_a_result_repeated_in_one_batch_applies_once(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
+
+    applied = await store.record_attempts(
+        [
+            result(firing.id, sender="w1", provider_id="first"),
+            result(firing.id, sender="w1", number=2, provider_id="second"),
+        ]
+    )
+
+    [sent] = await store.list_firings(one_off.id)
+    assert applied == 1
+    assert (sent.state, sent.attempts, sent.provider_id) == (FiringState.SENT, 1, "first")
+    assert [h.number for h in sent.history] == [1]
 
 
 async def test_failed_attempts_keep_their_history(store: Store) -> None:

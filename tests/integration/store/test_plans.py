@@ -7,6 +7,7 @@ planners choose as they would in production: no planner setting is forced.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import timedelta
 from typing import Any
@@ -15,7 +16,7 @@ import asyncpg
 import pytest
 
 from tests.integration.store.factories import NOW, reminder
-from tocsin.domain import ReminderStatus
+from tocsin.domain import Claim, FiringState, ReminderStatus
 from tocsin.store import Store, open_store
 from tocsin.store.codec import bucket_of
 from tocsin.store.postgres import queries as pg
@@ -100,6 +101,54 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
     assert any("USING INDEX firings_queued" in line for line in queue)
     assert any("USING INDEX firings_sending" in line for line in queue)
     assert not any(line.startswith("SCAN firings") for line in queue)
+
+
+async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None:
+    """A claim or a result batch finds each row by its key: never through the partial
+    indexes its state test also matches (reminders_due, firings_sending), whose whole
+    content — every pending row, every firing being sent — a burst would read per batch."""
+    store = await open_store(sqlite_url)
+    try:
+        await store.migrate()
+        await _fill(store)
+        due = await store.load_due(
+            shards=range(1024), first_bucket=0, last_bucket=bucket_of(NOW) + BUCKETS, limit=2000
+        )
+        claims = [
+            Claim(
+                reminder_id=r.reminder_id,
+                due_at=r.due_at,
+                next_due_at=None,
+                state=FiringState.SENDING,
+            )
+            for r in due
+        ]
+        await store.claim(claims, sender="w", now=NOW, lease=timedelta(seconds=30))
+    finally:
+        await store.close()
+    connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    try:
+        connection.execute("ANALYZE")
+        params = {"claims": "[]", "results": "[]", "now": 0}
+        plans = {
+            name: _sqlite_plan(connection, getattr(lite, name), params)
+            for name in ("CLAIMABLE", "CLAIM_REMINDERS", "INSERT_ATTEMPTS", "FINISH_ATTEMPTS")
+        }
+    finally:
+        connection.close()
+
+    for name, plan in plans.items():
+        table = "reminders" if name.startswith("CLAIM") else "firings"
+        assert any(f"INDEX sqlite_autoindex_{table}_1 (id=?)" in line for line in plan), plan
+        # The batch itself is the only thing scanned; every table row is found by its key.
+        for line in plan:
+            assert (
+                "VIRTUAL TABLE" in line
+                or line.startswith("CORRELATED SCALAR SUBQUERY")
+                or re.search(
+                    r"^SEARCH \w+ USING (COVERING )?INDEX sqlite_autoindex_\w+_1 \(id=\?\)$", line
+                )
+            ), plan
 
 
 def _sqlite_plan(connection: sqlite3.Connection, sql: str, params: dict[str, Any]) -> list[str]:

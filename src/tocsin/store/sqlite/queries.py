@@ -147,33 +147,69 @@ ORDER BY due_at, id
 LIMIT :limit
 """
 
-# The conditional update that starts a ring: only while the row is still pending at the
-# loaded due time. Moves a series on to its next due time; ends a one-off or a finished series.
-CLAIM_REMINDER = """
-UPDATE reminders
-SET status = CASE
-        WHEN :next_due_at IS NOT NULL THEN 'pending'
-        WHEN rule IS NULL THEN 'fired'
-        ELSE 'ended'
-    END,
-    due_at = :next_due_at,
-    bucket = :next_bucket,
-    version = version + 1,
-    updated_at = :now
-WHERE id = :id AND status = 'pending' AND due_at = :due_at
-RETURNING owner, shard, text, channel, metadata, source, freshness
+# A batch of claims travels as one JSON array (`:claims`) of one array per claim:
+# [0] firing id, [1] reminder id, [2] due_at, [3] next_due_at, [4] next_bucket, [5] firing
+# state. Read with json_each, a whole batch is three statements, whatever its size, and each
+# answers in one row: the Python thread that runs them takes the GIL once per statement,
+# not once per ring (with a busy event loop beside it, each taking waits up to the
+# interpreter's switch interval).
+
+# The firings the claims will make: for each claim whose row is still pending at the loaded
+# due time and whose firing id (the delivery identity) does not exist yet, the firing built
+# from the row, as one JSON array of [id, reminder_id, owner, shard, due_at, deadline,
+# channel, text, metadata, source, state] (`:firings` of INSERT_FIRINGS). Run first in the
+# claim's write transaction, so nothing changes the rows before they are claimed. `CROSS
+# JOIN` keeps the claims as the outer loop, so each reminder is found by its primary key:
+# `status = 'pending'` matches the partial index reminders_due too, and reading that whole
+# (every pending row of a burst) is what a claim must never do.
+CLAIMABLE = """
+SELECT json_group_array(json_array(
+    json_extract(c.value, '$[0]'), r.id, r.owner, r.shard, r.due_at,
+    r.due_at + r.freshness * 1000000, r.channel, r.text, r.metadata, r.source,
+    json_extract(c.value, '$[5]')
+))
+FROM json_each(:claims) AS c
+CROSS JOIN reminders AS r
+WHERE r.id = json_extract(c.value, '$[1]') AND r.status = 'pending'
+  AND r.due_at = json_extract(c.value, '$[2]')
+  AND NOT EXISTS (SELECT 1 FROM firings WHERE id = json_extract(c.value, '$[0]'))
 """
 
-# The firing of one claimed ring; its id (the delivery identity) is inserted once only.
-INSERT_FIRING = """
+# Insert the firings CLAIMABLE decided (none exists: a clash is an error, never skipped); a
+# `sending` one is held by :sender until :lease_until.
+INSERT_FIRINGS = """
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
     attempts, next_attempt_at, sender, lease_until, created_at
-) VALUES (
-    :id, :reminder_id, :owner, :shard, :due_at, :deadline, :channel, :text, :metadata, :source,
-    :state, 0, :next_attempt_at, :sender, :lease_until, :now
 )
-ON CONFLICT (id) DO NOTHING
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
+       json_extract(value, '$[9]'), json_extract(value, '$[10]'), 0,
+       CASE json_extract(value, '$[10]') WHEN 'queued' THEN :now END,
+       CASE json_extract(value, '$[10]') WHEN 'sending' THEN :sender END,
+       CASE json_extract(value, '$[10]') WHEN 'sending' THEN :lease_until END,
+       :now
+FROM json_each(:firings)
+"""
+
+# The conditional update that starts a ring, for each claim of the batch: only while the row
+# is still pending at the loaded due time. Moves a series on to its next due time; ends a
+# one-off or a finished series.
+CLAIM_REMINDERS = """
+UPDATE reminders
+SET status = CASE
+        WHEN json_extract(c.value, '$[3]') IS NOT NULL THEN 'pending'
+        WHEN reminders.rule IS NULL THEN 'fired'
+        ELSE 'ended'
+    END,
+    due_at = json_extract(c.value, '$[3]'),
+    bucket = json_extract(c.value, '$[4]'),
+    version = reminders.version + 1,
+    updated_at = :now
+FROM json_each(:claims) AS c
+WHERE reminders.id = json_extract(c.value, '$[1]') AND reminders.status = 'pending'
+  AND reminders.due_at = json_extract(c.value, '$[2]')
 """
 
 # Firings that need a sender but are past their deadline become expired (partial indexes
@@ -210,26 +246,44 @@ WHERE id IN (
 RETURNING *
 """
 
-# Move a firing on after one attempt (or none: :number NULL), only while the reporting sender
-# still holds it.
-FINISH_ATTEMPT = """
-UPDATE firings
-SET state = :state,
-    attempts = coalesce(:number, attempts),
-    next_attempt_at = CASE WHEN :state = 'queued' THEN coalesce(:next_attempt_at, :at) END,
-    sender = NULL,
-    lease_until = NULL,
-    sent_at = CASE WHEN :state = 'sent' THEN :at ELSE sent_at END,
-    provider_id = coalesce(:provider_id, provider_id),
-    last_error = :error
-WHERE id = :firing_id AND state = 'sending' AND sender = :sender
+# A batch of results travels as one JSON array (`:results`) of one array per result:
+# [0] firing id, [1] sender, [2] new state, [3] next_attempt_at, then the attempt made, or
+# nulls when none was: [4] number, [5] at, [6] channel, [7] outcome, [8] error, [9] provider
+# id.
+
+# The history entries of the attempts whose firing is still `sending` held by the reporting
+# sender. Run before FINISH_ATTEMPTS in the same transaction, so both see the same firings.
+# `CROSS JOIN` keeps the array as the outer loop: firings are found by primary key, never
+# through the partial index firings_sending.
+INSERT_ATTEMPTS = """
+INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
+SELECT f.id, json_extract(a.value, '$[4]'), json_extract(a.value, '$[5]'),
+       json_extract(a.value, '$[6]'), json_extract(a.value, '$[7]'),
+       json_extract(a.value, '$[8]'), json_extract(a.value, '$[9]')
+FROM json_each(:results) AS a
+CROSS JOIN firings AS f
+WHERE f.id = json_extract(a.value, '$[0]') AND f.state = 'sending'
+  AND f.sender = json_extract(a.value, '$[1]') AND json_extract(a.value, '$[4]') IS NOT NULL
+ON CONFLICT (firing_id, number) DO NOTHING
 """
 
-# The history entry of one attempt.
-INSERT_ATTEMPT = """
-INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
-VALUES (:firing_id, :number, :at, :channel, :outcome, :error, :provider_id)
-ON CONFLICT (firing_id, number) DO NOTHING
+# Move each firing on after its attempt (or none), only while the reporting sender still
+# holds it; the row count is how many results applied.
+FINISH_ATTEMPTS = """
+UPDATE firings
+SET state = json_extract(a.value, '$[2]'),
+    attempts = coalesce(json_extract(a.value, '$[4]'), firings.attempts),
+    next_attempt_at = CASE json_extract(a.value, '$[2]') WHEN 'queued'
+        THEN coalesce(json_extract(a.value, '$[3]'), json_extract(a.value, '$[5]')) END,
+    sender = NULL,
+    lease_until = NULL,
+    sent_at = CASE json_extract(a.value, '$[2]') WHEN 'sent'
+        THEN json_extract(a.value, '$[5]') ELSE firings.sent_at END,
+    provider_id = coalesce(json_extract(a.value, '$[9]'), firings.provider_id),
+    last_error = json_extract(a.value, '$[8]')
+FROM json_each(:results) AS a
+WHERE firings.id = json_extract(a.value, '$[0]') AND firings.state = 'sending'
+  AND firings.sender = json_extract(a.value, '$[1]')
 """
 
 # Hand firings back unsent: still `sending` held by :sender, they become `queued` for any

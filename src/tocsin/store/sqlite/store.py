@@ -7,7 +7,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -36,6 +36,7 @@ from tocsin.store.sqlite.engine import Database, SqliteUrl
 log = logging.getLogger(__name__)
 
 Row = sqlite3.Row
+T = TypeVar("T")
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -52,10 +53,6 @@ def _opt_us(instant: datetime | None) -> int | None:
 
 def _utc(micros: int) -> datetime:
     return codec.EPOCH + timedelta(microseconds=micros)
-
-
-def _opt_utc(micros: int | None) -> datetime | None:
-    return None if micros is None else _utc(micros)
 
 
 class SqliteStore(Store):
@@ -277,15 +274,25 @@ class SqliteStore(Store):
             return []
         now_us, until_us = _us(now), _us(now + lease)
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)  # B-tree page locality
+        rounds = [
+            _json([_claim_item(claim) for claim in one])
+            for one in _rounds(ordered, lambda claim: claim.reminder_id)
+        ]
+        held = {"now": now_us, "sender": sender, "lease_until": until_us}
 
-        def work(connection: sqlite3.Connection) -> list[Firing]:
-            return [
-                firing
-                for claim in ordered
-                if (firing := _claim_one(connection, claim, sender, now_us, until_us)) is not None
-            ]
+        def work(connection: sqlite3.Connection) -> list[str]:
+            made: list[str] = []
+            for batch in rounds:
+                firings = connection.execute(q.CLAIMABLE, {"claims": batch}).fetchone()[0]
+                connection.execute(q.INSERT_FIRINGS, held | {"firings": firings})
+                connection.execute(q.CLAIM_REMINDERS, {"claims": batch, "now": now_us})
+                made.append(firings)
+            return made
 
-        return await self._db.write(work)
+        made = await self._db.write(work)
+        return [
+            _claimed(row, sender, until_us, now_us) for text in made for row in orjson.loads(text)
+        ]
 
     async def take_deliveries(
         self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
@@ -304,18 +311,22 @@ class SqliteStore(Store):
         return [firing_from(row, (), _utc) for row in rows]
 
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
-        params = [_attempt_params(result) for result in results]
+        if not results:
+            return 0
+        ordered = sorted(results, key=lambda result: result.firing_id)  # B-tree page locality
+        batches = [
+            {"results": _json([_result_item(result) for result in one])}
+            for one in _rounds(ordered, lambda result: result.firing_id)
+        ]
 
         def work(connection: sqlite3.Connection) -> int:
             applied = 0
-            for one in params:
-                if connection.execute(q.FINISH_ATTEMPT, one).rowcount:
-                    if one["number"] is not None:
-                        connection.execute(q.INSERT_ATTEMPT, one)
-                    applied += 1
+            for batch in batches:
+                connection.execute(q.INSERT_ATTEMPTS, batch)
+                applied += connection.execute(q.FINISH_ATTEMPTS, batch).rowcount
             return applied
 
-        return await self._db.write(work) if params else 0
+        return await self._db.write(work)
 
     async def release_deliveries(
         self, firing_ids: Sequence[str], *, sender: str, now: datetime
@@ -416,45 +427,6 @@ def _insert_idempotency(connection: sqlite3.Connection, record: IdempotencyRecor
         raise DuplicateIdempotencyKey(f"idempotency key {record.key!r} was used") from error
 
 
-def _claim_one(
-    connection: sqlite3.Connection, claim: Claim, sender: str, now_us: int, until_us: int
-) -> Firing | None:
-    next_due = claim.next_due_at
-    row = connection.execute(
-        q.CLAIM_REMINDER,
-        {
-            "id": claim.reminder_id,
-            "due_at": _us(claim.due_at),
-            "next_due_at": _opt_us(next_due),
-            "next_bucket": None if next_due is None else codec.bucket_of(next_due),
-            "now": now_us,
-        },
-    ).fetchone()
-    if row is None:
-        return None
-    sending = claim.state is FiringState.SENDING
-    params: dict[str, Any] = {
-        "id": firing_id(claim.reminder_id, claim.due_at),
-        "reminder_id": claim.reminder_id,
-        "owner": row["owner"],
-        "shard": row["shard"],
-        "due_at": _us(claim.due_at),
-        "deadline": _us(claim.due_at) + row["freshness"] * 1_000_000,
-        "channel": row["channel"],
-        "text": row["text"],
-        "metadata": row["metadata"],
-        "source": row["source"],
-        "state": claim.state.value,
-        "next_attempt_at": now_us if claim.state is FiringState.QUEUED else None,
-        "sender": sender if sending else None,
-        "lease_until": until_us if sending else None,
-        "now": now_us,
-    }
-    if connection.execute(q.INSERT_FIRING, params).rowcount == 0:
-        return None
-    return _firing_from_params(params)
-
-
 def _renew(
     connection: sqlite3.Connection,
     worker: str,
@@ -510,41 +482,80 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
     }
 
 
-def _firing_from_params(params: dict[str, Any]) -> Firing:
+def _rounds(items: Sequence[T], key: Callable[[T], str]) -> list[list[T]]:
+    """`items` split into lists without a repeated key, each key's items in their order (the
+    n-th item of a key goes to the n-th list). Applied one list after the other, set-based
+    statements have exactly the effect of applying the items one by one; a batch without
+    repeats (every batch, in practice) is one list."""
+    rounds: list[list[T]] = []
+    seen: dict[str, int] = {}
+    for item in items:
+        name = key(item)
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        if n == len(rounds):
+            rounds.append([])
+        rounds[n].append(item)
+    return rounds
+
+
+def _json(items: list[list[Any]]) -> str:
+    return orjson.dumps(items).decode()
+
+
+def _claim_item(claim: Claim) -> list[Any]:
+    """One claim as an element of `:claims` (see `queries.CLAIMABLE`)."""
+    next_due = claim.next_due_at
+    return [
+        firing_id(claim.reminder_id, claim.due_at),
+        claim.reminder_id,
+        _us(claim.due_at),
+        _opt_us(next_due),
+        None if next_due is None else codec.bucket_of(next_due),
+        claim.state.value,
+    ]
+
+
+def _claimed(row: list[Any], sender: str, until_us: int, now_us: int) -> Firing:
+    """A firing `CLAIMABLE` decided (its row's own columns), the rest known already."""
+    (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
+    state = codec.FIRING_STATES[value]
+    sending = state is FiringState.SENDING
     return Firing(
-        id=params["id"],
-        reminder_id=params["reminder_id"],
-        owner=params["owner"],
-        shard=params["shard"],
-        due_at=_utc(params["due_at"]),
-        deadline=_utc(params["deadline"]),
-        channel=codec.CHANNELS[params["channel"]],
-        text=params["text"],
-        metadata=codec.load_json(params["metadata"]),
-        source=params["source"],
-        state=codec.FIRING_STATES[params["state"]],
+        id=id_,
+        reminder_id=reminder_id,
+        owner=owner,
+        shard=shard,
+        due_at=_utc(due_at),
+        deadline=_utc(deadline),
+        channel=codec.CHANNELS[channel],
+        text=text,
+        metadata=codec.load_json(metadata),
+        source=source,
+        state=state,
         attempts=0,
-        next_attempt_at=_opt_utc(params["next_attempt_at"]),
-        sender=params["sender"],
-        lease_until=_opt_utc(params["lease_until"]),
-        created_at=_utc(params["now"]),
+        next_attempt_at=_utc(now_us) if state is FiringState.QUEUED else None,
+        sender=sender if sending else None,
+        lease_until=_utc(until_us) if sending else None,
+        created_at=_utc(now_us),
     )
 
 
-def _attempt_params(result: AttemptResult) -> dict[str, Any]:
+def _result_item(result: AttemptResult) -> list[Any]:
+    """One result as an element of `:results` (see `queries.INSERT_ATTEMPTS`)."""
     attempt = result.attempt
-    return {
-        "firing_id": result.firing_id,
-        "sender": result.sender,
-        "state": result.state.value,
-        "next_attempt_at": _opt_us(result.next_attempt_at),
-        "number": attempt and attempt.number,
-        "at": attempt and _us(attempt.at),
-        "channel": attempt and attempt.channel.value,
-        "outcome": attempt and attempt.outcome.value,
-        "error": result.last_error,
-        "provider_id": attempt and attempt.provider_id,
-    }
+    return [
+        result.firing_id,
+        result.sender,
+        result.state.value,
+        _opt_us(result.next_attempt_at),
+        attempt and attempt.number,
+        attempt and _us(attempt.at),
+        attempt and attempt.channel.value,
+        attempt and attempt.outcome.value,
+        result.last_error,
+        attempt and attempt.provider_id,
+    ]
 
 
 def _idempotency(row: Row) -> IdempotencyRecord:
