@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tocsin.ids import SHARDS
+
+DEFAULT_DATABASE_URL = "sqlite:///./tocsin.db"
+# On SQLite one process holds every part, so more parts only mean more loaders reading and
+# claiming through the one writer; on PostgreSQL the parts are what the workers share.
+SQLITE_PARTS = 1
+POSTGRES_PARTS = 16
 
 
 class Settings(BaseSettings):
@@ -16,7 +22,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TOCSIN_", extra="ignore")
 
     database_url: str = Field(
-        default="sqlite:///./tocsin.db",
+        default=DEFAULT_DATABASE_URL,
         description="`sqlite:///path/to/file.db` or `postgresql://user@host/db`.",
     )
     host: str = "127.0.0.1"
@@ -25,7 +31,11 @@ class Settings(BaseSettings):
         default=None,
         description="Signs owner tokens; made once and kept in the database when unset.",
     )
-    parts: int = Field(default=16, description="Scheduler parts per bucket; divides 1024.")
+    parts: int = Field(
+        default=POSTGRES_PARTS,
+        description="Scheduler parts per bucket; divides 1024. Default: 16 on PostgreSQL, "
+        "1 on SQLite.",
+    )
     lease_seconds: float = Field(default=10.0, gt=0, description="Scheduler part lease time.")
     sweep_seconds: float = Field(default=2.0, gt=0, description="How often held parts are swept.")
     delivery_concurrency: int = Field(default=256, ge=1)
@@ -37,6 +47,16 @@ class Settings(BaseSettings):
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parts_for_the_backend(cls, data: Any) -> Any:
+        """`parts` when not given: SQLITE_PARTS on SQLite, POSTGRES_PARTS otherwise."""
+        if isinstance(data, dict) and data.get("parts") is None:
+            url = str(data.get("database_url") or DEFAULT_DATABASE_URL)
+            if url.startswith("sqlite:"):
+                return {**data, "parts": SQLITE_PARTS}
+        return data
 
     @field_validator("parts")
     @classmethod

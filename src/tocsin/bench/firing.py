@@ -1,5 +1,7 @@
-"""The firing benchmarks (`burst`, `steady`): save reminders due at chosen instants, run real
-`tocsin worker` processes, wait until every firing is final, and report what happened.
+"""The firing benchmarks (`burst`, `steady`): save reminders due at chosen instants, run the
+engine as it is deployed — `tocsin worker` processes on PostgreSQL, one `tocsin serve` (API,
+scheduler and delivery in one process) on SQLite — wait until every firing is final, and
+report what happened.
 
 The reminders are saved after the workers hold their parts and well before the first is due
 (so the engine loads them ahead, as it would a 09:00 rush saved the day before). They are
@@ -27,6 +29,7 @@ from tocsin.bench.processes import (
     Process,
     receiver_stats,
     start_receiver,
+    start_server,
     start_workers,
 )
 from tocsin.bench.progress import Progress, note
@@ -39,7 +42,7 @@ SAVE_BATCH = 5_000
 LEAD_MARGIN = timedelta(seconds=20)  # the last save lands this long before the first due
 LEASE_WAIT_SECONDS = 60.0
 SETTLE_GRACE = timedelta(minutes=12)  # past the last due: freshness (10 min) and some
-PARTS = 16
+PARTS = 16  # PostgreSQL; SQLite runs with its own default (see `Settings.parts`)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +64,7 @@ class FiringSpec:
     def params(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
             "db": self.db,
+            "engine": "tocsin serve" if self.db == "sqlite" else "tocsin worker",
             "reminders": self.reminders,
             "spread_s": self.spread,
             "workers": self.workers,
@@ -92,16 +96,16 @@ async def run_firing(spec: FiringSpec) -> dict[str, Any]:
 async def _run(
     spec: FiringSpec, url: str, store: Store, logs: Path, processes: list[Process]
 ) -> dict[str, Any]:
-    settings: dict[str, str] = {"parts": str(PARTS), **dict(spec.worker_settings)}
+    settings: dict[str, str] = {**_parts(spec), **dict(spec.worker_settings)}
     receiver_url = None
     if spec.channel == "webhook":
         secret = new_secret()
         receiver, receiver_url = start_receiver(secret, logs)
         processes.append(receiver)
         settings |= {"webhook_url": f"{receiver_url}/hook", "webhook_secret": secret}
-    workers = start_workers(spec.workers, url, logs, null=spec.channel == "null", **settings)
+    workers = _start_engine(spec, url, logs, settings)
     processes.extend(workers)
-    note(f"{spec.scenario}: {spec.workers} worker(s) starting; logs in {logs}")
+    note(f"{spec.scenario}: {_engine_name(spec)} starting; logs in {logs}")
     await _wait_for_leases(url, workers)
     start = _first_due(spec)
     save = await _save(spec, store, start)
@@ -127,6 +131,28 @@ async def _run(
         report["receiver"] = stats
     report["logs"] = str(logs)
     return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
+
+
+def _parts(spec: FiringSpec) -> dict[str, str]:
+    """The part count the engine is given: PARTS on PostgreSQL (workers share them); none on
+    SQLite, so that `tocsin serve` runs with its default, as deployed."""
+    return {"parts": str(PARTS)} if spec.db == "postgres" else {}
+
+
+def _start_engine(
+    spec: FiringSpec, url: str, logs: Path, settings: dict[str, str]
+) -> list[Process]:
+    """The processes that ring: `tocsin worker`s on PostgreSQL, `tocsin serve` on SQLite."""
+    null = spec.channel == "null"
+    if spec.db == "sqlite":
+        null_channels = ["--null-channels"] if null else []
+        server, _ = start_server("serve", url, logs, args=null_channels, **settings)
+        return [server]
+    return start_workers(spec.workers, url, logs, null=null, **settings)
+
+
+def _engine_name(spec: FiringSpec) -> str:
+    return "tocsin serve" if spec.db == "sqlite" else f"{spec.workers} worker(s)"
 
 
 def _duplicates(stats: dict[str, Any] | None, report: dict[str, Any]) -> int:
@@ -186,30 +212,35 @@ async def _save(spec: FiringSpec, store: Store, start: datetime) -> dict[str, An
 
 
 async def _wait_for_leases(url: str, workers: list[Process]) -> None:
-    """Wait until the workers share the parts fairly (each holds PARTS / workers)."""
-    share = PARTS // len(workers)
+    """Wait until the workers hold every part and share them fairly (the database is new:
+    its only lease rows are those of the part count the workers use)."""
     give_up = time.monotonic() + LEASE_WAIT_SECONDS
     while time.monotonic() < give_up:
         for worker in workers:
             if not worker.alive():
                 raise RuntimeError(f"{worker.name} exited: see its log")
-        held = await _held(url)
-        if len(held) == len(workers) and all(count == share for count in held.values()):
+        parts, held = await _held(url)
+        share = parts // len(workers)
+        if parts and len(held) == len(workers) and all(n == share for n in held.values()):
             return
         await asyncio.sleep(0.5)
     raise RuntimeError(f"the workers did not share the parts within {LEASE_WAIT_SECONDS} s")
 
 
-async def _held(url: str) -> dict[str, int]:
-    sql = "SELECT holder, count(*) FROM leases WHERE holder IS NOT NULL GROUP BY holder"
+async def _held(url: str) -> tuple[int, dict[str, int]]:
+    """The lease rows (parts) in the database, and how many each holder holds."""
+    count = "SELECT count(*) FROM leases"
+    held = "SELECT holder, count(*) FROM leases WHERE holder IS NOT NULL GROUP BY holder"
     if url.startswith("sqlite:"):
         import sqlite3
 
         with sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30) as connection:
-            return dict(connection.execute(sql).fetchall())
+            parts = connection.execute(count).fetchone()[0]
+            return parts, dict(connection.execute(held).fetchall())
     connection_pg = await asyncpg.connect(url)
     try:
-        return {row[0]: row[1] for row in await connection_pg.fetch(sql)}
+        parts = await connection_pg.fetchval(count)
+        return parts, {row[0]: row[1] for row in await connection_pg.fetch(held)}
     finally:
         await connection_pg.close()
 

@@ -120,14 +120,20 @@ def start_workers(
 
 
 def start_server(
-    command: str, database_url: str, log_dir: Path, **settings: str
+    command: str,
+    database_url: str,
+    log_dir: Path,
+    *,
+    args: Sequence[str] = (),
+    **settings: str,
 ) -> tuple[Process, str]:
-    """`tocsin serve` or `tocsin api` on a free port, once it answers /healthz; its base URL."""
+    """`tocsin serve` or `tocsin api` (with `args` after the command's own, e.g.
+    `--null-channels`) on a free port, once it answers /healthz; its base URL."""
     port = free_port()
     env = tocsin_env(database_url, **settings)
     process = spawn(
         command,
-        [command, "--db", database_url, "--port", str(port)],
+        [command, "--db", database_url, "--port", str(port), *args],
         env,
         log_dir,
         python_module="tocsin",

@@ -55,6 +55,11 @@ def register(subparsers: Any) -> None:
         "On SQLite the database file is created and migrated on start.",
     )
     add_server_arguments(parser)
+    parser.add_argument(
+        "--null-channels",
+        action="store_true",
+        help="send nothing: every channel only counts (for benchmarks of the engine)",
+    )
     parser.set_defaults(handler=run_serve)
 
 
@@ -81,8 +86,8 @@ def add_database_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from the environment, overridden by the flags given."""
-    settings = Settings()
+    """Settings from the environment, overridden by the flags given (validated together:
+    some defaults, such as the part count, depend on the database)."""
     update: dict[str, Any] = {}
     if getattr(args, "host", None):
         update["host"] = args.host
@@ -92,13 +97,22 @@ def settings_from(args: argparse.Namespace) -> Settings:
         update["log_format"] = args.log_format
     if args.db:
         update["database_url"] = args.db if "://" in args.db else f"sqlite:///{args.db}"
-    return settings.model_copy(update=update)
+    return Settings(**update)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     from tocsin.scheduler import make_engine  # the scheduler and delivery, beside the API
 
-    return serve(args, [make_engine])
+    return serve(args, [null_engine if args.null_channels else make_engine])
+
+
+def null_engine(store: Store, settings: Settings, clock: Clock) -> Service:
+    """The scheduler and delivery with channels that send nothing and only count."""
+    from tocsin.channels import build_channels
+    from tocsin.scheduler import Engine, new_worker_id
+
+    channels = build_channels(settings, store, clock, null=True)
+    return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)
 
 
 def serve(args: argparse.Namespace, services: Sequence[ServiceFactory]) -> int:

@@ -1,5 +1,6 @@
 """A smoke run of `tocsin bench burst` on both backends, so the benchmark cannot rot: it must
-run end to end with real worker processes and report nothing lost, nothing twice."""
+run end to end with real processes (`tocsin worker` on PostgreSQL, `tocsin serve
+--null-channels` on SQLite) and report nothing lost, nothing twice."""
 
 from __future__ import annotations
 
@@ -64,7 +65,16 @@ def _check(result: dict[str, object]) -> None:
 
 @pytest.mark.timeout(110)
 def test_burst_on_sqlite() -> None:
-    _check(_burst("sqlite", _env()))
+    result = _burst("sqlite", _env())
+    _check(result)
+    assert result["params"] == {
+        "db": "sqlite",
+        "engine": "tocsin serve",
+        "reminders": 200,
+        "spread_s": 1,
+        "workers": 1,
+        "channel": "null",
+    }
 
 
 @pytest.mark.postgres
