@@ -1,7 +1,7 @@
 """`bench limit`: what the database itself allows — the store's claim transactions, issued by
 a bare asyncpg loop with no Tocsin code around them, over pre-inserted pending rows.
 
-Only the SQL text is shared with the store (`tocsin.store.postgres.queries`: BATCH_PLANNING,
+Only the SQL text is shared with the store (`tocsin.store.postgres.queries`: SCHEDULER_PLANNING,
 CLAIM, RECORD_ATTEMPTS), so the statements measured are the ones the engine runs; the loop
 around them is as thin as it gets: arguments built before the clock starts, one transaction
 per batch. Two passes, each over its own fresh rows: claims alone, then every batch claimed
@@ -23,7 +23,7 @@ import asyncpg
 from tocsin.bench.databases import migrated_store, throwaway
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
-from tocsin.store.postgres.queries import BATCH_PLANNING, CLAIM, RECORD_ATTEMPTS
+from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS, SCHEDULER_PLANNING
 
 # Pending one-offs due in one bucket, spread over the shards, as a burst leaves them; ids
 # `<prefix><n in hex>`, so each pass has rows of its own.
@@ -136,7 +136,7 @@ async def _loop(
     done = 0
     for args in batches:
         async with connection.transaction():
-            await connection.execute(BATCH_PLANNING)
+            await connection.execute(SCHEDULER_PLANNING)
             rows = await connection.fetch(CLAIM, *args)
         if not record:
             done += len(rows)
@@ -144,7 +144,7 @@ async def _loop(
         ids = [row["id"] for row in rows]
         size, now = len(ids), datetime.now(UTC)
         async with connection.transaction():
-            await connection.execute(BATCH_PLANNING)
+            await connection.execute(SCHEDULER_PLANNING)
             done += await connection.fetchval(
                 RECORD_ATTEMPTS,
                 ids,

@@ -180,21 +180,26 @@ ORDER BY due_at, id
 LIMIT $5
 """
 
-# How the batched statements (CLAIM, RECORD_ATTEMPTS) are planned: in their own transaction,
-# run first.
+# How the scheduler's statements (LOAD_DUE, CLAIM, RECORD_ATTEMPTS) are planned: in their own
+# transaction, run first.
 #
 # - A plan made for these arguments, every time. asyncpg prepares each statement, and after
 #   five executions PostgreSQL may switch to a generic plan that does not know the batch
 #   arrays: for RECORD_ATTEMPTS it was 17x slower (250 ms instead of 14 ms a batch of 1,000),
 #   which capped a burst at the recorder's ~4,000 results a second. Planning costs ~0.4 ms a
 #   batch.
-# - Rows by primary key, whatever the statistics say. Right after a bulk import or during a
-#   burst the statistics are stale (the planner believes `pending` reminders or `sending`
-#   firings are a handful), and it would read the whole partial index reminders_due /
-#   firings_sending — every pending row, for each batch — or scan the table. So the state
-#   test is written `(… = '…') IS TRUE`, which the planner cannot match to those partial
-#   indexes, and sequential scans are off.
-BATCH_PLANNING = "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off"
+# - Rows by index, whatever the statistics say. Right after a bulk import or during a burst
+#   the statistics are stale (the planner believes `pending` reminders or `sending` firings
+#   are a handful, or that one bucket is the whole table), and it would read the whole
+#   partial index reminders_due / firings_sending — every pending row, for each batch — or
+#   scan the table in parallel (LOAD_DUE: 70 ms on three processes instead of 24 ms on one,
+#   for a page of 10,000 of a 500,000-row minute). So the state test of CLAIM and
+#   RECORD_ATTEMPTS is written `(… = '…') IS TRUE`, which the planner cannot match to those
+#   partial indexes, and sequential scans and parallel workers are off.
+SCHEDULER_PLANNING = (
+    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off;"
+    " SET LOCAL max_parallel_workers_per_gather = 0"
+)
 
 # Claim a batch in one statement. `moved` is the conditional update of each row, only while it
 # is still pending at the loaded due time (a series moves on to its next due time, a one-off

@@ -308,17 +308,14 @@ class PostgresStore(Store):
         if not shards or limit <= 0:
             return []
         after_due, after_id = after or (None, None)
-        rows = await self._fetch(
-            q.LOAD_DUE,
-            first_bucket,
-            last_bucket,
-            shards.start,
-            shards[-1],
-            limit,
-            after_due,
-            after_id,
-        )
-        return [codec.due_ring(*row) for row in rows]
+        args = (first_bucket, last_bucket, shards.start, shards[-1], limit, after_due, after_id)
+
+        async def work(connection: asyncpg.Connection) -> list[Record]:
+            await connection.execute(q.SCHEDULER_PLANNING)
+            rows: list[Record] = await connection.fetch(q.LOAD_DUE, *args)
+            return rows
+
+        return [codec.due_ring(*row) for row in await self._transaction(work)]
 
     async def claim(
         self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
@@ -340,7 +337,7 @@ class PostgresStore(Store):
         )
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
-            await connection.execute(q.BATCH_PLANNING)
+            await connection.execute(q.SCHEDULER_PLANNING)
             rows: list[Record] = await connection.fetch(q.CLAIM, *args)
             return rows
 
@@ -380,7 +377,7 @@ class PostgresStore(Store):
         )
 
         async def work(connection: asyncpg.Connection) -> int:
-            await connection.execute(q.BATCH_PLANNING)
+            await connection.execute(q.SCHEDULER_PLANNING)
             applied: int = await connection.fetchval(q.RECORD_ATTEMPTS, *args)
             return applied
 
