@@ -101,6 +101,20 @@ async def test_a_duplicate_idempotency_key_saves_nothing(store: Store) -> None:
     assert await store.find_idempotency("phone", "k1") == idempotency()
 
 
+async def test_a_batch_and_its_idempotency_record_save_together(store: Store) -> None:
+    # One reminder and several go through different statements: both keep the key with them.
+    first = [reminder(), reminder()]
+    await store.add_reminders(first, idempotency=idempotency())
+    second = [reminder(), reminder()]
+
+    with pytest.raises(DuplicateIdempotencyKey):
+        await store.add_reminders(second, idempotency=idempotency(body=b"other"))
+
+    assert [await store.get_reminder(r.id) for r in first] == first
+    assert [await store.get_reminder(r.id) for r in second] == [None, None]
+    assert await store.find_idempotency("phone", "k1") == idempotency()
+
+
 async def test_concurrent_requests_with_one_key_save_once(store: Store) -> None:
     batches = [[reminder()] for _ in range(4)]
 

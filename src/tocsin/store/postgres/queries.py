@@ -58,6 +58,31 @@ WITH saved_key AS (
 SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 """
 
+# `ADD_REMINDERS` for one reminder, written out with plain parameters: most creates save one,
+# and through 20 one-element arrays and `unnest` one save took 56 µs of client CPU instead of
+# 41 µs, and 147 µs instead of 93 µs end to end (measured without the commit's fsync). The
+# parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
+# array; $27 is the wake-up payload, or NULL when the reminder is not due soon.
+ADD_REMINDER = """
+WITH saved_key AS (
+    INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
+    SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
+    WHERE $1::text IS NOT NULL
+), saved AS (
+    INSERT INTO reminders (
+        id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
+        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at
+    )
+    VALUES (
+        $7::text, $8::text, $9::smallint, $10::text, $11::text, $12::text,
+        $13::text, $14::text, $15::text, $16::text, $17::text, $18::timestamptz,
+        $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
+        $25::timestamptz, $26::timestamptz
+    )
+)
+SELECT pg_notify('tocsin_due', $27::text) WHERE $27::text IS NOT NULL
+"""
+
 # The idempotency record saved under (scope, key).
 FIND_IDEMPOTENCY = """
 SELECT scope, key, request_hash, status_code, body, created_at

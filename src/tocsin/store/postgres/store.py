@@ -165,8 +165,14 @@ class PostgresStore(Store):
     async def add_reminders(
         self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
     ) -> None:
+        args = _add_args(reminders, idempotency)
+        sql = q.ADD_REMINDERS
+        if len(reminders) == 1:  # `ADD_REMINDER` takes each array's one value instead
+            sql = q.ADD_REMINDER
+            ones = [array[0] if isinstance(array, list) and array else None for array in args[6:]]
+            args = [*args[:6], *ones]
         with boundary():
-            await self._pool.execute(q.ADD_REMINDERS, *_add_args(reminders, idempotency))
+            await self._pool.execute(sql, *args)
 
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
         row = await self._fetchrow(q.FIND_IDEMPOTENCY, scope, key)
