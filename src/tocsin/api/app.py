@@ -9,9 +9,10 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tocsin import __version__
-from tocsin.api import problems
+from tocsin.api import openapi, problems
 from tocsin.api.body import BodyGuard
 from tocsin.api.context import ApiContext
+from tocsin.api.models import BatchIn, ReminderIn
 from tocsin.api.routes import health, reminders
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
@@ -45,6 +46,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     problems.install(app)
     app.include_router(health.router)
     app.include_router(reminders.router)
+    openapi.add_request_models(app, [ReminderIn, BatchIn])  # the create routes' bodies
     app.add_middleware(BodyGuard)
     app.add_middleware(AccessLog)
     return app

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import TypeVar
 
 from tocsin.api.models import ReminderIn, ReminderPatch
@@ -47,6 +48,7 @@ class _Errors:
             raise invalid(self.found)
 
 
+@lru_cache(maxsize=256)  # pure, and an import repeats a few values (errors are not cached)
 def parse_freshness(text: str) -> int:
     return parse_duration(text, field="freshness", minimum=FRESHNESS_MIN, maximum=FRESHNESS_MAX)
 

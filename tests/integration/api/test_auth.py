@@ -54,6 +54,20 @@ async def test_once_a_key_exists_a_key_is_required(
     assert good.json()["source"] == "phone"
 
 
+async def test_without_a_key_the_body_is_not_judged(
+    client: httpx.AsyncClient, store: Store
+) -> None:
+    await add_key(store, "phone")
+
+    for path in ("/v1/reminders", "/v1/reminders:batch"):
+        for body in (b"", b"[]", b'{"owner": 7}', b'{"items": []}'):
+            response = await client.post(
+                path, content=body, headers={"content-type": "application/json"}
+            )
+
+            assert response.status_code == 401, (path, body, response.text)
+
+
 async def test_beyond_loopback_no_key_means_no_entry(store: Store, clock: FakeClock) -> None:
     app = create_app(store=store, settings=settings(host="192.0.2.10"), clock=clock)
     async with httpx.AsyncClient(

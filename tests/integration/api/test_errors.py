@@ -49,6 +49,34 @@ async def test_openapi_lists_every_route(client: httpx.AsyncClient) -> None:
     }
 
 
+async def test_openapi_describes_what_the_create_routes_read(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    schemas = spec["components"]["schemas"]
+
+    for path, model in (("/v1/reminders", "ReminderIn"), ("/v1/reminders:batch", "BatchIn")):
+        operation = spec["paths"][path]["post"]
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{model}"}
+        assert [p["name"] for p in operation["parameters"]] == ["Idempotency-Key"]
+    assert set(schemas["ReminderIn"]["required"]) == {"text", "channel", "zone"}
+    assert schemas["ReminderIn"]["properties"]["channel"] == {
+        "$ref": "#/components/schemas/Channel"
+    }
+    assert "Channel" in schemas
+
+
+async def test_a_body_nested_too_deep_to_read_is_a_400(client: httpx.AsyncClient) -> None:
+    deep = b'{"owner": "ana", "metadata": {"a": ' + b"[" * 1010 + b"]" * 1010 + b"}}"
+
+    for path in ("/v1/reminders", "/v1/reminders:batch"):
+        response = await client.post(
+            path, content=deep, headers={"content-type": "application/json"}
+        )
+
+        assert response.status_code == 400
+        assert response.headers["content-type"] == "application/problem+json"
+
+
 class _Unreachable:
     """A store whose database has gone away."""
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
-from tocsin.api import changes, idempotency, render
-from tocsin.api.context import Caller, Context
+from tocsin.api import changes, idempotency, openapi, render
+from tocsin.api.body import validated
+from tocsin.api.context import Caller, Context, get_context, get_principal
 from tocsin.api.idempotency import Answer, IdempotencyKey
 from tocsin.api.models import (
     OWNER_PATTERN,
@@ -47,23 +48,24 @@ _CONFLICT: dict[int | str, dict[str, Any]] = {409: {**_PROBLEM, "description": "
 
 router = APIRouter(prefix="/v1", tags=["reminders"], responses=_ERRORS)
 
-IdempotencyHeader = Annotated[
-    str | None,
-    Header(
-        alias=idempotency.HEADER,
-        description="Retries with the same key (and body) get the first answer back.",
-    ),
-]
 
-
-@router.post("/reminders", status_code=201, response_model=ReminderOut, summary="Save a reminder")
-async def create_reminder(
-    item: ReminderIn, context: Context, caller: Caller, idempotency_key: IdempotencyHeader = None
-) -> Response:
+# The two create routes, the busiest, read the caller and then the body themselves, and say
+# what they take in `openapi_extra` (why: `tocsin.api.openapi`).
+@router.post(
+    "/reminders",
+    status_code=201,
+    response_model=ReminderOut,
+    summary="Save a reminder",
+    openapi_extra=openapi.body_and_key(ReminderIn),
+)
+async def create_reminder(request: Request) -> Response:
+    context, caller = await get_context(request), await get_principal(request)
+    item = await validated(request, ReminderIn)
     key = None
-    if idempotency_key is not None:  # the canonical body is only needed to compare retries
+    header = request.headers.get(idempotency.HEADER)
+    if header is not None:  # the canonical body is only needed to compare retries
         payload = item.model_dump(mode="json", exclude_unset=True)
-        key = _key(idempotency_key, caller.scope, "/v1/reminders", payload)
+        key = _key(header, caller.scope, "/v1/reminders", payload)
     answer = await context.reminders.create(caller, item, key)
     return _answer(answer, _created_headers(answer))
 
@@ -72,11 +74,13 @@ async def create_reminder(
     "/reminders:batch",
     response_model=BatchOut,
     summary="Save up to 1,000 reminders; each item is created or says why not",
+    openapi_extra=openapi.body_and_key(BatchIn),
 )
-async def create_batch(
-    batch: BatchIn, context: Context, caller: Caller, idempotency_key: IdempotencyHeader = None
-) -> Response:
-    key = _key(idempotency_key, caller.scope, "/v1/reminders:batch", batch.items)
+async def create_batch(request: Request) -> Response:
+    context, caller = await get_context(request), await get_principal(request)
+    batch = await validated(request, BatchIn)
+    header = request.headers.get(idempotency.HEADER)
+    key = _key(header, caller.scope, "/v1/reminders:batch", batch.items)
     return _answer(await context.reminders.create_batch(caller, batch.items, key), {})
 
 
