@@ -1,7 +1,10 @@
 """`bench api`: the HTTP API as apps use it — single creates per second (closed loop, several
 connections), their latency at a fixed offered load (open loop: measured from when each
 request was due to be sent, so a slow server cannot hide its queue), and creates per second
-through `POST /v1/reminders:batch` (1,000 items a request)."""
+through `POST /v1/reminders:batch` (1,000 items a request).
+
+`api_workers` > 1 runs `tocsin api --workers N` (PostgreSQL only): N processes on one port,
+with the load generator and PostgreSQL on the same cores."""
 
 from __future__ import annotations
 
@@ -16,9 +19,17 @@ from typing import Any
 import orjson
 
 from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.http import Connection
+from tocsin.bench.http import Connection, IdleConnections
 from tocsin.bench.population import Population
-from tocsin.bench.processes import Process, start_server
+from tocsin.bench.processes import (
+    Process,
+    free_port,
+    peak_rss,
+    spawn,
+    start_server,
+    tocsin_env,
+    wait_healthy,
+)
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate, spread
 
@@ -35,7 +46,12 @@ class ApiSpec:
     rate: int = 500
     duration: float = 10.0
     connections: int = 16
+    api_workers: int = 1
     pg_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.api_workers < 1 or (self.api_workers > 1 and self.db != "postgres"):
+            raise ValueError("api_workers is 1, or more on PostgreSQL (`tocsin api --workers`)")
 
     def params(self) -> dict[str, Any]:
         return {
@@ -43,6 +59,7 @@ class ApiSpec:
             "offered_per_s": self.rate,
             "duration_s": self.duration,
             "connections": self.connections,
+            "api_workers": self.api_workers,
         }
 
 
@@ -52,7 +69,10 @@ async def run_api(spec: ApiSpec) -> dict[str, Any]:
         await store.close()
         command = "serve" if spec.db == "sqlite" else "api"
         logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
-        server, base = start_server(command, url, logs)
+        if spec.api_workers > 1:
+            server, base = _start_api_processes(url, logs, spec.api_workers)
+        else:
+            server, base = start_server(command, url, logs)
         try:
             metrics = await _measure(spec, base, server)
         finally:
@@ -78,8 +98,32 @@ async def _measure(spec: ApiSpec, base: str, server: Process) -> dict[str, Any]:
         "batch_creates_per_s": batch["per_s"],
         "batch_request_ms": batch["latency_ms"],
         "errors_batch": batch["errors"],
-        "server_peak_rss_mb": round(server.sample() / 2**20, 1),
+        "server_peak_rss_mb": round(_peak_rss(server) / 2**20, 1),
     }
+
+
+def _start_api_processes(url: str, logs: Path, workers: int) -> tuple[Process, str]:
+    """`tocsin api --workers N` on a free port, once it answers; its base URL."""
+    port = free_port()
+    args = ["api", "--db", url, "--port", str(port), "--workers", str(workers)]
+    process = spawn("api", args, tocsin_env(url), logs, python_module="tocsin")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, process)
+    except BaseException:
+        process.stop()
+        raise
+    return process, base
+
+
+def _peak_rss(server: Process) -> int:
+    """The largest peak RSS among the server and the API processes it forked (bytes)."""
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+    try:
+        pids = [int(pid) for pid in children.read_text().split()]
+    except OSError:
+        pids = []
+    return max([server.sample(), *(peak_rss(pid) for pid in pids)])
 
 
 def _bodies(count: int = 20_000) -> list[bytes]:
@@ -138,18 +182,13 @@ async def _open_loop(
     """Send `offered` creates a second on schedule, each on an idle connection (opening one
     when none is idle); latency counts from the instant the request was due."""
     source = itertools.cycle(bodies)
-    idle: list[Connection] = []
-    opened = 0
+    idle = IdleConnections(base)
     latencies: list[float] = []
     errors: dict[str, int] = {}
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(due: float, body: bytes) -> None:
-        nonlocal opened
-        connection = idle.pop() if idle else None
-        if connection is None:
-            opened += 1
-            connection = await Connection.open(base)
+        connection = await idle.take()
         try:
             status, _ = await connection.post(CREATE, body)
         except (OSError, asyncio.IncompleteReadError) as error:
@@ -158,7 +197,7 @@ async def _open_loop(
         latencies.append((time.perf_counter() - due) * 1000)
         if status != 201:
             errors[str(status)] = errors.get(str(status), 0) + 1
-        idle.append(connection)
+        idle.put(connection)
 
     total = int(offered * duration)
     began = time.perf_counter()
@@ -175,13 +214,12 @@ async def _open_loop(
     if tasks:
         await asyncio.wait(tasks)
     elapsed = time.perf_counter() - began
-    for connection in idle:
-        await connection.close()
+    await idle.close()
     return {
         "offered_per_s": offered,
         "achieved_per_s": round(rate(len(latencies), elapsed), 1),
         "latency_ms": _ms(latencies),
-        "connections_opened": opened,
+        "connections_opened": idle.opened,
         "errors": errors,
     }
 

@@ -84,6 +84,13 @@ def _api(kinds: Any) -> None:
     parser.add_argument("--rate", type=int, default=500, help="offered load for the latency")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
     parser.add_argument("--connections", type=int, default=16, help="closed-loop connections")
+    parser.add_argument(
+        "--api-workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run `tocsin api --workers N` (PostgreSQL; default 1 process)",
+    )
     parser.set_defaults(handler=_handler(_run_api))
 
 
@@ -179,6 +186,7 @@ async def _run_api(args: argparse.Namespace) -> dict[str, Any]:
         rate=args.rate,
         duration=args.duration,
         connections=args.connections,
+        api_workers=args.api_workers,
         pg_url=args.pg_url,
     )
     return await run_api(spec)
