@@ -65,6 +65,7 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
                 "limit": 1000,
                 "after_due": None,
                 "after_id": None,
+                "after_bucket": None,
             },
         )
         paged = _sqlite_plan(
@@ -78,6 +79,7 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
                 "limit": 1000,
                 "after_due": 0,
                 "after_id": "x",
+                "after_bucket": 0,
             },
         )
         queue = _sqlite_plan(
@@ -98,6 +100,7 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
     for one in (plan, paged):
         assert any(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in one)
         assert not any(line.startswith("SCAN reminders") for line in one)
+        assert not any("TEMP B-TREE" in line for line in one), one  # in index order, no sort
     assert any("USING INDEX firings_queued" in line for line in queue)
     assert any("USING INDEX firings_sending" in line for line in queue)
     assert not any(line.startswith("SCAN firings") for line in queue)
@@ -167,17 +170,23 @@ async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_ur
     try:
         await connection.execute("ANALYZE reminders")
         args = (bucket_of(NOW), bucket_of(NOW) + 1, 64, 127, 1000)
-        custom = await connection.fetchval(
-            "EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, None, None
-        )
-        paged = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, NOW, "x")
+        async with connection.transaction():  # as the store runs it
+            await connection.execute(pg.SCHEDULER_PLANNING)
+            custom = await connection.fetchval(
+                "EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, None, None, None
+            )
+            paged = await connection.fetchval(
+                "EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, NOW, "x", bucket_of(NOW)
+            )
         await connection.execute(
-            "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz, text)"
-            " AS " + pg.LOAD_DUE
+            "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz, text,"
+            " integer) AS " + pg.LOAD_DUE
         )
         await connection.execute("SET plan_cache_mode = force_generic_plan")
         generic = await connection.fetchval(
-            "EXPLAIN (FORMAT JSON) EXECUTE load_due ({}, {}, {}, {}, {}, NULL, NULL)".format(*args)
+            "EXPLAIN (FORMAT JSON) EXECUTE load_due ({}, {}, {}, {}, {}, NULL, NULL, NULL)".format(
+                *args
+            )
         )
     finally:
         await connection.close()
@@ -187,6 +196,8 @@ async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_ur
         scans = [n for n in nodes if n.get("Relation Name") == "reminders" or "Index Name" in n]
         assert any(n.get("Index Name") == "reminders_due" for n in scans), plan
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
+    for plan in (custom, paged):  # in index order: the page stops at its size, unsorted
+        assert not any(n["Node Type"] == "Sort" for n in _nodes(json.loads(plan)[0]["Plan"])), plan
 
 
 def _nodes(node: dict[str, Any]) -> Any:

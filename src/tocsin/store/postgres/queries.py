@@ -195,13 +195,15 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
 
 # -- the scheduler ----------------------------------------------------------------------------
 
-# Pending reminders of a bucket range and a shard range: a range scan of reminders_due;
-# with $6/$7, only those ordered after (due_at, id) = ($6, $7): the next page.
+# Pending reminders of a bucket range and a shard range, in due order: a range scan of
+# reminders_due, which is keyed in this order (bucket, due_at, id) and tests the shard range
+# on each entry; with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8:
+# the next page, which starts where the last one stopped.
 LOAD_DUE = """
 SELECT id, due_at, freshness, zone, anchor, rule FROM reminders
 WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
-  AND ($6::timestamptz IS NULL OR (due_at, id) > ($6::timestamptz, $7::text))
-ORDER BY due_at, id
+  AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
+ORDER BY bucket, due_at, id
 LIMIT $5
 """
 
@@ -221,9 +223,11 @@ LIMIT $5
 #   for a page of 10,000 of a 500,000-row minute). So the state test of CLAIM and
 #   RECORD_ATTEMPTS is written `(… = '…') IS TRUE`, which the planner cannot match to those
 #   partial indexes, and sequential scans and parallel workers are off.
+# - LOAD_DUE's pages in the index's order, whatever the row estimate: sorting is off, so a
+#   page never sorts every pending row of the bucket because the planner expected few.
 SCHEDULER_PLANNING = (
     "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off;"
-    " SET LOCAL max_parallel_workers_per_gather = 0"
+    " SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL enable_sort = off"
 )
 
 # Claim a batch in one statement. `moved` is the conditional update of each row, only while it

@@ -314,7 +314,9 @@ class PostgresStore(Store):
         if not shards or limit <= 0:
             return []
         after_due, after_id = after or (None, None)
-        args = (first_bucket, last_bucket, shards.start, shards[-1], limit, after_due, after_id)
+        after_bucket = _opt_bucket(after_due)
+        bounds = (first_bucket, last_bucket, shards.start, shards[-1], limit)
+        args = (*bounds, after_due, after_id, after_bucket)
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
             await connection.execute(q.SCHEDULER_PLANNING)

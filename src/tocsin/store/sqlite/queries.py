@@ -135,15 +135,16 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = ?"
 
 # -- the scheduler ----------------------------------------------------------------------------
 
-# Pending reminders of a bucket range and a shard range: a range scan of reminders_due; with
-# :after_due/:after_id, only those ordered after that (due_at, id): the next page.
+# Pending reminders of a bucket range and a shard range, in due order: a range scan of
+# reminders_due, keyed in this order (bucket, due_at, id); with :after_due/:after_id/
+# :after_bucket, only those after that (due_at, id), in that bucket: the next page.
 LOAD_DUE = """
 SELECT id, due_at, freshness, zone, anchor, rule FROM reminders
 WHERE status = 'pending'
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
-  AND (:after_due IS NULL OR (due_at, id) > (:after_due, :after_id))
-ORDER BY due_at, id
+  AND (:after_due IS NULL OR (bucket, due_at, id) > (:after_bucket, :after_due, :after_id))
+ORDER BY bucket, due_at, id
 LIMIT :limit
 """
 

@@ -261,6 +261,7 @@ class SqliteStore(Store):
             "limit": limit,
             "after_due": None if after is None else _us(after[0]),
             "after_id": None if after is None else after[1],
+            "after_bucket": None if after is None else codec.bucket_of(after[0]),
         }
         rows = await self._db.read(
             lambda connection: connection.execute(q.LOAD_DUE, params).fetchall()

@@ -120,6 +120,6 @@ CREATE INDEX firings_reminder ON firings (reminder_id, due_at);
 
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
-CREATE INDEX reminders_due ON reminders (bucket, shard) WHERE status = 'pending';
+CREATE INDEX reminders_due ON reminders (bucket, due_at, id, shard) WHERE status = 'pending';
 
 CREATE INDEX reminders_owner ON reminders (owner, id);
