@@ -42,7 +42,9 @@ def _common(parser: argparse.ArgumentParser, *, db: bool = True) -> None:
 
 
 def _firing_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (SQLite: 1)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="worker processes (SQLite: one tocsin serve)"
+    )
     parser.add_argument("--channel", choices=("null", "webhook"), default="null")
     parser.add_argument(
         "--due-in",
