@@ -95,7 +95,7 @@ SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_s
 FROM reminders AS r
 LEFT JOIN LATERAL (
     SELECT id, due_at, state FROM firings
-    WHERE reminder_id = r.id ORDER BY due_at DESC LIMIT 1
+    WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
 ) AS last ON true
 WHERE r.id = $1
 """
@@ -107,7 +107,7 @@ SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_s
 FROM reminders AS r
 LEFT JOIN LATERAL (
     SELECT id, due_at, state FROM firings
-    WHERE reminder_id = r.id ORDER BY due_at DESC LIMIT 1
+    WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
 ) AS last ON true
 WHERE r.owner = $1 AND r.id > $2 AND ($3::text IS NULL OR r.status = $3)
 ORDER BY r.id
@@ -130,7 +130,7 @@ SELECT saved.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS la
 FROM saved
 LEFT JOIN LATERAL (
     SELECT id, due_at, state FROM firings
-    WHERE reminder_id = saved.id ORDER BY due_at DESC LIMIT 1
+    WHERE id > saved.id || '.' AND id < saved.id || '/' ORDER BY id DESC LIMIT 1
 ) AS last ON true
 """
 
@@ -147,7 +147,7 @@ SELECT cancelled.*, last.id AS last_id, last.due_at AS last_due_at, last.state A
 FROM cancelled
 LEFT JOIN LATERAL (
     SELECT id, due_at, state FROM firings
-    WHERE reminder_id = cancelled.id ORDER BY due_at DESC LIMIT 1
+    WHERE id > cancelled.id || '.' AND id < cancelled.id || '/' ORDER BY id DESC LIMIT 1
 ) AS last ON true
 """
 
@@ -158,9 +158,13 @@ UPDATE firings SET snoozed_by = $1 WHERE id = $2 AND snoozed_by IS NULL RETURNIN
 
 # -- firings ----------------------------------------------------------------------------------
 
-# A reminder's firings, newest due first.
+# A reminder's firings, newest due first. A firing's id is `<reminder id>.<due epoch second>`,
+# so the primary key keeps a reminder's firings together and in due order: the ids between
+# `<reminder id>.` and `<reminder id>/` ('/' follows '.'), the seconds 10 digits wide until
+# 2286. The other queries find a reminder's last firing the same way.
 LIST_FIRINGS = """
-SELECT * FROM firings WHERE reminder_id = $1 ORDER BY due_at DESC LIMIT $2
+SELECT * FROM firings WHERE id > $1::text || '.' AND id < $1::text || '/'
+ORDER BY id DESC LIMIT $2
 """
 
 # The attempts of several firings.

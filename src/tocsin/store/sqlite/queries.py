@@ -58,7 +58,7 @@ GET_REMINDER = """
 SELECT r.*, f.id AS last_id, f.due_at AS last_due_at, f.state AS last_state
 FROM reminders AS r
 LEFT JOIN firings AS f ON f.id = (
-    SELECT id FROM firings WHERE reminder_id = r.id ORDER BY due_at DESC LIMIT 1
+    SELECT id FROM firings WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
 )
 WHERE r.id = ?
 """
@@ -69,7 +69,7 @@ LIST_REMINDERS = """
 SELECT r.*, f.id AS last_id, f.due_at AS last_due_at, f.state AS last_state
 FROM reminders AS r
 LEFT JOIN firings AS f ON f.id = (
-    SELECT id FROM firings WHERE reminder_id = r.id ORDER BY due_at DESC LIMIT 1
+    SELECT id FROM firings WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
 )
 WHERE r.owner = :owner AND r.id > :after_id AND (:status IS NULL OR r.status = :status)
 ORDER BY r.id
@@ -98,8 +98,12 @@ MARK_SNOOZED = "UPDATE firings SET snoozed_by = ? WHERE id = ? AND snoozed_by IS
 
 # -- firings ------------------------------------------------------------------------------------
 
-# A reminder's firings, newest due first.
-LIST_FIRINGS = "SELECT * FROM firings WHERE reminder_id = ? ORDER BY due_at DESC LIMIT ?"
+# A reminder's firings, newest due first, by primary key: a firing's id is
+# `<reminder id>.<due epoch second>` (see the PostgreSQL query of the same name).
+LIST_FIRINGS = """
+SELECT * FROM firings WHERE id > :rid || '.' AND id < :rid || '/'
+ORDER BY id DESC LIMIT :limit
+"""
 
 # The attempts of several firings (ids given as a JSON array).
 LIST_ATTEMPTS = """

@@ -178,7 +178,9 @@ class SqliteStore(Store):
 
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
         def work(connection: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
-            firings = connection.execute(q.LIST_FIRINGS, (reminder_id, limit)).fetchall()
+            firings = connection.execute(
+                q.LIST_FIRINGS, {"rid": reminder_id, "limit": limit}
+            ).fetchall()
             ids = orjson.dumps([row["id"] for row in firings]).decode()
             return firings, connection.execute(q.LIST_ATTEMPTS, (ids,)).fetchall()
 

@@ -125,7 +125,6 @@ CREATE TABLE workers (
 );
 
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
-CREATE INDEX firings_reminder ON public.firings USING btree (reminder_id, due_at);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX reminders_due ON public.reminders USING btree (bucket, due_at, id, shard) WHERE (status = 'pending'::text);
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

@@ -116,8 +116,6 @@ CREATE TABLE workers (
 
 CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 
-CREATE INDEX firings_reminder ON firings (reminder_id, due_at);
-
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
 CREATE INDEX reminders_due ON reminders (bucket, due_at, id, shard) WHERE status = 'pending';
