@@ -23,12 +23,8 @@ from tocsin.bench.http import Connection, IdleConnections
 from tocsin.bench.population import Population
 from tocsin.bench.processes import (
     Process,
-    free_port,
     peak_rss,
-    spawn,
     start_server,
-    tocsin_env,
-    wait_healthy,
 )
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate, spread
@@ -70,7 +66,8 @@ async def run_api(spec: ApiSpec) -> dict[str, Any]:
         command = "serve" if spec.db == "sqlite" else "api"
         logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
         if spec.api_workers > 1:
-            server, base = _start_api_processes(url, logs, spec.api_workers)
+            workers = ["--workers", str(spec.api_workers)]
+            server, base = start_server("api", url, logs, args=workers)
         else:
             server, base = start_server(command, url, logs)
         try:
@@ -100,20 +97,6 @@ async def _measure(spec: ApiSpec, base: str, server: Process) -> dict[str, Any]:
         "errors_batch": batch["errors"],
         "server_peak_rss_mb": round(_peak_rss(server) / 2**20, 1),
     }
-
-
-def _start_api_processes(url: str, logs: Path, workers: int) -> tuple[Process, str]:
-    """`tocsin api --workers N` on a free port, once it answers; its base URL."""
-    port = free_port()
-    args = ["api", "--db", url, "--port", str(port), "--workers", str(workers)]
-    process = spawn("api", args, tocsin_env(url), logs, python_module="tocsin")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, process)
-    except BaseException:
-        process.stop()
-        raise
-    return process, base
 
 
 def _peak_rss(server: Process) -> int:
