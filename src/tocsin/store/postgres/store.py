@@ -136,6 +136,17 @@ class PostgresStore(Store):
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
+    async def _scheduler_fetch(self, sql: str, *args: Any) -> list[Record]:
+        """One of the scheduler's statements, in its own transaction, planned by
+        `queries.SCHEDULER_PLANNING` (which says why)."""
+
+        async def work(connection: asyncpg.Connection) -> list[Record]:
+            await connection.execute(q.SCHEDULER_PLANNING)
+            rows: list[Record] = await connection.fetch(sql, *args)
+            return rows
+
+        return await self._transaction(work)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def migrate(self) -> list[int]:
@@ -316,14 +327,8 @@ class PostgresStore(Store):
         after_due, after_id = after or (None, None)
         after_bucket = _opt_bucket(after_due)
         bounds = (first_bucket, last_bucket, shards.start, shards[-1], limit)
-        args = (*bounds, after_due, after_id, after_bucket)
-
-        async def work(connection: asyncpg.Connection) -> list[Record]:
-            await connection.execute(q.SCHEDULER_PLANNING)
-            rows: list[Record] = await connection.fetch(q.LOAD_DUE, *args)
-            return rows
-
-        return [codec.due_ring(*row) for row in await self._transaction(work)]
+        rows = await self._scheduler_fetch(q.LOAD_DUE, *bounds, after_due, after_id, after_bucket)
+        return [codec.due_ring(*row) for row in rows]
 
     async def claim(
         self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
@@ -343,13 +348,7 @@ class PostgresStore(Store):
             sender,
             lease_until,
         )
-
-        async def work(connection: asyncpg.Connection) -> list[Record]:
-            await connection.execute(q.SCHEDULER_PLANNING)
-            rows: list[Record] = await connection.fetch(q.CLAIM, *args)
-            return rows
-
-        rows = await self._transaction(work)
+        rows = await self._scheduler_fetch(q.CLAIM, *args)
         return [_claimed(row, sender, lease_until, now) for row in rows]
 
     async def take_deliveries(
@@ -383,13 +382,9 @@ class PostgresStore(Store):
             [result.last_error for result in results],
             [a.provider_id if a else None for a in attempts],
         )
-
-        async def work(connection: asyncpg.Connection) -> int:
-            await connection.execute(q.SCHEDULER_PLANNING)
-            applied: int = await connection.fetchval(q.RECORD_ATTEMPTS, *args)
-            return applied
-
-        return await self._transaction(work)
+        rows = await self._scheduler_fetch(q.RECORD_ATTEMPTS, *args)
+        applied: int = rows[0][0]
+        return applied
 
     async def release_deliveries(
         self, firing_ids: Sequence[str], *, sender: str, now: datetime
