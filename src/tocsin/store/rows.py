@@ -6,7 +6,7 @@ The rest of a row (columns, enums, JSON, anchors) reads the same on both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -96,6 +96,36 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
         last_error=row["last_error"],
         snoozed_by=row["snoozed_by"],
         history=history,
+    )
+
+
+def claimed_firing_from(
+    row: Sequence[Any], instant: Instant, *, sender: str, lease_until: datetime, now: datetime
+) -> Firing:
+    """A firing a claim just inserted, from the columns the claim answers with (id,
+    reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state): the
+    rest is the claim's own values — no attempt yet, held by `sender` until `lease_until`
+    when `sending`, due for pickup now when `queued`."""
+    (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
+    state = codec.FIRING_STATES[value]
+    sending = state is FiringState.SENDING
+    return Firing(
+        id=id_,
+        reminder_id=reminder_id,
+        owner=owner,
+        shard=shard,
+        due_at=instant(due_at),
+        deadline=instant(deadline),
+        channel=codec.CHANNELS[channel],
+        text=text,
+        metadata=codec.load_json(metadata),
+        source=source,
+        state=state,
+        attempts=0,
+        next_attempt_at=now if state is FiringState.QUEUED else None,
+        sender=sender if sending else None,
+        lease_until=lease_until if sending else None,
+        created_at=now,
     )
 
 

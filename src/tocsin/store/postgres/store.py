@@ -19,7 +19,6 @@ from tocsin.domain import (
     Claim,
     DueRing,
     Firing,
-    FiringState,
     HeldParts,
     IdempotencyRecord,
     Reminder,
@@ -38,7 +37,13 @@ from tocsin.store.base import DueListener, Store
 from tocsin.store.migrations import migrations_for
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
-from tocsin.store.rows import app_from, attempt_from, firing_from, reminder_from
+from tocsin.store.rows import (
+    app_from,
+    attempt_from,
+    claimed_firing_from,
+    firing_from,
+    reminder_from,
+)
 
 T = TypeVar("T")
 
@@ -349,7 +354,10 @@ class PostgresStore(Store):
             lease_until,
         )
         rows = await self._scheduler_fetch(q.CLAIM, *args)
-        return [_claimed(row, sender, lease_until, now) for row in rows]
+        return [
+            claimed_firing_from(row, _as_is, sender=sender, lease_until=lease_until, now=now)
+            for row in rows
+        ]
 
     async def take_deliveries(
         self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
@@ -509,28 +517,3 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
     ]
     wakes = [codec.wake_payload(*pair) for pair in codec.wake_ups(reminders)]
     return [*key, *columns, wakes]
-
-
-def _claimed(row: Record, sender: str, lease_until: datetime, now: datetime) -> Firing:
-    """A firing `CLAIM` just inserted: its row's own columns, the rest known already."""
-    (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
-    state = codec.FIRING_STATES[value]
-    sending = state is FiringState.SENDING
-    return Firing(
-        id=id_,
-        reminder_id=reminder_id,
-        owner=owner,
-        shard=shard,
-        due_at=due_at,
-        deadline=deadline,
-        channel=codec.CHANNELS[channel],
-        text=text,
-        metadata=None if metadata is None else codec.load_json(metadata),
-        source=source,
-        state=state,
-        attempts=0,
-        next_attempt_at=now if state is FiringState.QUEUED else None,
-        sender=sender if sending else None,
-        lease_until=lease_until if sending else None,
-        created_at=now,
-    )

@@ -18,7 +18,6 @@ from tocsin.domain import (
     Claim,
     DueRing,
     Firing,
-    FiringState,
     HeldParts,
     IdempotencyRecord,
     Reminder,
@@ -29,7 +28,13 @@ from tocsin.ids import SHARDS, firing_id
 from tocsin.store import codec
 from tocsin.store.base import DueListener, Store
 from tocsin.store.migrations import migrations_for, sqlite_statements
-from tocsin.store.rows import app_from, attempt_from, firing_from, reminder_from
+from tocsin.store.rows import (
+    app_from,
+    attempt_from,
+    claimed_firing_from,
+    firing_from,
+    reminder_from,
+)
 from tocsin.store.sqlite import queries as q
 from tocsin.store.sqlite.engine import Database, SqliteUrl
 
@@ -293,8 +298,11 @@ class SqliteStore(Store):
             return made
 
         made = await self._db.write(work)
+        held_until, claimed_at = _utc(until_us), _utc(now_us)
         return [
-            _claimed(row, sender, until_us, now_us) for text in made for row in orjson.loads(text)
+            claimed_firing_from(row, _utc, sender=sender, lease_until=held_until, now=claimed_at)
+            for text in made
+            for row in orjson.loads(text)
         ]
 
     async def take_deliveries(
@@ -517,31 +525,6 @@ def _claim_item(claim: Claim) -> list[Any]:
         None if next_due is None else codec.bucket_of(next_due),
         claim.state.value,
     ]
-
-
-def _claimed(row: list[Any], sender: str, until_us: int, now_us: int) -> Firing:
-    """A firing `CLAIMABLE` decided (its row's own columns), the rest known already."""
-    (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
-    state = codec.FIRING_STATES[value]
-    sending = state is FiringState.SENDING
-    return Firing(
-        id=id_,
-        reminder_id=reminder_id,
-        owner=owner,
-        shard=shard,
-        due_at=_utc(due_at),
-        deadline=_utc(deadline),
-        channel=codec.CHANNELS[channel],
-        text=text,
-        metadata=codec.load_json(metadata),
-        source=source,
-        state=state,
-        attempts=0,
-        next_attempt_at=_utc(now_us) if state is FiringState.QUEUED else None,
-        sender=sender if sending else None,
-        lease_until=_utc(until_us) if sending else None,
-        created_at=_utc(now_us),
-    )
 
 
 def _result_item(result: AttemptResult) -> list[Any]:
