@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
+
+logger = logging.getLogger(__name__)
 
 
 class Clock(Protocol):
@@ -72,3 +75,42 @@ class FakeClock:
                 await asyncio.sleep(max(wait, 0.0))
             else:
                 await self._changed.wait()
+
+
+class DatabaseClock:
+    """The real clock, kept in step with the database's: a worker rings by the clock its
+    leases are judged by, so a host whose clock is off neither rings early nor late.
+
+    Each lease renewal reads the database's clock between two readings of this one
+    (`reading`); the difference to their midpoint corrects this clock from then on. A reading
+    whose round trip took longer than `MAX_ROUND_TRIP` says too little and is ignored.
+    """
+
+    MAX_ROUND_TRIP = timedelta(seconds=1)
+    WARN_OFFSET = timedelta(seconds=1)
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)  # the database's clock minus the host's
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    async def sleep_until(self, instant: datetime) -> None:
+        delay = (instant - self.now()).total_seconds()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def reading(self, sent: datetime, database: datetime, received: datetime) -> None:
+        """Correct by one reading of the database's clock taken between `sent` and
+        `received` (both by this clock)."""
+        if received - sent > self.MAX_ROUND_TRIP:
+            return
+        error = database - (sent + (received - sent) / 2)
+        before = abs(self.offset) >= self.WARN_OFFSET
+        self.offset += error
+        if abs(self.offset) >= self.WARN_OFFSET and not before:
+            logger.warning(
+                "this host's clock is %.3f s %s the database's: ringing by the database's",
+                abs(self.offset.total_seconds()),
+                "behind" if self.offset > timedelta(0) else "ahead of",
+            )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -101,6 +102,7 @@ class DueRing(NamedTuple):
     due_at: datetime
     freshness: int
     schedule: Schedule | None  # None for a one-off: its claim needs no next due time
+    version: int  # the row's version when read: the claim applies only to this version
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -184,16 +186,40 @@ class IdempotencyRecord:
 class Claim:
     """The scheduler's decision about one due reminder, applied by `Store.claim`.
 
-    The claim applies only while the row still has status `pending` and `due_at == due_at`
-    (the row decides). `next_due_at` is the series' next ring (None: the reminder has no
+    The claim applies only while the row is still exactly what was loaded: status `pending`,
+    `due_at == due_at` and `version == version` (the row decides: an edit, snooze or cancel
+    since the load bumped the version, and the claim loses). `next_due_at` is the series'
+    next ring, computed from the rule loaded with that version (None: the reminder has no
     more occurrences, or is a one-off). `state` is the new firing's state: `sending` for a
-    ring handed straight to delivery, `expired` for one too stale to send.
+    ring handed straight to delivery, `expired` for one too stale to send, `failed` (with
+    `error`) for one whose row could not be planned.
     """
 
     reminder_id: str
     due_at: datetime
+    version: int
     next_due_at: datetime | None
     state: FiringState
+    part: int = 0  # the scheduler part the ring was loaded for (see `Fence`)
+    error: str | None = None  # why, for a ring claimed `failed` (its row could not be planned)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fence:
+    """The leases a batch of claims is made under: for each part held, its lease's epoch.
+
+    A part's epoch rises each time another worker takes the part. A claim made under a
+    fence applies only while its part is still held by the claiming worker at that epoch,
+    so a worker whose lease ran out (paused, cut off, its clock wrong) and was taken over
+    changes nothing: the epoch is the fencing token.
+    """
+
+    parts: int
+    epochs: Mapping[int, int]
+
+    def epoch(self, part: int) -> int:
+        """The epoch held for `part`; -1 (never a lease's) when the part is not held."""
+        return self.epochs.get(part, -1)
 
 
 class AttemptResult(NamedTuple):
@@ -229,3 +255,10 @@ class HeldParts:
     parts: frozenset[int]
     watermarks: dict[int, int | None]
     live_workers: int
+    epochs: dict[int, int] = field(default_factory=dict)  # part -> its lease's epoch
+    next_expiry: float | None = None  # seconds until another worker's lease runs out
+    as_of: datetime | None = None  # the database's clock when the leases were renewed
+
+    def fence(self, parts: int) -> Fence:
+        """The fence claims made under these leases carry."""
+        return Fence(parts=parts, epochs=self.epochs)

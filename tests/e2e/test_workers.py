@@ -13,10 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.workers import firing_states, holders, query, workers
-from tests.integration.engine.support import eventually, receiver, reminder
+from tests.e2e.workers import (
+    holders,
+    latenesses,
+    query,
+    spread,
+    until,
+    wait_all_sent,
+    workers,
+)
+from tests.integration.engine.support import eventually, receiver
 from tocsin.clock import SystemClock
-from tocsin.domain import Channel, Reminder
 from tocsin.store import Store, open_store
 
 pytestmark = pytest.mark.postgres
@@ -31,37 +38,6 @@ async def pg_store(pg_migrated_url: str) -> AsyncIterator[Store]:
         yield opened
     finally:
         await opened.close()
-
-
-def spread(count: int, first: float, last: float) -> list[Reminder]:
-    """`count` webhook reminders of as many owners, due from `first` to `last` seconds on."""
-    start = clock.now().replace(microsecond=0)
-    step = (last - first) / max(count - 1, 1)
-    return [
-        reminder(
-            f"owner-{n}",
-            now=start,
-            at=start + timedelta(seconds=round(first + n * step)),
-            channel=Channel.WEBHOOK,
-        )
-        for n in range(count)
-    ]
-
-
-def until(instant: datetime) -> float:
-    return max(0.0, (instant - clock.now()).total_seconds())
-
-
-async def wait_all_sent(db_url: str, count: int, within: float) -> None:
-    async def done() -> bool:
-        return (await firing_states(db_url)).get("sent", 0) == count
-
-    await eventually(done, within=within, every=0.2)
-
-
-async def latenesses(db_url: str) -> list[float]:
-    rows = await query(db_url, "SELECT extract(epoch FROM sent_at - due_at) AS late FROM firings")
-    return sorted(float(row["late"]) for row in rows)
 
 
 @pytest.mark.slow

@@ -9,10 +9,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+
+from tests.integration.engine.support import eventually, reminder
+from tocsin.clock import SystemClock
+from tocsin.domain import Channel, Reminder
 
 # Few parts, short leases and a quick sweep: takeovers happen within seconds.
 ENV = {
@@ -48,15 +53,25 @@ class Workers:
         self._folder = folder
         self.started: list[Worker] = []
 
-    def start(self, db_url: str, name: str, *args: str, **env: str) -> Worker:
+    def start(
+        self,
+        db_url: str,
+        name: str,
+        *args: str,
+        prefix: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        **settings: str,
+    ) -> Worker:
+        """A worker with `settings` (`TOCSIN_…=…`) and `env`; `prefix` runs it under another
+        command (`faketime -f +30s`)."""
         log = self._folder / f"{name}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "tocsin", "worker", "--db", db_url, "--worker-id", name,
-                 *args],
+                [*prefix, sys.executable, "-m", "tocsin", "worker", "--db", db_url,
+                 "--worker-id", name, *args],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **ENV, **env},
+                env={**os.environ, **ENV, **(env or {}), **settings},
             )  # fmt: skip
         worker = Worker(name=name, process=process, log=log)
         self.started.append(worker)
@@ -101,3 +116,37 @@ async def holders(db_url: str) -> dict[str, int]:
 async def firing_states(db_url: str) -> dict[str, int]:
     rows = await query(db_url, "SELECT state, count(*) AS n FROM firings GROUP BY state")
     return {row["state"]: row["n"] for row in rows}
+
+
+clock = SystemClock()
+
+
+def spread(count: int, first: float, last: float) -> list[Reminder]:
+    """`count` webhook reminders of as many owners, due from `first` to `last` seconds on."""
+    start = clock.now().replace(microsecond=0)
+    step = (last - first) / max(count - 1, 1)
+    return [
+        reminder(
+            f"owner-{n}",
+            now=start,
+            at=start + timedelta(seconds=round(first + n * step)),
+            channel=Channel.WEBHOOK,
+        )
+        for n in range(count)
+    ]
+
+
+def until(instant: datetime) -> float:
+    return max(0.0, (instant - clock.now()).total_seconds())
+
+
+async def wait_all_sent(db_url: str, count: int, within: float) -> None:
+    async def done() -> bool:
+        return (await firing_states(db_url)).get("sent", 0) == count
+
+    await eventually(done, within=within, every=0.2)
+
+
+async def latenesses(db_url: str) -> list[float]:
+    rows = await query(db_url, "SELECT extract(epoch FROM sent_at - due_at) AS late FROM firings")
+    return sorted(float(row["late"]) for row in rows)

@@ -40,6 +40,13 @@ FROM generate_series(1, $5) AS g
 
 _SENDER = "limit"
 
+# The one lease every claim is fenced by, as the engine's claims are (one part of one).
+_LEASE = """
+INSERT INTO leases (parts, part, holder, expires_at, epoch)
+VALUES (1, 0, $1, now() + interval '1 hour', 1)
+ON CONFLICT (parts, part) DO NOTHING
+"""
+
 
 @dataclass(frozen=True, kw_only=True)
 class LimitSpec:
@@ -88,6 +95,7 @@ async def _fill(url: str, due: datetime, rows: int, prefix: str) -> None:
         anchor = due.isoformat()
         bucket = int(due.timestamp()) // 60
         await connection.execute(_FILL, due, due - timedelta(hours=1), bucket, anchor, rows, prefix)
+        await connection.execute(_LEASE, _SENDER)
         await connection.execute("ANALYZE reminders")
     finally:
         await connection.close()
@@ -105,12 +113,17 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
             (
                 chunk,
                 [due] * size,
+                [1] * size,  # the version loaded
                 [None] * size,
                 [None] * size,
                 ["sending"] * size,
+                [0] * size,  # the part, held at epoch 1 (_LEASE)
+                [1] * size,
+                [None] * size,
                 now,
                 _SENDER,
                 now + timedelta(seconds=20),
+                1,
             )
         )
     return batches

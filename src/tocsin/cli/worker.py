@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from tocsin.channels import build_channels
 from tocsin.cli.serve import StartupError, open_ready_store, run_async
-from tocsin.clock import SystemClock
+from tocsin.clock import DatabaseClock
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.scheduler import Engine, new_worker_id
 from tocsin.settings import Settings
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 async def _work(settings: Settings, args: argparse.Namespace) -> None:
     store = await open_ready_store(settings, migrate=args.migrate)
     try:
-        clock = SystemClock()
+        clock = DatabaseClock()  # rings by the database's clock, which judges the leases
         channels = build_channels(settings, store, clock, null=args.null_channels)
         worker_id = args.worker_id or new_worker_id()
         engine = Engine(store, settings, clock, worker_id=worker_id, channels=channels)

@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
 
 from tocsin.clock import Clock
-from tocsin.domain import Firing, FiringState
+from tocsin.domain import Fence, Firing, FiringState
 from tocsin.errors import StoreError
-from tocsin.scheduler.planning import plan
+from tocsin.scheduler.planning import Plan, plan
 from tocsin.scheduler.timeline import Entry, Timeline
 from tocsin.store.base import Store
 
@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 Handoff = Callable[[Iterable[Firing]], Awaitable[None]]
 Room = Callable[[int], Awaitable[None]]
+Fencing = Callable[[], Fence | None]
 
 
 class Claimer:
@@ -26,7 +27,9 @@ class Claimer:
 
     A claim that fails on the database changes nothing durable: its entries are forgotten
     and the next sweep finds the rows still pending. A claim whose row moved on (edited,
-    snoozed, cancelled, claimed by another worker) simply inserts no firing.
+    snoozed, cancelled, claimed by another worker) simply inserts no firing; so does one
+    whose part's lease another worker took meanwhile (`fence`: the leases held now, whose
+    epochs every claim carries).
     """
 
     def __init__(
@@ -37,6 +40,7 @@ class Claimer:
         handoff: Handoff,
         *,
         room: Room | None = None,
+        fence: Fencing | None = None,
         sender: str,
         lease: timedelta,
         batch: int,
@@ -47,6 +51,7 @@ class Claimer:
         self._clock = clock
         self._handoff = handoff
         self._room = room
+        self._fence = fence or (lambda: None)
         self._sender = sender
         self._lease = lease
         self._batch = batch
@@ -54,6 +59,7 @@ class Claimer:
         self._tasks: set[asyncio.Task[None]] = set()
         self.claimed = 0
         self.expired = 0
+        self.failed = 0  # rings whose row could not be planned, recorded failed
         self.lost = 0  # claims whose row had moved on
 
     def claim_soon(self, entries: Sequence[Entry]) -> None:
@@ -80,10 +86,15 @@ class Claimer:
 
     async def _apply(self, entries: Sequence[Entry]) -> list[Firing]:
         now = self._clock.now()
-        decided = plan(entries, now)
+        decided = Plan([], {})
         try:
+            decided = plan(entries, now)
             firings = await self._store.claim(
-                decided.claims, sender=self._sender, now=now, lease=self._lease
+                decided.claims,
+                sender=self._sender,
+                now=now,
+                lease=self._lease,
+                fence=self._fence(),
             )
         except StoreError as error:
             logger.warning("claiming %d rings failed: %s", len(entries), error)
@@ -101,8 +112,10 @@ class Claimer:
 
     def _count(self, firings: list[Firing], tried: int) -> None:
         expired = sum(1 for firing in firings if firing.state is FiringState.EXPIRED)
-        self.claimed += len(firings) - expired
+        failed = sum(1 for firing in firings if firing.state is FiringState.FAILED)
+        self.claimed += len(firings) - expired - failed
         self.expired += expired
+        self.failed += failed
         self.lost += tried - len(firings)
         if expired:
             logger.info("%d rings were too stale to send: recorded expired", expired)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from tocsin.channels import Channels, build_channels
-from tocsin.clock import Clock
+from tocsin.clock import Clock, DatabaseClock, SystemClock
 from tocsin.delivery import Delivery, DeliveryTuning, RetryPolicy
 from tocsin.domain import HeldParts
 from tocsin.errors import StoreError
@@ -86,24 +86,31 @@ class Engine:
         self.delivery = Delivery(
             store, channels, policy, clock, sender=worker_id, tuning=delivery_tuning
         )
+        self.leases = LeaseKeeper(
+            store,
+            clock,
+            self._hold,
+            worker=worker_id,
+            parts=settings.parts,
+            ttl=lease,
+            on_time=clock.reading if isinstance(clock, DatabaseClock) else None,
+        )
         self.claimer = Claimer(
             store,
             self.timeline,
             clock,
             self.delivery.submit,
             room=self.delivery.room,
+            fence=self.leases.fence,
             sender=worker_id,
             lease=firing_lease,
             batch=tuning.claim_batch,
             concurrency=tuning.claim_concurrency,
         )
-        self.leases = LeaseKeeper(
-            store, clock, self._hold, worker=worker_id, parts=settings.parts, ttl=lease
-        )
         self._ticker = Ticker(self.timeline, self.claimer, clock)
         self._loaders: dict[int, tuple[PartLoader, asyncio.Task[None]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._unlisten: Callable[[], None] | None = None
+        self._unlisten: list[Callable[[], None]] = []
 
     @property
     def parts(self) -> frozenset[int]:
@@ -112,7 +119,10 @@ class Engine:
 
     async def start(self) -> None:
         self.delivery.start()
-        self._unlisten = await self._store.listen_due(self._on_due)
+        self._unlisten = [
+            await self._store.listen_due(self._on_due),
+            await self._store.listen_leases(self.leases.leases_changed),
+        ]
         await self.leases.renew()
         self._tasks = [
             asyncio.create_task(self.leases.run(), name="leases"),
@@ -128,9 +138,9 @@ class Engine:
         await _cancel(*self._tasks, *loading)
         self._tasks = []
         await self.claimer.drain()
-        if self._unlisten is not None:
-            self._unlisten()
-            self._unlisten = None
+        for unlisten in self._unlisten:
+            unlisten()
+        self._unlisten = []
         await self.delivery.stop(self._grace)
         await self._channels.close()
         try:
@@ -185,6 +195,8 @@ def new_worker_id() -> str:
 
 def make_engine(store: Store, settings: Settings, clock: Clock) -> Engine:
     """The engine with the channels `settings` configure — the service `tocsin serve` runs
-    beside the API."""
+    beside the API. A real clock is kept in step with the database's (`DatabaseClock`)."""
+    if isinstance(clock, SystemClock):
+        clock = DatabaseClock()
     channels = build_channels(settings, store, clock)
     return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)

@@ -1,21 +1,35 @@
-"""Part leases: renewed every lease/2; the parts held change as workers come and go."""
+"""Part leases: renewed every lease/2, at once when the workers change, and right when another
+worker's lease runs out; the parts held change as workers come and go.
+
+Leases are judged by the database's clock (see `Store.renew_leases`), and each part's lease
+carries an epoch that claims are fenced by, so a worker that was paused or cut off past its
+lease changes nothing once another worker took the part over.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from tocsin.clock import Clock
-from tocsin.domain import HeldParts
+from tocsin.delivery.waiting import sleep_until
+from tocsin.domain import Fence, HeldParts
 from tocsin.errors import StoreError
 from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
 
 Holdings = Callable[[HeldParts], None]
+TimeReading = Callable[[datetime, datetime, datetime], None]
+"""Called with (sent, database's clock, received) after each renewal: the worker's clock
+before and after, around the database's reading."""
 
 NOTHING = HeldParts(parts=frozenset(), watermarks={}, live_workers=0)
+
+# Renew this long after another worker's lease runs out, so that the database agrees it has.
+EXPIRY_MARGIN = timedelta(milliseconds=50)
 
 
 class LeaseKeeper:
@@ -34,23 +48,33 @@ class LeaseKeeper:
         worker: str,
         parts: int,
         ttl: timedelta,
+        on_time: TimeReading | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._on_change = on_change
+        self._on_time = on_time
         self._worker = worker
         self._parts = parts
         self._ttl = ttl
         self._valid_until: datetime | None = None
+        self._changed = asyncio.Event()  # workers joined or let parts go: renew at once
         self.held: HeldParts = NOTHING
+        self.takeovers = 0  # parts taken over from a worker whose lease ran out
+
+    def fence(self) -> Fence:
+        """The fence of the leases held now, for claims."""
+        return self.held.fence(self._parts)
+
+    def leases_changed(self) -> None:
+        """Another worker joined or let parts go: renew now rather than at the next period."""
+        self._changed.set()
 
     async def renew(self) -> bool:
         """Renew once, and report what is held; False when the store failed."""
-        now = self._clock.now()
+        sent = self._clock.now()
         try:
-            held = await self._store.renew_leases(
-                self._worker, parts=self._parts, ttl=self._ttl, now=now
-            )
+            held = await self._store.renew_leases(self._worker, parts=self._parts, ttl=self._ttl)
         except StoreError as error:
             logger.warning("renewing leases failed: %s", error)
             if self._valid_until is not None and self._clock.now() >= self._valid_until:
@@ -58,16 +82,24 @@ class LeaseKeeper:
                 self._valid_until = None
                 self._report(NOTHING)
             return False
-        self._valid_until = now + self._ttl
+        received = self._clock.now()
+        if self._on_time is not None and held.as_of is not None:
+            self._on_time(sent, held.as_of, received)
+        self._valid_until = sent + self._ttl
         self._report(held)
         return True
 
     async def run(self) -> None:
-        """Renew every lease/2 — sooner again after a failure."""
+        """Renew every lease/2 — sooner after a failure, at once when the workers change, and
+        just after the first lease another worker holds runs out."""
         renewed = True
         while True:
             wait = self._ttl / 2 if renewed else min(self._ttl / 4, timedelta(seconds=1))
-            await self._clock.sleep_until(self._clock.now() + wait)
+            if renewed and self.held.next_expiry is not None:
+                expiry = timedelta(seconds=self.held.next_expiry) + EXPIRY_MARGIN
+                wait = min(wait, expiry)
+            await sleep_until(self._clock, self._clock.now() + wait, self._changed)
+            self._changed.clear()
             renewed = await self.renew()
 
     def _report(self, held: HeldParts) -> None:

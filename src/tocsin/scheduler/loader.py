@@ -203,7 +203,7 @@ class PartLoader:
                 break
             if row.due_at <= now or bucket_of(row.due_at) < self._next:
                 entry = Entry.of(row, self.part)
-                if not self._timeline.holds(entry.key):
+                if not self._timeline.holds(entry):
                     missed.append(entry)
         return missed
 

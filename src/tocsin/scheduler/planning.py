@@ -11,10 +11,17 @@ Pure: no I/O, the instant `now` given. The rules (also in docs/architecture.md):
   occurrence is claimed `expired` and the row moved straight to that newest one, which is
   claimed like any other on the next tick; the occurrences in between get no firing at all.
   When none is fresh any more, the row moves straight to the next future occurrence.
+- Every claim is made for the version of the row that was loaded, and the next occurrence is
+  computed from the rule of that version: a claim never applies a schedule older than the
+  row's (an edit since the load makes the claim lose; the edited row rings instead).
+- A row whose next occurrence cannot be worked out (its rule raises, or exceeds the
+  expansion budget) fails alone: it is claimed `failed`, with the reason as the firing's
+  error, and the reminder ends; the rest of the batch rings.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,6 +29,8 @@ from datetime import datetime, timedelta
 from tocsin.domain import Claim, FiringState, Schedule
 from tocsin.scheduler.timeline import Entry
 from tocsin.time import next_after
+
+logger = logging.getLogger(__name__)
 
 MAX_STEPS = 1000  # occurrences walked to find a series' newest fresh one
 
@@ -39,7 +48,11 @@ def plan(entries: Sequence[Entry], now: datetime) -> Plan:
     claims: list[Claim] = []
     follow_ups: dict[str, Entry] = {}
     for entry in entries:
-        claim, follow_up = plan_one(entry, now)
+        try:
+            claim, follow_up = plan_one(entry, now)
+        except Exception as error:  # one bad row must not hold up the batch
+            logger.exception("reminder %s: its next ring cannot be worked out", entry.reminder_id)
+            claim, follow_up = failed(entry, error), None
         claims.append(claim)
         if follow_up is not None:
             follow_ups[entry.key] = follow_up
@@ -61,7 +74,7 @@ def plan_one(entry: Entry, now: datetime) -> tuple[Claim, Entry | None]:
     newest = newest_fresh(schedule, following, now - freshness, now)
     if newest is None:
         return _claim(entry, next_after(schedule, now), FiringState.EXPIRED), None
-    return _claim(entry, newest, FiringState.EXPIRED), entry.at(newest)
+    return _claim(entry, newest, FiringState.EXPIRED), entry.after_claim(newest)
 
 
 def newest_fresh(
@@ -82,7 +95,26 @@ def newest_fresh(
     return candidate
 
 
+def failed(entry: Entry, error: Exception) -> Claim:
+    """The claim that records a ring whose row could not be planned: `failed`, with why."""
+    reason = f"the next ring cannot be worked out: {type(error).__name__}: {error}"
+    return Claim(
+        reminder_id=entry.reminder_id,
+        due_at=entry.due_at,
+        version=entry.version,
+        next_due_at=None,
+        state=FiringState.FAILED,
+        part=entry.part,
+        error=reason[:500],
+    )
+
+
 def _claim(entry: Entry, next_due_at: datetime | None, state: FiringState) -> Claim:
     return Claim(
-        reminder_id=entry.reminder_id, due_at=entry.due_at, next_due_at=next_due_at, state=state
+        reminder_id=entry.reminder_id,
+        due_at=entry.due_at,
+        version=entry.version,
+        next_due_at=next_due_at,
+        state=state,
+        part=entry.part,
     )

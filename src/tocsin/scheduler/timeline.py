@@ -1,9 +1,10 @@
 """The in-memory timeline: loaded rings of the held parts, by due second.
 
 Buckets only say which rows to look at; the timeline keeps what was loaded from them until it
-is claimed. It counts, per part and bucket, what it holds (including entries taken out to be
-claimed, until `release`), so a loader can ask the store for "what I have plus one page" and
-bound its memory.
+is claimed. It holds each ring once per version of its row: an edit since the load is held
+beside the old entry, which then loses its claim. It counts, per part and bucket, what it
+holds (including entries taken out to be claimed, until `release`), so a loader can ask the
+store for "what I have plus one page" and bound its memory.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Entry(NamedTuple):
     part: int
     schedule: Schedule | None  # None for a one-off: the claim needs no next due time
     freshness: int
+    version: int  # the row's version when loaded: the claim applies only to it
     key: str  # the firing id of this ring
     second: int  # the UTC epoch second of `due_at`
 
@@ -41,17 +43,29 @@ class Entry(NamedTuple):
         part: int,
         schedule: Schedule | None,
         freshness: int,
+        version: int,
     ) -> Entry:
         key = firing_id(reminder_id, due_at)
-        return cls(reminder_id, due_at, part, schedule, freshness, key, int(due_at.timestamp()))
+        second = int(due_at.timestamp())
+        return cls(reminder_id, due_at, part, schedule, freshness, version, key, second)
 
     @classmethod
     def of(cls, due: DueRing, part: int) -> Entry:
-        return cls.make(due.reminder_id, due.due_at, part, due.schedule, due.freshness)
+        return cls.make(due.reminder_id, due.due_at, part, due.schedule, due.freshness, due.version)
 
-    def at(self, due_at: datetime) -> Entry:
-        """The same reminder's ring at another due time."""
-        return Entry.make(self.reminder_id, due_at, self.part, self.schedule, self.freshness)
+    def after_claim(self, due_at: datetime) -> Entry:
+        """The same reminder's ring at another due time, once this entry's claim moved the
+        row on to it (which bumped the version by one)."""
+        return Entry.make(
+            self.reminder_id, due_at, self.part, self.schedule, self.freshness, self.version + 1
+        )
+
+    @property
+    def identity(self) -> tuple[str, int]:
+        """What the timeline holds once: a ring at one version of its row. An edit that
+        keeps the due time makes a new identity, so the edited row is loaded beside the old
+        entry (whose claim then loses) instead of being skipped as held."""
+        return self.key, self.version
 
     @property
     def bucket(self) -> int:
@@ -69,14 +83,14 @@ class Timeline:
     def __init__(self) -> None:
         self._seconds: dict[int, list[Entry]] = {}
         self._heap: list[int] = []  # the seconds in `_seconds`, earliest first
-        self._keys: set[str] = set()
+        self._keys: set[tuple[str, int]] = set()  # identities held
         self._buckets: Counter[tuple[int, int]] = Counter()  # (part, bucket) -> held
         self._parts: Counter[int] = Counter()  # part -> held
         self._taken: Counter[int] = Counter()  # part -> taken out, not yet released
         self._drained: dict[int, tuple[int, Callable[[], None]]] = {}
-        # Keys released lately, with the release's number: a read that began before a claim
-        # landed may return the claimed row, and must not load it again.
-        self._released: OrderedDict[str, int] = OrderedDict()
+        # Identities released lately, with the release's number: a read that began before a
+        # claim landed may return the claimed row, and must not load it again.
+        self._released: OrderedDict[tuple[str, int], int] = OrderedDict()
         self._releases = 0
         self.earlier = asyncio.Event()  # set when an entry lands before the earliest second
 
@@ -91,7 +105,7 @@ class Timeline:
         added = 0
         released = self._released
         for entry in entries:
-            key = entry.key
+            key = entry.identity
             if key in self._keys:
                 continue
             if since is not None and released.get(key, -1) > since:
@@ -132,7 +146,7 @@ class Timeline:
         for entry in entries:
             self._taken[entry.part] -= 1
             self._forget(entry)
-            self._released[entry.key] = self._releases
+            self._released[entry.identity] = self._releases
         while len(self._released) > RELEASED_KEPT:
             self._released.popitem(last=False)
 
@@ -152,9 +166,9 @@ class Timeline:
         self._heap = list(self._seconds)
         heapq.heapify(self._heap)
 
-    def holds(self, key: str) -> bool:
-        """Whether the entry with this firing id is held (waiting or being claimed)."""
-        return key in self._keys
+    def holds(self, entry: Entry) -> bool:
+        """Whether this entry (this ring at this version) is held, waiting or being claimed."""
+        return entry.identity in self._keys
 
     def held(self, part: int) -> int:
         """Entries of `part` held, including those taken out and not yet released."""
@@ -179,7 +193,7 @@ class Timeline:
         self._drained[part] = (low_water, listener)
 
     def _forget(self, entry: Entry) -> None:
-        self._keys.discard(entry.key)
+        self._keys.discard(entry.identity)
         key = (entry.part, entry.bucket)
         self._buckets[key] -= 1
         if not self._buckets[key]:

@@ -16,6 +16,7 @@ from tocsin.domain import (
     AttemptResult,
     Claim,
     DueRing,
+    Fence,
     Firing,
     HeldParts,
     IdempotencyRecord,
@@ -152,10 +153,18 @@ class Store(ABC):
 
     @abstractmethod
     async def claim(
-        self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
+        self,
+        claims: Sequence[Claim],
+        *,
+        sender: str,
+        now: datetime,
+        lease: timedelta,
+        fence: Fence | None = None,
     ) -> list[Firing]:
-        """Apply many claims in one transaction. For each claim whose row is still `pending`
-        with `due_at == claim.due_at`: move the row on (`next_due_at` set: stays pending with
+        """Apply many claims in one transaction. For each claim whose row is still exactly
+        what was loaded — `pending`, `due_at == claim.due_at`, `version == claim.version` —
+        and, with a `fence`, whose part (`claim.part`) `sender` still holds at the fence's
+        epoch for it: move the row on (`next_due_at` set: stays pending with
         the new due_at and bucket; else status `fired` for a one-off or `ended` for a
         series), bump its version, and insert one firing with id `firing_id(reminder,
         due_at)` built from the row (text, channel, owner, metadata, source, deadline =
@@ -190,18 +199,20 @@ class Store(ABC):
         their attempts are unchanged. Return how many were released."""
 
     @abstractmethod
-    async def renew_leases(
-        self, worker: str, *, parts: int, ttl: timedelta, now: datetime
-    ) -> HeldParts:
-        """Heartbeat for `worker` and rebalance: count live workers (heartbeat within `ttl`),
-        keep held parts (extending them to `now + ttl`) up to the fair share
-        ceil(parts / live), release the excess, and take free or expired parts up to the
-        share. Two workers never hold one part at once."""
+    async def renew_leases(self, worker: str, *, parts: int, ttl: timedelta) -> HeldParts:
+        """Heartbeat for `worker` and rebalance, by the database's clock `now` (never the
+        worker's; on SQLite, the host's): count live workers (heartbeat within `ttl`), keep
+        held parts (extending them to `now + ttl`) up to the fair share ceil(parts / live),
+        release the excess, and take free or expired parts up to the share, each at a new
+        epoch. Two workers never hold one part at once. Return the parts held with their
+        watermarks and epochs, `now` (`as_of`) and how long until the first lease another
+        worker holds runs out. When a worker joined or parts were released, tell
+        `listen_leases` listeners (every process on PostgreSQL) after commit."""
 
     @abstractmethod
     async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
         """Give up the worker's leases on `parts` (all when None), and, for all, its
-        heartbeat, so others may take them over at once."""
+        heartbeat, so others may take them over at once; tell `listen_leases` listeners."""
 
     @abstractmethod
     async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
@@ -209,6 +220,13 @@ class Store(ABC):
         the part and the watermark is lower. Return whether it was recorded."""
 
     # -- wake-ups ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def listen_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` whenever a worker joined or leases were let go (in this process,
+        and on PostgreSQL in every process), so that workers renew at once and no part waits
+        a renewal period unheld. Hints, like `listen_due`: may be missed or repeat. Return a
+        function that stops listening. Listeners must not block."""
 
     @abstractmethod
     async def listen_due(self, listener: DueListener) -> Callable[[], None]:

@@ -11,6 +11,7 @@ from tocsin.domain import JSON, Channel, DueRing, FiringState, Reminder, Reminde
 from tocsin.store.base import WAKE_HORIZON
 
 DUE_CHANNEL = "tocsin_due"
+LEASES_CHANNEL = "tocsin_leases"  # payload: the worker that joined or let parts go
 """The PostgreSQL NOTIFY channel for wake-ups; the payload is `shard:epoch_seconds`."""
 
 
@@ -44,13 +45,19 @@ def anchor_from_text(text: str) -> datetime:
 
 
 def due_ring(
-    reminder_id: str, due_at: datetime, freshness: int, zone: str, anchor: str, rule: str | None
+    reminder_id: str,
+    due_at: datetime,
+    freshness: int,
+    zone: str,
+    anchor: str,
+    rule: str | None,
+    version: int,
 ) -> DueRing:
     """A `load_due` row as the scheduler holds it: a schedule for a series only."""
     schedule = (
         None if rule is None else Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
     )
-    return DueRing(reminder_id, due_at, freshness, schedule)
+    return DueRing(reminder_id, due_at, freshness, schedule, version)
 
 
 def dump_json(value: JSON | None) -> str | None:

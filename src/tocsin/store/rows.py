@@ -17,6 +17,7 @@ from tocsin.domain import (
     Firing,
     FiringState,
     FiringSummary,
+    HeldParts,
     Outcome,
     Reminder,
     ReminderStatus,
@@ -103,10 +104,24 @@ def claimed_firing_from(
     row: Sequence[Any], instant: Instant, *, sender: str, lease_until: datetime, now: datetime
 ) -> Firing:
     """A firing a claim just inserted, from the columns the claim answers with (id,
-    reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state): the
+    reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+    last_error): the
     rest is the claim's own values — no attempt yet, held by `sender` until `lease_until`
     when `sending`, due for pickup now when `queued`."""
-    (id_, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, value) = row
+    (
+        id_,
+        reminder_id,
+        owner,
+        shard,
+        due_at,
+        deadline,
+        channel,
+        text,
+        metadata,
+        source,
+        value,
+        error,
+    ) = row
     state = codec.FIRING_STATES[value]
     sending = state is FiringState.SENDING
     return Firing(
@@ -126,6 +141,7 @@ def claimed_firing_from(
         sender=sender if sending else None,
         lease_until=lease_until if sending else None,
         created_at=now,
+        last_error=error,
     )
 
 
@@ -149,4 +165,24 @@ def app_from(row: Row, instant: Instant) -> App:
         webhook_url=row["webhook_url"],
         webhook_secret=row["webhook_secret"],
         webhook_disabled=bool(row["webhook_disabled"]),
+    )
+
+
+def held_parts(
+    rows: Iterable[Row], live: int, now: datetime, next_expiry: datetime | None
+) -> HeldParts:
+    """What `renew_leases` returns, from the (part, watermark, epoch) rows of the parts held
+    and the database's clock `now`."""
+    watermarks: dict[int, int | None] = {}
+    epochs: dict[int, int] = {}
+    for row in rows:
+        watermarks[row["part"]] = row["watermark"]
+        epochs[row["part"]] = row["epoch"]
+    return HeldParts(
+        parts=frozenset(watermarks),
+        watermarks=watermarks,
+        live_workers=live,
+        epochs=epochs,
+        next_expiry=None if next_expiry is None else (next_expiry - now).total_seconds(),
+        as_of=now,
     )

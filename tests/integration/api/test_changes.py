@@ -25,7 +25,11 @@ async def ring(
     clock.set(reminder.due_at)
     upcoming = next_after(reminder.schedule, reminder.due_at) if reminder.schedule.rule else None
     claim = Claim(
-        reminder_id=reminder_id, due_at=reminder.due_at, next_due_at=upcoming, state=state
+        reminder_id=reminder_id,
+        due_at=reminder.due_at,
+        version=reminder.version,
+        next_due_at=upcoming,
+        state=state,
     )
     fired = await store.claim([claim], sender="test", now=clock.now(), lease=timedelta(minutes=1))
     assert len(fired) == 1

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -17,70 +12,14 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
+from tests.support.processes import running, tocsin
+
 pytestmark = pytest.mark.slow
 
 README_CALL = (
     b'{"owner":"ana","text":"Water the plants","repeat":"every Monday 09:00",'
     b'"zone":"America/New_York","channel":"log"}'
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def tocsin(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tocsin", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=_env(),
-        check=False,
-    )
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("TOCSIN_")}
-
-
-@contextmanager
-def running(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tocsin", *args, "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=_env(),
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(base, process)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=10)
-        if process.stdout:
-            process.stdout.close()
-
-
-def _wait_until_up(base: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            out = process.stdout.read() if process.stdout else ""
-            raise AssertionError(f"the server exited: {out}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise AssertionError("the server did not come up")
 
 
 def _next_monday_nine_new_york(now: datetime) -> str:

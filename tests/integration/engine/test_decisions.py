@@ -23,9 +23,13 @@ EVERY_5 = Schedule(
 
 
 def entry(
-    due: datetime, schedule: Schedule | None = None, freshness: int = 600, part: int = 0
+    due: datetime,
+    schedule: Schedule | None = None,
+    freshness: int = 600,
+    part: int = 0,
+    version: int = 1,
 ) -> Entry:
-    return Entry.make(f"r{part}.{int(due.timestamp())}", due, part, schedule, freshness)
+    return Entry.make(f"r{part}.{int(due.timestamp())}", due, part, schedule, freshness, version)
 
 
 def minutes(n: float) -> timedelta:
@@ -82,6 +86,38 @@ def test_a_batch_keys_its_follow_ups_by_the_claim_that_leads_to_them() -> None:
     decided = plan([entry(SIX), entry(SIX, EVERY_5)], SIX + minutes(12))
     assert len(decided.claims) == 2
     assert [e.due_at for e in decided.follow_ups.values()] == [SIX + minutes(10)]
+
+
+def test_a_row_that_cannot_be_planned_fails_alone() -> None:
+    broken = Schedule(
+        zone="Mars/Olympus_Mons", anchor=datetime(2026, 3, 2, 19, 0), rule="FREQ=DAILY"
+    )
+    decided = plan([entry(SIX, part=1), entry(SIX, broken, part=2), entry(SIX, EVERY_5)], SIX)
+
+    states = [claim.state for claim in decided.claims]
+    assert states == [FiringState.SENDING, FiringState.FAILED, FiringState.SENDING]
+    bad = decided.claims[1]
+    assert bad.next_due_at is None  # the reminder ends, and says why
+    assert bad.error is not None
+    assert "cannot be worked out" in bad.error
+    assert decided.claims[2].next_due_at == SIX + minutes(5)
+
+
+def test_a_claim_carries_the_version_loaded_and_a_follow_up_the_next() -> None:
+    decided = plan([entry(SIX, EVERY_5, version=7)], SIX + minutes(12))
+    [claim] = decided.claims
+    [follow_up] = decided.follow_ups.values()
+    assert claim.version == 7
+    assert follow_up.version == 8  # the claim that leads to it bumps the row's version
+
+
+def test_the_timeline_holds_an_edited_row_beside_the_loaded_one() -> None:
+    timeline = Timeline()
+    assert timeline.add([entry(SIX, version=1)]) == 1
+    assert timeline.add([entry(SIX, version=1)]) == 0  # held already
+    assert timeline.add([entry(SIX, version=2)]) == 1  # edited since: a ring of its own
+    assert timeline.holds(entry(SIX, version=2))
+    assert [e.version for e in timeline.take_due(SIX)] == [1, 2]
 
 
 # -- retries ---------------------------------------------------------------------------------

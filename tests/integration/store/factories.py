@@ -72,7 +72,13 @@ def claim(
 ) -> Claim:
     """The claim of `target`'s current due time."""
     assert target.due_at is not None
-    return Claim(reminder_id=target.id, due_at=target.due_at, next_due_at=next_due_at, state=state)
+    return Claim(
+        reminder_id=target.id,
+        due_at=target.due_at,
+        version=target.version,
+        next_due_at=next_due_at,
+        state=state,
+    )
 
 
 def result(

@@ -11,6 +11,7 @@ from tests.integration.store.factories import LEASE, NOW, claim, reminder, resul
 from tocsin.domain import (
     AttemptResult,
     DueRing,
+    Fence,
     Firing,
     FiringState,
     Outcome,
@@ -49,7 +50,7 @@ async def test_load_due_reads_pending_rows_of_the_buckets_and_shards(store: Stor
 
     by_due = sorted(inside, key=lambda r: r.due_at or NOW)
     assert [r.reminder_id for r in got] == [r.id for r in by_due]
-    assert got[0] == DueRing(by_due[0].id, due, by_due[0].freshness, None)
+    assert got[0] == DueRing(by_due[0].id, due, by_due[0].freshness, None, by_due[0].version)
     assert [r.reminder_id for r in two] == [r.id for r in by_due[:2]]
     assert {r.reminder_id for r in both_minutes} == {r.id for r in [*inside, other_minute]}
     assert await store.load_due(shards=range(0), first_bucket=0, last_bucket=2**31, limit=9) == []
@@ -107,7 +108,9 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
 
     assert moved.status is ReminderStatus.PENDING
     assert moved.due_at == tomorrow
-    assert due_tomorrow == [DueRing(moved.id, tomorrow, moved.freshness, moved.schedule)]
+    assert due_tomorrow == [
+        DueRing(moved.id, tomorrow, moved.freshness, moved.schedule, moved.version)
+    ]
     assert last.due_at == tomorrow
     assert ended is not None
     assert ended.status is ReminderStatus.ENDED
@@ -128,6 +131,61 @@ async def test_a_claim_at_a_due_time_the_row_left_changes_nothing(store: Store) 
     saved = await store.get_reminder(one_off.id)
     assert saved is not None
     assert saved.status is ReminderStatus.PENDING
+
+
+async def test_a_claim_of_an_older_version_changes_nothing(store: Store) -> None:
+    series = reminder(rule="FREQ=DAILY")
+    await store.add_reminders([series])
+    assert series.due_at is not None
+    loaded = claim(series, next_due_at=series.due_at + timedelta(days=1))
+    # Edited into a one-off at the same instant after the scheduler loaded it.
+    edited = await store.update_reminder(
+        replace(series, schedule=replace(series.schedule, rule=None), repeat=None),
+        expected_version=1,
+    )
+    assert edited is not None
+
+    assert await store.claim([loaded], sender="w", now=NOW, lease=LEASE) == []
+    [fired] = await store.claim([claim(edited)], sender="w", now=NOW, lease=LEASE)
+    saved = await store.get_reminder(series.id)
+    assert saved is not None
+    assert saved.status is ReminderStatus.FIRED  # the claim applied the edited rule
+    assert fired.due_at == series.due_at
+
+
+async def test_a_claim_fenced_by_an_old_lease_epoch_changes_nothing(store: Store) -> None:
+    one_off = reminder()
+    await store.add_reminders([one_off])
+    held = await store.renew_leases("w", parts=1, ttl=LEASE)
+    mine = replace(claim(one_off), part=0)
+    stale = Fence(parts=1, epochs={0: held.epochs[0] - 1})
+
+    assert await store.claim([mine], sender="w", now=NOW, lease=LEASE, fence=stale) == []
+    assert (
+        await store.claim([mine], sender="other", now=NOW, lease=LEASE, fence=held.fence(1)) == []
+    )
+    assert (
+        await store.claim([mine], sender="w", now=NOW, lease=LEASE, fence=Fence(parts=1, epochs={}))
+        == []
+    )
+    [fired] = await store.claim([mine], sender="w", now=NOW, lease=LEASE, fence=held.fence(1))
+    assert fired.reminder_id == one_off.id
+
+
+async def test_a_failed_claim_records_why_and_ends_the_reminder(store: Store) -> None:
+    series = reminder(rule="FREQ=DAILY")
+    await store.add_reminders([series])
+    bad = replace(claim(series), state=FiringState.FAILED, error="the next ring cannot be found")
+
+    [failed] = await store.claim([bad], sender="w", now=NOW, lease=LEASE)
+    [listed] = await store.list_firings(series.id)
+    saved = await store.get_reminder(series.id)
+
+    assert failed.state is FiringState.FAILED
+    assert failed.sender is None
+    assert listed.last_error == "the next ring cannot be found"
+    assert saved is not None
+    assert saved.status is ReminderStatus.ENDED
 
 
 async def test_claim_expired_records_the_firing_without_a_sender(store: Store) -> None:

@@ -1,20 +1,21 @@
-"""Scheduler leases: fair shares, takeover after expiry, release, watermarks, on both backends."""
+"""Scheduler leases: fair shares, takeover after expiry (by the database's clock), epochs,
+release, watermarks, on both backends."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from tests.integration.store.factories import NOW
 from tocsin.domain import HeldParts
 from tocsin.store import Store, open_store
 
 TTL = timedelta(seconds=10)
+SHORT = timedelta(seconds=0.5)  # for the tests that wait for a lease to run out
 PARTS = 16
 
 
-async def renew(store: Store, worker: str, at: timedelta = timedelta(0)) -> HeldParts:
-    return await store.renew_leases(worker, parts=PARTS, ttl=TTL, now=NOW + at)
+async def renew(store: Store, worker: str, ttl: timedelta = TTL) -> HeldParts:
+    return await store.renew_leases(worker, parts=PARTS, ttl=ttl)
 
 
 async def test_a_lone_worker_holds_every_part(store: Store) -> None:
@@ -28,8 +29,8 @@ async def test_a_lone_worker_holds_every_part(store: Store) -> None:
 async def test_two_workers_converge_on_half_each(store: Store) -> None:
     await renew(store, "w1")
     second = await renew(store, "w2")  # everything is held: w2 waits for w1 to let go
-    first = await renew(store, "w1", timedelta(seconds=1))
-    second = await renew(store, "w2", timedelta(seconds=1))
+    first = await renew(store, "w1")
+    second = await renew(store, "w2")
 
     assert first.live_workers == second.live_workers == 2
     assert len(first.parts) == len(second.parts) == PARTS // 2
@@ -39,9 +40,9 @@ async def test_two_workers_converge_on_half_each(store: Store) -> None:
 async def test_three_workers_take_ceil_shares(store: Store) -> None:
     workers = ["w1", "w2", "w3"]
     held: dict[str, HeldParts] = {}
-    for second in range(3):
+    for _ in range(3):
         for worker in workers:
-            held[worker] = await renew(store, worker, timedelta(seconds=second))
+            held[worker] = await renew(store, worker)
 
     sizes = sorted(len(h.parts) for h in held.values())
     assert sizes == [4, 6, 6]  # ceil(16 / 3) = 6, and 4 left
@@ -50,28 +51,65 @@ async def test_three_workers_take_ceil_shares(store: Store) -> None:
 
 
 async def test_a_silent_workers_parts_are_taken_over_after_expiry(store: Store) -> None:
-    await renew(store, "w1")
-    await renew(store, "w2")
-    first = await renew(store, "w1", timedelta(seconds=1))
-    before = await renew(store, "w2", timedelta(seconds=1))
-    # w2 goes silent; before its lease runs out, w1 cannot take its parts.
-    early = await renew(store, "w1", timedelta(seconds=5))
-    late = await renew(store, "w1", timedelta(seconds=12))
+    await renew(store, "w1", SHORT)
+    await renew(store, "w2", SHORT)
+    first = await renew(store, "w1", SHORT)
+    before = await renew(store, "w2", SHORT)
+    # w2 goes silent; before its lease runs out, w1 cannot take its parts, and is told when
+    # the first of them runs out.
+    early = await renew(store, "w1", SHORT)
+    assert early.next_expiry is not None
+    await asyncio.sleep(early.next_expiry + 0.05)
+    late = await renew(store, "w1", SHORT)
 
     assert early.parts == first.parts
+    assert 0 < early.next_expiry <= SHORT.total_seconds()
     assert late.parts == frozenset(range(PARTS))
     assert late.live_workers == 1
     assert before.parts <= late.parts
+    assert late.next_expiry is None  # nobody else holds anything
+    # A part taken over starts a new epoch: the silent worker's claims are fenced off.
+    assert all(late.epochs[part] == before.epochs[part] + 1 for part in before.parts)
+    assert all(late.epochs[part] == first.epochs[part] for part in first.parts)
+
+
+async def test_leases_are_judged_by_the_databases_clock(store: Store) -> None:
+    before = datetime.now(UTC)
+    held = await renew(store, "w1")
+    after = datetime.now(UTC)
+
+    # The database's clock here is this host's; what matters is that it is the one used.
+    assert held.as_of is not None
+    assert before - timedelta(seconds=1) <= held.as_of <= after + timedelta(seconds=1)
+    assert held.epochs == dict.fromkeys(range(PARTS), 1)
+
+
+async def test_joining_and_letting_go_tell_the_other_workers(store: Store) -> None:
+    told: list[int] = []
+    stop = await store.listen_leases(lambda: told.append(1))
+    try:
+        await renew(store, "w1")
+        await renew(store, "w1")  # nothing changed
+        quiet = len(told)
+        await renew(store, "w2")  # joined
+        joined = len(told)
+        await renew(store, "w1")  # lets half go
+        await store.release_leases("w2")
+        await asyncio.sleep(0.2)  # NOTIFY arrives after commit, on its own connection
+    finally:
+        stop()
+
+    assert quiet == 1  # w1 joined first
+    assert joined >= 2
+    assert len(told) >= 4
 
 
 async def test_concurrent_renewals_never_share_a_part(store: Store, migrated_db_url: str) -> None:
     others = [await open_store(migrated_db_url) for _ in range(2)]
     stores = [store, *others]
     try:
-        for second in range(4):
-            rounds = await asyncio.gather(
-                *(renew(s, f"w{n}", timedelta(seconds=second)) for n, s in enumerate(stores))
-            )
+        for _ in range(4):
+            rounds = await asyncio.gather(*(renew(s, f"w{n}") for n, s in enumerate(stores)))
             seen: set[int] = set()
             for held in rounds:
                 assert seen.isdisjoint(held.parts)
@@ -87,7 +125,7 @@ async def test_release_lets_others_take_over_at_once(store: Store) -> None:
     await store.release_leases("w1", parts=[0, 1])
     partial = await renew(store, "w2")
     await store.release_leases("w1")
-    rest = await renew(store, "w2", timedelta(seconds=1))
+    rest = await renew(store, "w2")
 
     assert partial.parts == frozenset({0, 1})
     assert rest.parts == frozenset(range(PARTS))
@@ -115,7 +153,7 @@ async def test_a_new_part_count_starts_from_the_lowest_watermark(store: Store) -
         assert await store.advance_watermark("w1", part=part, bucket=500 + part)
     await store.release_leases("w1")
 
-    regrouped = await store.renew_leases("w1", parts=4, ttl=TTL, now=NOW)
+    regrouped = await store.renew_leases("w1", parts=4, ttl=TTL)
 
     assert regrouped.parts == frozenset(range(4))
     assert set(regrouped.watermarks.values()) == {500}

@@ -83,7 +83,8 @@ def test_tocsin_migrate_says_what_it_did(db_url: str, capsys: pytest.CaptureFixt
 
     out = capsys.readouterr().out.splitlines()
     assert out == [
-        "applied migrations: 0001_initial, 0002_due_in_order, 0003_firings_by_key",
+        "applied migrations: 0001_initial, 0002_due_in_order, 0003_firings_by_key,"
+        " 0004_lease_epochs",
         "up to date",
     ]
 
@@ -120,5 +121,6 @@ async def test_schema_migrations_records_name_and_time(pg_migrated_url: str) -> 
         (1, "initial"),
         (2, "due_in_order"),
         (3, "firings_by_key"),
+        (4, "lease_epochs"),
     ]
     assert rows[0]["applied_at"] is not None

@@ -121,6 +121,7 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
             Claim(
                 reminder_id=r.reminder_id,
                 due_at=r.due_at,
+                version=r.version,
                 next_due_at=None,
                 state=FiringState.SENDING,
             )
@@ -132,7 +133,7 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
     connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     try:
         connection.execute("ANALYZE")
-        params = {"claims": "[]", "results": "[]", "now": 0}
+        params = {"claims": "[]", "results": "[]", "now": 0, "parts": 16, "sender": "w"}
         plans = {
             name: _sqlite_plan(connection, getattr(lite, name), params)
             for name in ("CLAIMABLE", "CLAIM_REMINDERS", "INSERT_ATTEMPTS", "FINISH_ATTEMPTS")
@@ -143,7 +144,8 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
     for name, plan in plans.items():
         table = "reminders" if name.startswith("CLAIM") else "firings"
         assert any(f"INDEX sqlite_autoindex_{table}_1 (id=?)" in line for line in plan), plan
-        # The batch itself is the only thing scanned; every table row is found by its key.
+        # The batch itself is the only thing scanned; every table row is found by its key
+        # (a claim's lease, the fence, by (parts, part)).
         for line in plan:
             assert (
                 "VIRTUAL TABLE" in line
@@ -151,6 +153,7 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
                 or re.search(
                     r"^SEARCH \w+ USING (COVERING )?INDEX sqlite_autoindex_\w+_1 \(id=\?\)$", line
                 )
+                or line == "SEARCH l USING INDEX sqlite_autoindex_leases_1 (parts=? AND part=?)"
             ), plan
 
 

@@ -204,7 +204,7 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
 # on each entry; with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8:
 # the next page, which starts where the last one stopped.
 LOAD_DUE = """
-SELECT id, due_at, freshness, zone, anchor, rule FROM reminders
+SELECT id, due_at, freshness, zone, anchor, rule, version FROM reminders
 WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
   AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
 ORDER BY bucket, due_at, id
@@ -235,16 +235,26 @@ SCHEDULER_PLANNING = (
 )
 
 # Claim a batch in one statement. `moved` is the conditional update of each row, only while it
-# is still pending at the loaded due time (a series moves on to its next due time, a one-off
-# or finished series ends); each row it moved gets its firing, keyed by the delivery identity
-# (`<reminder id>.<due epoch second>`, made here: tocsin.ids.firing_id), inserted once only.
-# $6: now; $7: sender; $8: the sender's lease end. Only what the caller does not know already
-# comes back (the rest of the firing is the claim's own values).
+# is still exactly what was loaded: pending, at the loaded due time, at the loaded version (an
+# edit, snooze or cancel since the load bumped it: the claim loses, and the scheduler rings
+# the new version instead). A series moves on to its next due time, computed from the rule
+# of that version; a one-off or finished series ends. With $13 (the part count) set, a claim
+# applies only while its part's lease is held by the sender $11 at the epoch the sender
+# believes it holds ($8): a worker whose lease ran out and was taken over changes nothing
+# (the fencing token). A claim with an error ($9) records a ring that could not be planned:
+# `failed`, with the error as its last_error. Each row it moved gets its firing, keyed by
+# the delivery identity (`<reminder id>.<due epoch second>`, made here:
+# tocsin.ids.firing_id), inserted once only.
+# $10: now; $12: the sender's lease end. Only what the caller does not know already comes
+# back (the rest of the firing is the claim's own values).
 CLAIM = """
 WITH claim AS (
     SELECT * FROM unnest(
-        $1::text[], $2::timestamptz[], $3::timestamptz[], $4::integer[], $5::text[]
-    ) AS claim (reminder_id, due_at, next_due_at, next_bucket, state)
+        $1::text[], $2::timestamptz[], $3::integer[], $4::timestamptz[], $5::integer[],
+        $6::text[], $7::integer[], $8::bigint[], $9::text[]
+    ) AS claim (
+        reminder_id, due_at, version, next_due_at, next_bucket, state, part, epoch, error
+    )
 ), moved AS (
     UPDATE reminders AS r
     SET status = CASE
@@ -255,29 +265,34 @@ WITH claim AS (
         due_at = claim.next_due_at,
         bucket = claim.next_bucket,
         version = r.version + 1,
-        updated_at = $6
+        updated_at = $10
     FROM claim
     WHERE r.id = ANY($1::text[])
       AND r.id = claim.reminder_id AND (r.status = 'pending') IS TRUE
-      AND r.due_at = claim.due_at
+      AND r.due_at = claim.due_at AND r.version = claim.version
+      AND ($13::integer IS NULL OR EXISTS (
+          SELECT 1 FROM leases AS l
+          WHERE l.parts = $13 AND l.part = claim.part AND l.holder = $11
+            AND l.epoch = claim.epoch
+      ))
     RETURNING r.id || '.' || floor(extract(epoch FROM claim.due_at))::bigint AS firing_id,
         r.id AS reminder_id, r.owner, r.shard, claim.due_at, r.freshness, r.channel, r.text,
-        r.metadata, r.source, claim.state
+        r.metadata, r.source, claim.state, claim.error
 )
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, sender, lease_until, created_at
+    attempts, next_attempt_at, sender, lease_until, created_at, last_error
 )
 SELECT firing_id, reminder_id, owner, shard, due_at,
     due_at + make_interval(secs => freshness), channel, text, metadata, source, state, 0,
-    CASE WHEN state = 'queued' THEN $6::timestamptz END,
-    CASE WHEN state = 'sending' THEN $7::text END,
-    CASE WHEN state = 'sending' THEN $8::timestamptz END,
-    $6
+    CASE WHEN state = 'queued' THEN $10::timestamptz END,
+    CASE WHEN state = 'sending' THEN $11::text END,
+    CASE WHEN state = 'sending' THEN $12::timestamptz END,
+    $10, error
 FROM moved
 ON CONFLICT (id) DO NOTHING
 RETURNING id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
-    state
+    state, last_error
 """
 
 # Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
@@ -352,11 +367,24 @@ WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
 
 # -- leases -----------------------------------------------------------------------------------
 
+# Leases are judged by the database's clock, never a worker's: a worker whose clock is off
+# neither takes a live lease nor keeps a dead one. (clock_timestamp(), not now(): the
+# renewal's own moment, however long its transaction waited for a lock.)
+DATABASE_NOW = "SELECT clock_timestamp()"
+
+# Whether the worker was live (a heartbeat since $2); if not, it joins: the others rebalance.
+WAS_LIVE = "SELECT 1 FROM workers WHERE worker = $1 AND heartbeat_at >= $2"
+
 # A worker's heartbeat.
 BEAT = """
 INSERT INTO workers (worker, heartbeat_at) VALUES ($1, $2)
 ON CONFLICT (worker) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
 """
+
+# Tell every worker that parts were let go or a worker joined, so that they renew at once
+# (delivered at commit): a graceful change of hands leaves no part unheld for a renewal
+# period.
+LEASES_CHANGED = "SELECT pg_notify('tocsin_leases', $1)"
 
 # Forget workers silent for long (they are not live; this only keeps the table small).
 FORGET_WORKERS = "DELETE FROM workers WHERE heartbeat_at < $1"
@@ -385,10 +413,10 @@ SET holder = CASE WHEN part = ANY($3::integer[]) THEN holder END,
 WHERE parts = $1 AND holder = $2
 """
 
-# Take up to $5 free or expired parts, lowest first; parts another worker is taking are
-# skipped, and a part is re-checked once locked.
+# Take up to $5 free or expired parts, lowest first, each at a new epoch (the fencing token);
+# parts another worker is taking are skipped, and a part is re-checked once locked.
 TAKE_PARTS = """
-UPDATE leases SET holder = $2, expires_at = $3
+UPDATE leases SET holder = $2, expires_at = $3, epoch = epoch + 1
 WHERE parts = $1 AND part IN (
     SELECT part FROM leases
     WHERE parts = $1 AND (holder IS NULL OR expires_at <= $4)
@@ -398,7 +426,15 @@ WHERE parts = $1 AND part IN (
 )
 """
 
-WATERMARKS = "SELECT part, watermark FROM leases WHERE parts = $1 AND holder = $2 ORDER BY part"
+WATERMARKS = """
+SELECT part, watermark, epoch FROM leases WHERE parts = $1 AND holder = $2 ORDER BY part
+"""
+
+# When the first lease held by another worker runs out (a crashed worker's parts are taken
+# then, not a renewal period later).
+NEXT_EXPIRY = """
+SELECT min(expires_at) FROM leases WHERE parts = $1 AND holder <> $2 AND expires_at > $3
+"""
 
 # Give up a worker's leases (all of them, or some).
 RELEASE_ALL = "UPDATE leases SET holder = NULL, expires_at = NULL WHERE holder = $1"

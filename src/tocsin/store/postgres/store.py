@@ -18,6 +18,7 @@ from tocsin.domain import (
     AttemptResult,
     Claim,
     DueRing,
+    Fence,
     Firing,
     HeldParts,
     IdempotencyRecord,
@@ -42,6 +43,7 @@ from tocsin.store.rows import (
     attempt_from,
     claimed_firing_from,
     firing_from,
+    held_parts,
     reminder_from,
 )
 
@@ -336,22 +338,34 @@ class PostgresStore(Store):
         return [codec.due_ring(*row) for row in rows]
 
     async def claim(
-        self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
+        self,
+        claims: Sequence[Claim],
+        *,
+        sender: str,
+        now: datetime,
+        lease: timedelta,
+        fence: Fence | None = None,
     ) -> list[Firing]:
         if not claims:
             return []
         # The same order in every batch keeps two overlapping batches from deadlocking often.
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
         lease_until = now + lease
+        epoch = fence.epoch if fence is not None else lambda part: -1
         args = (
             [claim.reminder_id for claim in ordered],
             [claim.due_at for claim in ordered],
+            [claim.version for claim in ordered],
             [claim.next_due_at for claim in ordered],
             [_opt_bucket(claim.next_due_at) for claim in ordered],
             [claim.state.value for claim in ordered],
+            [claim.part for claim in ordered],
+            [epoch(claim.part) for claim in ordered],
+            [claim.error for claim in ordered],
             now,
             sender,
             lease_until,
+            None if fence is None else fence.parts,
         )
         rows = await self._scheduler_fetch(q.CLAIM, *args)
         return [
@@ -405,11 +419,9 @@ class PostgresStore(Store):
             )
         return int(status.rsplit(" ", 1)[-1])
 
-    async def renew_leases(
-        self, worker: str, *, parts: int, ttl: timedelta, now: datetime
-    ) -> HeldParts:
+    async def renew_leases(self, worker: str, *, parts: int, ttl: timedelta) -> HeldParts:
         async def work(connection: asyncpg.Connection) -> HeldParts:
-            return await _renew(connection, worker, parts, ttl, now)
+            return await _renew(connection, worker, parts, ttl)
 
         return await self._transaction(work)
 
@@ -420,6 +432,7 @@ class PostgresStore(Store):
                 await connection.execute(q.FORGET_WORKER, worker)
             else:
                 await connection.execute(q.RELEASE_SOME, worker, list(parts))
+            await connection.execute(q.LEASES_CHANGED, worker)
 
         await self._transaction(work)
 
@@ -431,6 +444,10 @@ class PostgresStore(Store):
     async def listen_due(self, listener: DueListener) -> Callable[[], None]:
         with boundary():
             return await self._wakeups.add(listener)
+
+    async def listen_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
+        with boundary():
+            return await self._wakeups.add_leases(listener)
 
 
 # -- transactions -------------------------------------------------------------------------------
@@ -457,8 +474,10 @@ async def _migrate(connection: asyncpg.Connection) -> list[int]:
 
 
 async def _renew(
-    connection: asyncpg.Connection, worker: str, parts: int, ttl: timedelta, now: datetime
+    connection: asyncpg.Connection, worker: str, parts: int, ttl: timedelta
 ) -> HeldParts:
+    now: datetime = await connection.fetchval(q.DATABASE_NOW)
+    joined = await connection.fetchval(q.WAS_LIVE, worker, now - ttl) is None
     await connection.execute(q.BEAT, worker, now)
     await connection.execute(q.FORGET_WORKERS, now - 10 * ttl)
     live = max(1, await connection.fetchval(q.COUNT_LIVE, now - ttl))
@@ -470,9 +489,11 @@ async def _renew(
     wanted = share - len(kept)
     if wanted:
         await connection.execute(q.TAKE_PARTS, parts, worker, now + ttl, now, wanted)
+    if joined or len(held) > share:
+        await connection.execute(q.LEASES_CHANGED, worker)
+    next_expiry: datetime | None = await connection.fetchval(q.NEXT_EXPIRY, parts, worker, now)
     rows = await connection.fetch(q.WATERMARKS, parts, worker)
-    watermarks: dict[int, int | None] = {row["part"]: row["watermark"] for row in rows}
-    return HeldParts(parts=frozenset(watermarks), watermarks=watermarks, live_workers=live)
+    return held_parts(rows, live, now, next_expiry)
 
 
 # -- rows to values ------------------------------------------------------------------------------

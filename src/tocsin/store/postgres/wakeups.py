@@ -1,4 +1,5 @@
-"""Wake-ups across processes: one dedicated connection LISTENing on `tocsin_due`.
+"""Wake-ups across processes: one dedicated connection LISTENing on `tocsin_due` (a reminder
+became due soon) and `tocsin_leases` (a worker joined or let parts go).
 
 The connection is made when the first listener subscribes, pinged every few seconds, and made
 again (with growing pauses) whenever it is lost, e.g. when the database restarts. Wake-ups
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import asyncpg
 
@@ -23,6 +25,8 @@ _PING_SECONDS = 5.0
 _RETRY_FIRST = 0.1
 _RETRY_MAX = 5.0
 
+T = TypeVar("T")
+
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
 
@@ -32,26 +36,36 @@ class Wakeups:
     def __init__(self, connect: Connect) -> None:
         self._connect = connect
         self._listeners: list[DueListener] = []
+        self._lease_listeners: list[Callable[[], None]] = []
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
         self._starting = asyncio.Lock()
 
     async def add(self, listener: DueListener) -> Callable[[], None]:
-        """Subscribe `listener`; the first subscription waits until LISTEN is active."""
+        """Subscribe `listener` to due wake-ups; the first subscription waits until LISTEN
+        is active."""
+        return await self._subscribe(self._listeners, listener)
+
+    async def add_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Subscribe `listener` to lease changes."""
+        return await self._subscribe(self._lease_listeners, listener)
+
+    async def _subscribe(self, listeners: list[T], listener: T) -> Callable[[], None]:
         async with self._starting:
             if self._task is None:
                 connection = await self._listen()  # fails loudly when the database is down
                 self._task = asyncio.create_task(self._supervise(connection), name="tocsin-listen")
-        self._listeners.append(listener)
+        listeners.append(listener)
 
         def stop() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            if listener in listeners:
+                listeners.remove(listener)
 
         return stop
 
     async def close(self) -> None:
         self._listeners.clear()
+        self._lease_listeners.clear()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -63,6 +77,7 @@ class Wakeups:
         connection = await self._connect()
         try:
             await connection.add_listener(codec.DUE_CHANNEL, self._on_notify)
+            await connection.add_listener(codec.LEASES_CHANNEL, self._on_leases)
         except BaseException:
             connection.terminate()
             raise
@@ -103,6 +118,15 @@ class Wakeups:
         connection, self._connection = self._connection, None
         if connection is not None and not connection.is_closed():
             connection.terminate()
+
+    def _on_leases(
+        self, _connection: asyncpg.Connection, _pid: int, _channel: str, _payload: str
+    ) -> None:
+        for listener in list(self._lease_listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a lease listener failed")
 
     def _on_notify(
         self, _connection: asyncpg.Connection, _pid: int, _channel: str, payload: str

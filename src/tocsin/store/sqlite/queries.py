@@ -143,7 +143,7 @@ READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = ?"
 # reminders_due, keyed in this order (bucket, due_at, id); with :after_due/:after_id/
 # :after_bucket, only those after that (due_at, id), in that bucket: the next page.
 LOAD_DUE = """
-SELECT id, due_at, freshness, zone, anchor, rule FROM reminders
+SELECT id, due_at, freshness, zone, anchor, rule, version FROM reminders
 WHERE status = 'pending'
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
@@ -154,15 +154,19 @@ LIMIT :limit
 
 # A batch of claims travels as one JSON array (`:claims`) of one array per claim:
 # [0] firing id, [1] reminder id, [2] due_at, [3] next_due_at, [4] next_bucket, [5] firing
-# state. Read with json_each, a whole batch is three statements, whatever its size, and each
-# answers in one row: the Python thread that runs them takes the GIL once per statement,
-# not once per ring (with a busy event loop beside it, each taking waits up to the
-# interpreter's switch interval).
+# state, [6] the loaded version, [7] the part, [8] the epoch of the part's lease the claimer
+# believes it holds (with :parts set, the fencing token: see `domain.Fence`), [9] the error
+# of a ring that could not be planned (claimed `failed`). Read with json_each, a whole batch
+# is three statements, whatever its size, and each answers in one row: the Python thread
+# that runs them takes the GIL once per statement, not once per ring (with a busy event loop
+# beside it, each taking waits up to the interpreter's switch interval).
 
-# The firings the claims will make: for each claim whose row is still pending at the loaded
-# due time and whose firing id (the delivery identity) does not exist yet, the firing built
-# from the row, as one JSON array of [id, reminder_id, owner, shard, due_at, deadline,
-# channel, text, metadata, source, state] (`:firings` of INSERT_FIRINGS). Run first in the
+# The firings the claims will make: for each claim whose row is still what was loaded
+# (pending, at the loaded due time and version), whose lease is still held at the epoch
+# given (when :parts is set), and whose firing id (the delivery identity) does not exist
+# yet, the firing built from the row, as one JSON array of [id, reminder_id, owner, shard,
+# due_at, deadline, channel, text, metadata, source, state, error] (`:firings` of
+# INSERT_FIRINGS). Run first in the
 # claim's write transaction, so nothing changes the rows before they are claimed. `CROSS
 # JOIN` keeps the claims as the outer loop, so each reminder is found by its primary key:
 # `status = 'pending'` matches the partial index reminders_due too, and reading that whole
@@ -171,12 +175,17 @@ CLAIMABLE = """
 SELECT json_group_array(json_array(
     json_extract(c.value, '$[0]'), r.id, r.owner, r.shard, r.due_at,
     r.due_at + r.freshness * 1000000, r.channel, r.text, r.metadata, r.source,
-    json_extract(c.value, '$[5]')
+    json_extract(c.value, '$[5]'), json_extract(c.value, '$[9]')
 ))
 FROM json_each(:claims) AS c
 CROSS JOIN reminders AS r
 WHERE r.id = json_extract(c.value, '$[1]') AND r.status = 'pending'
-  AND r.due_at = json_extract(c.value, '$[2]')
+  AND r.due_at = json_extract(c.value, '$[2]') AND r.version = json_extract(c.value, '$[6]')
+  AND (:parts IS NULL OR EXISTS (
+      SELECT 1 FROM leases AS l
+      WHERE l.parts = :parts AND l.part = json_extract(c.value, '$[7]')
+        AND l.holder = :sender AND l.epoch = json_extract(c.value, '$[8]')
+  ))
   AND NOT EXISTS (SELECT 1 FROM firings WHERE id = json_extract(c.value, '$[0]'))
 """
 
@@ -185,7 +194,7 @@ WHERE r.id = json_extract(c.value, '$[1]') AND r.status = 'pending'
 INSERT_FIRINGS = """
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, sender, lease_until, created_at
+    attempts, next_attempt_at, sender, lease_until, created_at, last_error
 )
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
        json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
@@ -194,13 +203,13 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
        CASE json_extract(value, '$[10]') WHEN 'queued' THEN :now END,
        CASE json_extract(value, '$[10]') WHEN 'sending' THEN :sender END,
        CASE json_extract(value, '$[10]') WHEN 'sending' THEN :lease_until END,
-       :now
+       :now, json_extract(value, '$[11]')
 FROM json_each(:firings)
 """
 
 # The conditional update that starts a ring, for each claim of the batch: only while the row
-# is still pending at the loaded due time. Moves a series on to its next due time; ends a
-# one-off or a finished series.
+# is still what was loaded, under the same fence as CLAIMABLE. Moves a series on to its next
+# due time; ends a one-off or a finished series.
 CLAIM_REMINDERS = """
 UPDATE reminders
 SET status = CASE
@@ -215,6 +224,12 @@ SET status = CASE
 FROM json_each(:claims) AS c
 WHERE reminders.id = json_extract(c.value, '$[1]') AND reminders.status = 'pending'
   AND reminders.due_at = json_extract(c.value, '$[2]')
+  AND reminders.version = json_extract(c.value, '$[6]')
+  AND (:parts IS NULL OR EXISTS (
+      SELECT 1 FROM leases AS l
+      WHERE l.parts = :parts AND l.part = json_extract(c.value, '$[7]')
+        AND l.holder = :sender AND l.epoch = json_extract(c.value, '$[8]')
+  ))
 """
 
 # Firings that need a sender but are past their deadline become expired (partial indexes
@@ -301,6 +316,9 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'sending' AND sender
 
 # -- leases ---------------------------------------------------------------------------------------
 
+# Whether the worker was live (a heartbeat since ?); if not, it joins: the others rebalance.
+WAS_LIVE = "SELECT 1 FROM workers WHERE worker = ? AND heartbeat_at >= ?"
+
 # A worker's heartbeat.
 BEAT = """
 INSERT INTO workers (worker, heartbeat_at) VALUES (?, ?)
@@ -343,9 +361,19 @@ ORDER BY part
 LIMIT ?
 """
 
-TAKE_PART = "UPDATE leases SET holder = ?, expires_at = ? WHERE parts = ? AND part = ?"
+# Taking a part starts a new epoch of its lease (the fencing token).
+TAKE_PART = """
+UPDATE leases SET holder = ?, expires_at = ?, epoch = epoch + 1 WHERE parts = ? AND part = ?
+"""
 
-WATERMARKS = "SELECT part, watermark FROM leases WHERE parts = ? AND holder = ? ORDER BY part"
+WATERMARKS = """
+SELECT part, watermark, epoch FROM leases WHERE parts = ? AND holder = ? ORDER BY part
+"""
+
+# When the first lease held by another worker runs out.
+NEXT_EXPIRY = """
+SELECT min(expires_at) FROM leases WHERE parts = ? AND holder <> ? AND expires_at > ?
+"""
 
 # Give up a worker's leases (all of them, or some).
 RELEASE_ALL = "UPDATE leases SET holder = NULL, expires_at = NULL WHERE holder = ?"

@@ -17,6 +17,7 @@ from tocsin.domain import (
     AttemptResult,
     Claim,
     DueRing,
+    Fence,
     Firing,
     HeldParts,
     IdempotencyRecord,
@@ -33,6 +34,7 @@ from tocsin.store.rows import (
     attempt_from,
     claimed_firing_from,
     firing_from,
+    held_parts,
     reminder_from,
 )
 from tocsin.store.sqlite import queries as q
@@ -66,6 +68,7 @@ class SqliteStore(Store):
     def __init__(self, database: Database) -> None:
         self._db = database
         self._listeners: list[DueListener] = []
+        self._lease_listeners: list[Callable[[], None]] = []
 
     @classmethod
     async def connect(cls, url: str) -> SqliteStore:
@@ -91,6 +94,7 @@ class SqliteStore(Store):
 
     async def close(self) -> None:
         self._listeners.clear()
+        self._lease_listeners.clear()
         await self._db.close()
 
     # -- reminders -----------------------------------------------------------------------------
@@ -276,24 +280,32 @@ class SqliteStore(Store):
         return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest in rows]
 
     async def claim(
-        self, claims: Sequence[Claim], *, sender: str, now: datetime, lease: timedelta
+        self,
+        claims: Sequence[Claim],
+        *,
+        sender: str,
+        now: datetime,
+        lease: timedelta,
+        fence: Fence | None = None,
     ) -> list[Firing]:
         if not claims:
             return []
         now_us, until_us = _us(now), _us(now + lease)
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)  # B-tree page locality
         rounds = [
-            _json([_claim_item(claim) for claim in one])
+            _json([_claim_item(claim, fence) for claim in one])
             for one in _rounds(ordered, lambda claim: claim.reminder_id)
         ]
         held = {"now": now_us, "sender": sender, "lease_until": until_us}
+        fenced = {"sender": sender, "parts": None if fence is None else fence.parts}
 
         def work(connection: sqlite3.Connection) -> list[str]:
             made: list[str] = []
             for batch in rounds:
-                firings = connection.execute(q.CLAIMABLE, {"claims": batch}).fetchone()[0]
+                claimable = fenced | {"claims": batch}
+                firings = connection.execute(q.CLAIMABLE, claimable).fetchone()[0]
                 connection.execute(q.INSERT_FIRINGS, held | {"firings": firings})
-                connection.execute(q.CLAIM_REMINDERS, {"claims": batch, "now": now_us})
+                connection.execute(q.CLAIM_REMINDERS, claimable | {"now": now_us})
                 made.append(firings)
             return made
 
@@ -349,13 +361,15 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.RELEASE_DELIVERIES, params).rowcount
         )
 
-    async def renew_leases(
-        self, worker: str, *, parts: int, ttl: timedelta, now: datetime
-    ) -> HeldParts:
-        def work(connection: sqlite3.Connection) -> HeldParts:
-            return _renew(connection, worker, parts, _us(now), _us(now + ttl), _us(now - ttl))
+    async def renew_leases(self, worker: str, *, parts: int, ttl: timedelta) -> HeldParts:
+        def work(connection: sqlite3.Connection) -> tuple[HeldParts, bool]:
+            # The database's clock is the host's: every process sharing the file runs there.
+            return _renew(connection, worker, parts, datetime.now(UTC), ttl)
 
-        return await self._db.write(work)
+        held, changed = await self._db.write(work)
+        if changed:
+            self._leases_changed()
+        return held
 
     async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
         def work(connection: sqlite3.Connection) -> None:
@@ -366,6 +380,7 @@ class SqliteStore(Store):
                 connection.execute(q.RELEASE_SOME, (worker, orjson.dumps(list(parts)).decode()))
 
         await self._db.write(work)
+        self._leases_changed()
 
     async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
         params = {"worker": worker, "part": part, "bucket": bucket}
@@ -383,6 +398,22 @@ class SqliteStore(Store):
                 self._listeners.remove(listener)
 
         return stop
+
+    async def listen_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
+        self._lease_listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._lease_listeners:
+                self._lease_listeners.remove(listener)
+
+        return stop
+
+    def _leases_changed(self) -> None:
+        for listener in list(self._lease_listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a lease listener failed")
 
     def _wake(self, wake_ups: list[tuple[int, datetime]]) -> None:
         for shard, due_at in wake_ups:
@@ -439,16 +470,16 @@ def _insert_idempotency(connection: sqlite3.Connection, record: IdempotencyRecor
 
 
 def _renew(
-    connection: sqlite3.Connection,
-    worker: str,
-    parts: int,
-    now_us: int,
-    until_us: int,
-    live_since_us: int,
-) -> HeldParts:
+    connection: sqlite3.Connection, worker: str, parts: int, now: datetime, ttl: timedelta
+) -> tuple[HeldParts, bool]:
+    """Renew, and say whether others should renew at once (a worker joined, or parts were
+    let go)."""
+    now_us, until_us = _us(now), _us(now + ttl)
+    live_since = _us(now - ttl)
+    joined = connection.execute(q.WAS_LIVE, (worker, live_since)).fetchone() is None
     connection.execute(q.BEAT, (worker, now_us))
     connection.execute(q.FORGET_WORKERS, (now_us - 10 * (until_us - now_us),))
-    live = max(1, connection.execute(q.COUNT_LIVE, (live_since_us,)).fetchone()[0])
+    live = max(1, connection.execute(q.COUNT_LIVE, (live_since,)).fetchone()[0])
     share = math.ceil(parts / live)
     connection.execute(q.ENSURE_PARTS, {"parts": parts})
     held = [row[0] for row in connection.execute(q.HELD, (parts, worker))]
@@ -461,8 +492,10 @@ def _renew(
         free = [row[0] for row in connection.execute(q.FREE_PARTS, (parts, now_us, wanted))]
         for part in free:
             connection.execute(q.TAKE_PART, (worker, until_us, parts, part))
-    watermarks = {row[0]: row[1] for row in connection.execute(q.WATERMARKS, (parts, worker))}
-    return HeldParts(parts=frozenset(watermarks), watermarks=watermarks, live_workers=live)
+    rows = connection.execute(q.WATERMARKS, (parts, worker)).fetchall()
+    next_expiry = connection.execute(q.NEXT_EXPIRY, (parts, worker, now_us)).fetchone()[0]
+    held_now = held_parts(rows, live, now, None if next_expiry is None else _utc(next_expiry))
+    return held_now, joined or len(held) > share
 
 
 # -- rows to values -------------------------------------------------------------------------------
@@ -514,7 +547,7 @@ def _json(items: list[list[Any]]) -> str:
     return orjson.dumps(items).decode()
 
 
-def _claim_item(claim: Claim) -> list[Any]:
+def _claim_item(claim: Claim, fence: Fence | None) -> list[Any]:
     """One claim as an element of `:claims` (see `queries.CLAIMABLE`)."""
     next_due = claim.next_due_at
     return [
@@ -524,6 +557,10 @@ def _claim_item(claim: Claim) -> list[Any]:
         _opt_us(next_due),
         None if next_due is None else codec.bucket_of(next_due),
         claim.state.value,
+        claim.version,
+        claim.part,
+        -1 if fence is None else fence.epoch(claim.part),
+        claim.error,
     ]
 
 

@@ -76,6 +76,7 @@ CREATE TABLE leases (
     expires_at timestamp with time zone,
     watermark integer,
     holder text,
+    epoch bigint NOT NULL DEFAULT 0,
     CONSTRAINT leases_pkey PRIMARY KEY (parts, part)
 );
 

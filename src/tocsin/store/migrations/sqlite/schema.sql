@@ -70,7 +70,7 @@ CREATE TABLE leases (
     part INTEGER NOT NULL,
     holder TEXT,
     expires_at INTEGER,
-    watermark INTEGER,
+    watermark INTEGER, epoch INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (parts, part)
 );
 

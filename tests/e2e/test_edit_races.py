@@ -1,0 +1,159 @@
+"""Edits that land after the scheduler read the minute ahead, through the running service.
+
+The scheduler holds the next minute in memory ~10 s before it starts. An edit made a few
+seconds before the ring (after that read) must win: the ring follows the new rule, text,
+channel and zone, and still rings on time — on `tocsin serve` (SQLite, one process) and on
+`tocsin api` + `tocsin worker` (PostgreSQL, the edit crossing processes by NOTIFY). The sweep
+is set to 30 s, so only the edit's own wake-up can bring the new version in on time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from tests.e2e.workers import workers
+from tests.integration.engine.support import Receiver, receiver
+from tests.support.processes import clean_env, running
+
+pytestmark = pytest.mark.slow
+
+QUIET_SWEEP = {"TOCSIN_SWEEP_SECONDS": "30"}
+LEAD = 14  # seconds from creation to the ring: the minute is read ~10 s ahead
+EDIT_AT = 5  # seconds before the ring the edits land: after the read
+ON_TIME = 1.5  # seconds
+
+
+@contextmanager
+def service(kind: str, folder: Path, pg_url: str, sink: Receiver) -> Iterator[str]:
+    """The base URL of a running service of `kind`, ringing webhooks into `sink`."""
+    settings = QUIET_SWEEP | {"TOCSIN_WEBHOOK_URL": sink.url}
+    with ExitStack() as stack:
+        if kind == "sqlite":
+            db = str(folder / "tocsin.db")
+            base, _ = stack.enter_context(
+                running("serve", "--db", db, env=clean_env(**settings), log=folder / "serve.log")
+            )
+        else:
+            started = stack.enter_context(workers(folder))
+            started.start(pg_url, "w1", env=settings)
+            base, _ = stack.enter_context(
+                running("api", "--db", pg_url, env=clean_env(**settings), log=folder / "api.log")
+            )
+        yield base
+
+
+def logs(folder: Path) -> str:
+    return "".join(path.read_text() for path in folder.glob("*.log"))
+
+
+def create(client: httpx.Client, **fields: Any) -> dict[str, Any]:
+    body = {"owner": "ana", "zone": "Europe/Paris", "channel": "log"}
+    response = client.post("/v1/reminders", json=body | fields)
+    assert response.status_code == 201, response.text
+    made: dict[str, Any] = response.json()
+    return made
+
+
+def edit(client: httpx.Client, made: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    path = f"/v1/reminders/{made['id']}"
+    etag = client.get(path).headers["ETag"]
+    response = client.patch(path, json=fields, headers={"If-Match": etag})
+    assert response.status_code == 200, response.text
+    edited: dict[str, Any] = response.json()
+    return edited
+
+
+def firings(client: httpx.Client, made: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = client.get(f"/v1/reminders/{made['id']}/firings").json()[
+        "firings"
+    ]
+    return found
+
+
+def iso(instant: datetime) -> str:
+    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sleep_until(instant: datetime) -> None:
+    time.sleep(max(0.0, (instant - datetime.now(UTC)).total_seconds()))
+
+
+def late(firing: dict[str, Any]) -> float:
+    sent = datetime.fromisoformat(firing["sent_at"])
+    return (sent - datetime.fromisoformat(firing["due"])).total_seconds()
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_edits_after_the_read_ahead_win_and_ring_on_time(
+    kind: str, tmp_path: Path, pg_migrated_url: str
+) -> None:
+    with (
+        receiver() as sink,
+        service(kind, tmp_path, pg_migrated_url, sink) as base,
+        httpx.Client(base_url=base, timeout=10) as client,
+    ):
+        due = (datetime.now(UTC) + timedelta(seconds=LEAD)).replace(microsecond=0)
+        at = iso(due)
+        series_to_once = create(client, at=at, repeat="RRULE:FREQ=DAILY", text="Daily")
+        once_to_series = create(client, at=at, text="Once")
+        new_text = create(client, at=at, text="Call mom")
+        new_channel = create(client, at=at, text="Webhook me")
+        paris = due.astimezone(ZoneInfo("Europe/Paris"))
+        new_zone = create(client, at=paris.strftime("%Y-%m-%dT%H:%M:%S"), text="Zoned")
+        untouched = create(client, at=at, text="Left alone")
+
+        sleep_until(due - timedelta(seconds=EDIT_AT))
+        edit(client, series_to_once, repeat=None)
+        edit(client, once_to_series, repeat="RRULE:FREQ=DAILY")
+        edit(client, new_text, text="Call dad")
+        edit(client, new_channel, channel="webhook")
+        moved = edit(client, new_zone, zone="America/New_York")  # the same wall time
+
+        sleep_until(due + timedelta(seconds=4))
+        states = {
+            name: client.get(f"/v1/reminders/{made['id']}").json()
+            for name, made in {
+                "series_to_once": series_to_once,
+                "once_to_series": once_to_series,
+            }.items()
+        }
+        rung = {
+            name: firings(client, made)
+            for name, made in {
+                "series_to_once": series_to_once,
+                "once_to_series": once_to_series,
+                "new_text": new_text,
+                "new_channel": new_channel,
+                "new_zone": new_zone,
+                "untouched": untouched,
+            }.items()
+        }
+        received = sink.stats(ids=True)
+
+    # Each edited reminder rang once, at its second, by its new version.
+    for name in ("series_to_once", "once_to_series", "new_text", "new_channel", "untouched"):
+        assert [f["due"] for f in rung[name]] == [at], name
+        assert rung[name][0]["state"] == "sent", (name, rung[name])
+        assert late(rung[name][0]) < ON_TIME, (name, rung[name])
+    assert states["series_to_once"]["status"] == "fired"
+    assert states["series_to_once"]["next"] is None
+    assert states["once_to_series"]["status"] == "pending"
+    assert states["once_to_series"]["next"] == iso(due + timedelta(days=1))
+    assert rung["new_channel"][0]["channel"] == "webhook"
+    assert list(received["arrivals"]) == [rung["new_channel"][0]["id"]]
+    assert rung["new_zone"] == []  # moved away from the loaded second: nothing rang there
+    assert moved["next"] == iso(due + (paris.utcoffset() or timedelta(0)) + timedelta(hours=5))
+    text = logs(tmp_path)
+    assert "ring: Call dad" in text
+    assert "ring: Call mom" not in text

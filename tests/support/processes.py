@@ -1,0 +1,84 @@
+"""Tocsin's own commands as real processes for the tests: `tocsin …` run to completion, or
+a server started on a free port and stopped (SIGTERM) when the block ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    """This environment without any `TOCSIN_*` setting of the developer's, plus `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOCSIN_")}
+    return env | settings
+
+
+def tocsin(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tocsin", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=clean_env(),
+        check=False,
+    )
+
+
+@contextmanager
+def running(
+    *args: str, env: dict[str, str] | None = None, log: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`tocsin *args --port P` until the block ends; its output piped, or to the file `log`
+    (for a server that logs much: a full pipe would stall it)."""
+    port = free_port()
+    out: IO[str] | int = subprocess.PIPE if log is None else log.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tocsin", *args, "--port", str(port)],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env or clean_env(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(base, process, log)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=15)
+        if process.stdout:
+            process.stdout.close()
+        if not isinstance(out, int):
+            out.close()
+
+
+def _wait_until_up(base: str, process: subprocess.Popen[str], log: Path | None) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            out = process.stdout.read() if process.stdout else log.read_text() if log else ""
+            raise AssertionError(f"the server exited: {out}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise AssertionError("the server did not come up")
