@@ -9,6 +9,7 @@ is set to 30 s, so only the edit's own wake-up can bring the new version in on t
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -157,3 +158,34 @@ def test_edits_after_the_read_ahead_win_and_ring_on_time(
     text = logs(tmp_path)
     assert "ring: Call dad" in text
     assert "ring: Call mom" not in text
+
+
+@pytest.mark.timeout(90)
+def test_a_row_that_cannot_be_planned_fails_alone_and_says_why(tmp_path: Path) -> None:
+    """A series whose stored zone the time zone database no longer knows (as after a tzdata
+    upgrade that dropped it) is due in the same second as two others: it is recorded failed
+    with the reason, and the others ring."""
+    db = tmp_path / "tocsin.db"
+    with (
+        running("serve", "--db", str(db), env=clean_env(), log=tmp_path / "serve.log") as (base, _),
+        httpx.Client(base_url=base, timeout=10) as client,
+    ):
+        due = (datetime.now(UTC) + timedelta(seconds=LEAD)).replace(microsecond=0)
+        broken = create(client, at=iso(due), repeat="RRULE:FREQ=DAILY", text="Broken")
+        others = [create(client, at=iso(due), text=f"Fine {n}") for n in range(2)]
+        with sqlite3.connect(db) as connection:
+            connection.execute(  # a new version: the scheduler loads it as it would an edit
+                "UPDATE reminders SET zone = 'Mars/Olympus_Mons', version = version + 1"
+                " WHERE id = ?",
+                (broken["id"],),
+            )
+        sleep_until(due + timedelta(seconds=4))  # the sweep (2 s) reads the new version
+        failed = firings(client, broken)
+        rung = [firings(client, made) for made in others]
+        after = client.get(f"/v1/reminders/{broken['id']}").json()
+
+    assert [f["state"] for f in failed] == ["failed"]
+    assert "cannot be worked out" in failed[0]["last_error"]
+    assert "Mars/Olympus_Mons" in failed[0]["last_error"]
+    assert after["status"] == "ended"
+    assert [[f["state"] for f in one] for one in rung] == [["sent"], ["sent"]]
