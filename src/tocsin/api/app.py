@@ -12,6 +12,7 @@ from tocsin import __version__
 from tocsin.api import openapi, problems
 from tocsin.api.body import BodyGuard
 from tocsin.api.context import ApiContext
+from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.models import BatchIn, ReminderIn
 from tocsin.api.routes import health, reminders
 from tocsin.api.security import Authenticator
@@ -48,6 +49,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(reminders.router)
     openapi.add_request_models(app, [ReminderIn, BatchIn])  # the create routes' bodies
     app.add_middleware(BodyGuard)
+    app.add_middleware(LoopbackGuard, is_open=auth.is_open)
     app.add_middleware(AccessLog)
     return app
 

@@ -71,7 +71,7 @@ async def test_without_a_key_the_body_is_not_judged(
 async def test_beyond_loopback_no_key_means_no_entry(store: Store, clock: FakeClock) -> None:
     app = create_app(store=store, settings=settings(host="192.0.2.10"), clock=clock)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t"
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
     ) as client:
         response = await client.post("/v1/reminders", json=ANA)
 

@@ -94,7 +94,7 @@ class _Unreachable:
 async def down(store: Store, clock: FakeClock) -> Any:
     app = create_app(store=cast(Store, _Unreachable(store)), settings=settings(), clock=clock)
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://t"
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
     ) as client:
         yield client
 

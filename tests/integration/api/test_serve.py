@@ -159,3 +159,47 @@ def test_api_workers_must_be_positive() -> None:
 
     assert done.returncode == 2
     assert "--workers" in done.stderr
+
+
+def test_dev_mode_serves_loopback_names_only_and_refuses_cross_site_writes(
+    tmp_path: Path,
+) -> None:
+    """Without keys, `tocsin serve` is open to this machine's programs, not to web pages the
+    developer visits: DNS rebinding (a foreign Host) and cross-site writes are refused."""
+    with (
+        running("serve", "--db", str(tmp_path / "tocsin.db")) as (base, _),
+        httpx.Client(base_url=base) as client,
+    ):
+        port = base.rpartition(":")[2]
+        rebound = client.post(
+            "/v1/reminders", content=README_CALL, headers={"Host": f"evil.example:{port}"}
+        )
+        read_rebound = client.get("/v1/reminders?owner=ana", headers={"Host": "evil.example"})
+        forged = client.post(
+            "/v1/reminders",
+            content=README_CALL,
+            headers={"Origin": "http://evil.example", "Content-Type": "text/plain"},
+        )
+        form = client.post(
+            "/v1/reminders",
+            content=b"owner=ana",
+            headers={
+                "Sec-Fetch-Site": "cross-site",
+                "Content-Type": "application/x-www-form-urlencoded",
+            },
+        )
+        nothing = client.get("/v1/reminders?owner=ana").json()
+        same_origin = client.post("/v1/reminders", content=README_CALL, headers={"Origin": base})
+        by_name = client.get("/v1/reminders?owner=ana", headers={"Host": f"localhost:{port}"})
+
+    assert rebound.status_code == 403
+    assert rebound.headers["content-type"] == "application/problem+json"
+    assert rebound.json()["type"].endswith("host-not-allowed")
+    assert read_rebound.status_code == 403
+    assert forged.status_code == 403
+    assert forged.json()["type"].endswith("cross-origin-write")
+    assert form.status_code == 403
+    assert nothing["reminders"] == []
+    assert same_origin.status_code == 201
+    assert by_name.status_code == 200
+    assert len(by_name.json()["reminders"]) == 1

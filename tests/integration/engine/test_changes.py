@@ -37,7 +37,7 @@ async def api_for(store: Store) -> AsyncIterator[Any]:
     def make(clock: Clock) -> httpx.AsyncClient:
         app = create_app(store=store, settings=settings(), clock=clock)
         client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
         )
         clients.append(client)
         return client
