@@ -1,10 +1,12 @@
-"""The span of time Tocsin rings in: far enough inside year 1 to 9999 that nothing overflows.
+"""The span of time Tocsin rings in, which every layer can hold: from 0001-01-03 to 6000-01-01.
 
-Python's datetime ends at 9999-12-31. A ring near that end still needs room: its zone's offset
-turns a wall time into an instant up to ~15 hours later, its deadline is up to 7 days after
-it, and the time layer steps a day either side of an instant. So every `at`, snooze, UNTIL and
-ring lies in [EARLIEST, LATEST]; outside it the input is refused, naming the field, rather
-than failing with an OverflowError somewhere downstream.
+Python's datetime runs from year 1 to 9999, and an instant near either end has no room left:
+a zone's offset moves a wall time up to ~15 hours, a deadline is up to 7 days after its ring,
+a snooze up to 366 days, and the time layer steps a day either side of an instant. PostgreSQL
+keeps a ring's bucket (its UTC epoch minute) in a 32-bit integer, which runs out in 6053. So
+every `at`, snooze, UNTIL and ring lies in [EARLIEST, LATEST]; outside it the input is
+refused, naming the field, rather than failing downstream with an OverflowError or a
+database error.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from datetime import UTC, datetime
 from tocsin.errors import InvalidInput
 
 EARLIEST = datetime(1, 1, 3, tzinfo=UTC)
-LATEST = datetime(9999, 12, 1, tzinfo=UTC)
+LATEST = datetime(6000, 1, 1, tzinfo=UTC)
 # The same limits for naive local wall times (a zone moves them by less than a day).
 EARLIEST_LOCAL = EARLIEST.replace(tzinfo=None)
 LATEST_LOCAL = LATEST.replace(tzinfo=None)
-SPAN = "from 0001-01-03 to 9999-12-01 (UTC)"
+SPAN = "from 0001-01-03 to 6000-01-01 (UTC)"
 
 
 def check_in_range(moment: datetime, *, field: str, text: str) -> datetime:
