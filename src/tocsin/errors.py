@@ -30,3 +30,26 @@ class SchemaTooOld(StoreError):
 
 class DuplicateIdempotencyKey(StoreError):
     """Another request saved the same idempotency key first; read its answer instead."""
+
+
+class ExpansionBudgetExceeded(TocsinError):
+    """Working out a schedule's rings needed more CPU time than its budget allowed.
+
+    Raised by `tocsin.time` (`plan_schedule`, `first_due`, `next_after`, `occurrences`) while
+    dateutil walks the rule, so no single rule can hold a process for longer than its budget
+    (`tocsin.time.budget`). A rule that rings rarely but has to be walked minute by minute
+    (`FREQ=MINUTELY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO;BYHOUR=23;BYMINUTE=59`) is the usual cause.
+
+    The API refuses such a rule with a 422 naming the field. The scheduler, which calls
+    `next_after` on the claim path, should record that one reminder as failed (the rule cannot
+    be followed) and carry on with the others: retrying would spend the same budget again.
+    It is not an `InvalidInput`: which field is at fault depends on the caller (`repeat` for a
+    new rule, `count` for a long preview of a saved one).
+    """
+
+    def __init__(self, seconds: float, what: str) -> None:
+        super().__init__(
+            f"{what} needed more than {seconds:g} s of CPU time (the budget for expanding it)"
+        )
+        self.seconds = seconds
+        self.what = what

@@ -17,7 +17,7 @@ from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.time import format_utc, parse_duration, plan_schedule
+from tocsin.time import LATEST, format_utc, parse_duration, plan_schedule
 
 FRESHNESS_MIN = 30
 FRESHNESS_MAX = 7 * 86400
@@ -182,6 +182,9 @@ def snooze_due(current: Reminder, patch: ReminderPatch, *, now: datetime) -> dat
     start = now
     if is_pending_one_off(current) and current.due_at is not None:
         start = max(now, current.due_at)
+    if timedelta(seconds=seconds) > LATEST - start:  # also keeps the sum from overflowing
+        detail = f"{patch.snooze!r} from {format_utc(start)} is after {format_utc(LATEST)}"
+        raise invalid([FieldError("snooze", f"{detail}, the latest time Tocsin rings at")])
     return start + timedelta(seconds=seconds)
 
 

@@ -8,6 +8,7 @@ scoped to its caller; the same key with another body is a client bug, answered 4
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -50,9 +51,21 @@ def idempotency_key(
         return None
     if not 1 <= len(key) <= MAX_KEY_LENGTH or not key.isprintable() or not key.isascii():
         raise invalid_field(HEADER, f"must be 1-{MAX_KEY_LENGTH} printable ASCII characters")
-    canonical = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    canonical = _canonical(payload)
     digest = hashlib.sha256(f"{method} {path}\n".encode() + canonical).hexdigest()
     return IdempotencyKey(scope=scope, key=key, request_hash=digest)
+
+
+def _canonical(payload: Any) -> bytes:
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        # A batch's items are hashed as sent, before each is checked, and orjson cannot write
+        # an integer beyond 64 bits or nesting deeper than 254 (such an item is refused on its
+        # own later). The standard library can; only what orjson refuses takes this path, so
+        # every other request keeps the hash it had.
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode()
 
 
 async def find_answer(store: Store, key: IdempotencyKey | None) -> Answer | None:

@@ -36,8 +36,9 @@ def _plain_json(value: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     try:
         size = len(orjson.dumps(value))
-    except orjson.JSONEncodeError:
-        raise ValueError("must be plain JSON (integers within 64 bits)") from None
+    except orjson.JSONEncodeError as error:
+        why = "nested at most 254 deep" if "ecursion" in str(error) else "integers within 64 bits"
+        raise ValueError(f"must be plain JSON ({why})") from None
     if size > MAX_METADATA_BYTES:
         raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON, is {size}")
     if _has_nul(value):

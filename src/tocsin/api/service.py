@@ -15,14 +15,24 @@ import orjson
 from pydantic import ValidationError
 
 from tocsin.api import changes, render
+from tocsin.api.expansion import (
+    BATCH_SECONDS,
+    REQUEST_SECONDS,
+    in_pool,
+    not_checked,
+    off_loop,
+    too_costly,
+)
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
 from tocsin.domain import Firing, FiringState, Reminder, ReminderStatus
+from tocsin.errors import ExpansionBudgetExceeded
 from tocsin.store import Store
 from tocsin.time import Occurrence, occurrences
+from tocsin.time.budget import check_budget, expansion_budget
 
 _RINGING = (FiringState.QUEUED, FiringState.SENDING)
 _RETRIES = 3
@@ -45,7 +55,10 @@ class ReminderService:
             return earlier
         now = self.clock.now()
         owner = owner_for(principal, item.owner)
-        made = changes.new_reminder(item, owner=owner, source=principal.source, now=now)
+        made = await off_loop(
+            lambda: changes.new_reminder(item, owner=owner, source=principal.source, now=now),
+            field="repeat",
+        )
         answer = Answer(201, orjson.dumps(render.reminder(made)))
         return await save_once(self.store, [made], answer, key=key, now=now)
 
@@ -56,21 +69,45 @@ class ReminderService:
         if earlier is not None:
             return earlier
         now = self.clock.now()
-        results: list[dict[str, Any]] = []
-        made: list[Reminder] = []
-        for index, raw in enumerate(items):
-            try:
-                reminder = self._batch_item(principal, index, raw, now)
-            except Problem as problem:
-                results.append({"index": index, "status": "invalid", "problem": problem.to_dict()})
-                continue
-            made.append(reminder)
-            results.append(render.batch_created(index, reminder))
+        # Every item's checks run off the loop, in one hop, within one budget for the batch.
+        results, made = await in_pool(
+            lambda: self._batch_items(principal, items, now),
+            field="items",
+            seconds=BATCH_SECONDS,
+            what="checking the batch's schedules",
+        )
         summary = {"created": len(made), "invalid": len(items) - len(made), "items": results}
         answer = Answer(200, orjson.dumps(summary))
         if not made:
             return answer
         return await save_once(self.store, made, answer, key=key, now=now)
+
+    def _batch_items(
+        self, principal: Principal, items: Sequence[Any], now: datetime
+    ) -> tuple[list[dict[str, Any]], list[Reminder]]:
+        """Each item's result, and the reminders to save (runs in the schedule pool)."""
+        results: list[dict[str, Any]] = []
+        made: list[Reminder] = []
+        for index, raw in enumerate(items):
+            try:
+                reminder = self._budgeted_item(principal, index, raw, now)
+            except Problem as problem:
+                results.append({"index": index, "status": "invalid", "problem": problem.to_dict()})
+                continue
+            made.append(reminder)
+            results.append(render.batch_created(index, reminder))
+        return results, made
+
+    def _budgeted_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
+        try:
+            check_budget()  # the batch's: once it is spent, the items left are not checked
+        except ExpansionBudgetExceeded as error:
+            raise not_checked(f"items.{index}", error) from None
+        try:
+            with expansion_budget(REQUEST_SECONDS):
+                return self._batch_item(principal, index, raw, now)
+        except ExpansionBudgetExceeded as error:
+            raise too_costly(f"items.{index}.repeat", error) from None
 
     def _batch_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
         prefix = f"items.{index}."
@@ -124,15 +161,20 @@ class ReminderService:
         """The next `count` rings of a saved reminder, from its next due (none unless
         pending)."""
         found = await self.get(principal, reminder_id)
-        if found.status is not ReminderStatus.PENDING or found.due_at is None:
+        due = found.due_at
+        if found.status is not ReminderStatus.PENDING or due is None:
             return []
-        return occurrences(found.schedule, found.due_at, count)
+        return await off_loop(lambda: occurrences(found.schedule, due, count), field="count")
 
-    def preview(self, body: OccurrencesIn) -> list[Occurrence]:
-        """The next rings of a schedule that is not saved, from now."""
+    async def preview(self, body: OccurrencesIn) -> list[Occurrence]:
+        """The next rings of a schedule that is not saved, from now: checked as a create
+        checks it (a refusal names `repeat`), then expanded (one that is too long, `count`)."""
         now = self.clock.now()
-        schedule, due = changes.schedule_of(zone=body.zone, at=body.at, repeat=body.repeat, now=now)
-        return occurrences(schedule, due, body.count)
+        schedule, due = await off_loop(
+            lambda: changes.schedule_of(zone=body.zone, at=body.at, repeat=body.repeat, now=now),
+            field="repeat",
+        )
+        return await off_loop(lambda: occurrences(schedule, due, body.count), field="count")
 
     async def firings(self, principal: Principal, reminder_id: str, limit: int) -> list[Firing]:
         await self.get(principal, reminder_id)
@@ -158,7 +200,8 @@ class ReminderService:
             )
         if not render.etag_matches(if_match, current.version):
             raise stale(current)
-        updated = changes.edited(current, patch, now=self.clock.now())
+        now = self.clock.now()
+        updated = await off_loop(lambda: changes.edited(current, patch, now=now), field="repeat")
         saved = await self.store.update_reminder(updated, expected_version=current.version)
         if saved is None:
             raise stale(await self.get(principal, reminder_id))

@@ -14,10 +14,11 @@ _UNIT_WORDS = {
     "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
     "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
 }  # fmt: skip
-_SHORT_PART = re.compile(r"\s*(\d{1,9})\s*([a-z]+)\s*")
+# Digits are [0-9], never `\d`: that also matches '١٠' (Arabic-Indic), which int() reads.
+_SHORT_PART = re.compile(r"\s*([0-9]{1,9})\s*([a-z]+)\s*")
 _ISO = re.compile(
-    r"P(?:(?P<w>\d{1,9})W)?(?:(?P<d>\d{1,9})D)?"
-    r"(?:T(?=\d)(?:(?P<h>\d{1,9})H)?(?:(?P<m>\d{1,9})M)?(?:(?P<s>\d{1,9})S)?)?"
+    r"P(?:(?P<w>[0-9]{1,9})W)?(?:(?P<d>[0-9]{1,9})D)?"
+    r"(?:T(?=[0-9])(?:(?P<h>[0-9]{1,9})H)?(?:(?P<m>[0-9]{1,9})M)?(?:(?P<s>[0-9]{1,9})S)?)?",
 )
 
 

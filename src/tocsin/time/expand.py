@@ -16,6 +16,8 @@ from dateutil import rrule as dr
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
+from tocsin.time.bounds import LATEST, LATEST_LOCAL
+from tocsin.time.budget import DEFAULT_SECONDS, BudgetedRRule, expansion_budget
 from tocsin.time.rules import Rule, UntilKind, parse_rrule
 from tocsin.time.zones import gap_before, load_zone
 
@@ -85,7 +87,7 @@ def _series(rule_text: str, anchor: datetime, zone_name: str) -> _Series:
     freq = FREQUENCY[rule.freq]
     until_local, until_utc = _bounds(rule, zone)
     if rule.count is not None:
-        counted = dr.rrule(
+        counted = BudgetedRRule(
             freq, dtstart=anchor, interval=rule.interval, count=rule.count, **options
         )
         last = deque(counted, maxlen=1)
@@ -191,14 +193,24 @@ def _local_series(series: _Series, lower: datetime, cap: datetime | None) -> Ite
         boundary = _period_start(series, lower)
         if boundary > series.anchor:
             start = boundary
-    until = series.until_local
-    if cap is not None and (until is None or cap < until):
-        until = cap
-    if until is not None and until < start:
+    until = _earliest(series.until_local, cap)
+    if until < start:
         return ()
-    return dr.rrule(
+    return BudgetedRRule(
         series.freq, dtstart=start, interval=series.interval, until=until, **series.options
     )
+
+
+def _past_end(series: _Series, instant: datetime) -> bool:
+    return instant > LATEST or (series.until_utc is not None and instant > series.until_utc)
+
+
+def _earliest(until: datetime | None, cap: datetime | None) -> datetime:
+    """Where the local series stops: its UNTIL, the caller's cap, or the end of the calendar
+    Tocsin handles (a wall time a day past LATEST still converts to an instant safely)."""
+    bounds = [LATEST_LOCAL + timedelta(days=1)]
+    bounds += [bound for bound in (until, cap) if bound is not None]
+    return min(bounds)
 
 
 def _instants(locals_: Iterable[datetime], zone: ZoneInfo) -> Iterator[datetime]:
@@ -250,7 +262,7 @@ def rings(
     wall = lower.astimezone(series.zone).replace(tzinfo=None)
     start = wall - gap_before(series.zone, lower)
     for instant in _instants(_local_series(series, start, cap), series.zone):
-        if series.until_utc is not None and instant > series.until_utc:
+        if _past_end(series, instant):
             return
         if instant > lower or (instant == lower and not strict):
             yield instant
@@ -263,14 +275,12 @@ def naive_rings(schedule: Schedule, cap: datetime | None = None) -> Iterator[dat
         yield instant_of(schedule)
         return
     series = _series(schedule.rule, schedule.anchor, schedule.zone)
-    until = series.until_local
-    if cap is not None and (until is None or cap < until):
-        until = cap
-    local = dr.rrule(
+    until = _earliest(series.until_local, cap)
+    local = BudgetedRRule(
         series.freq, dtstart=series.anchor, interval=series.interval, until=until, **series.options
     )
     for instant in _instants(local, series.zone):
-        if series.until_utc is not None and instant > series.until_utc:
+        if _past_end(series, instant):
             return
         yield instant
 
@@ -282,22 +292,39 @@ def _aware(moment: datetime, name: str) -> datetime:
 
 
 def first_due(schedule: Schedule, now: datetime) -> datetime | None:
-    """The first ring at or after both the anchor and `now` (aware UTC), or None."""
+    """The first ring at or after both the anchor and `now` (aware UTC), or None.
+
+    Raises ExpansionBudgetExceeded when finding it needs more CPU time than the active
+    budget (`tocsin.time.budget`; at most DEFAULT_SECONDS).
+    """
     if schedule.rule is None:  # a one-off: no series to expand
         instant = instant_of(schedule)
         return instant if instant >= _aware(now, "now") else None
-    return next(rings(schedule, _aware(now, "now"), strict=False), None)
+    with expansion_budget(DEFAULT_SECONDS):
+        return next(rings(schedule, _aware(now, "now"), strict=False), None)
 
 
 def next_after(schedule: Schedule, instant: datetime) -> datetime | None:
-    """The first ring strictly after `instant` (aware UTC), or None when the series is over."""
-    return next(rings(schedule, _aware(instant, "instant"), strict=True), None)
+    """The first ring strictly after `instant` (aware UTC), or None when the series is over.
+
+    Raises ExpansionBudgetExceeded (`tocsin.errors`) when finding it needs more CPU time than
+    the active budget, at most DEFAULT_SECONDS (1 s): the rule rings too rarely for how
+    finely it must be walked. The claim path should record that reminder as failed; the
+    same call would spend the same budget again.
+    """
+    with expansion_budget(DEFAULT_SECONDS):
+        return next(rings(schedule, _aware(instant, "instant"), strict=True), None)
 
 
 def occurrences(schedule: Schedule, start: datetime, count: int) -> list[Occurrence]:
-    """The next `count` (1 to 100) rings at or after `start` and the anchor."""
+    """The next `count` (1 to 100) rings at or after `start` and the anchor.
+
+    Raises ExpansionBudgetExceeded when finding them all needs more CPU time than the
+    active budget (at most DEFAULT_SECONDS).
+    """
     if not 1 <= count <= MAX_PREVIEW:
         raise InvalidInput("count", f"count must be from 1 to {MAX_PREVIEW}, got {count}")
     zone = load_zone(schedule.zone)
-    found = islice(rings(schedule, _aware(start, "start"), strict=False), count)
+    with expansion_budget(DEFAULT_SECONDS):
+        found = list(islice(rings(schedule, _aware(start, "start"), strict=False), count))
     return [Occurrence(at=at, local=at.astimezone(zone)) for at in found]

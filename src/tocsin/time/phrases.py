@@ -8,12 +8,13 @@ from dataclasses import dataclass, field, replace
 from tocsin.errors import InvalidInput
 from tocsin.time.rules import Rule, check_rule, normalise
 
+# Digits are [0-9], never `\d`: that also matches '١' (Arabic-Indic), which int() reads.
 _TOKEN = re.compile(
     r"""
-    (?P<clock>\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]\.?m\.?)?(?![a-z0-9]))
-  | (?P<hour_ampm>\d{1,2}\s*[ap]\.?m\.?(?![a-z0-9]))
-  | (?P<ordinal>\d{1,2}(?:st|nd|rd|th)(?![a-z0-9]))
-  | (?P<number>\d+(?![a-z0-9:]))
+    (?P<clock>[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:\s*[ap]\.?m\.?)?(?![a-z0-9]))
+  | (?P<hour_ampm>[0-9]{1,2}\s*[ap]\.?m\.?(?![a-z0-9]))
+  | (?P<ordinal>[0-9]{1,2}(?:st|nd|rd|th)(?![a-z0-9]))
+  | (?P<number>[0-9]+(?![a-z0-9:]))
   | (?P<word>[a-z]+(?:[-'][a-z]+)*)
   | (?P<separator>,|&|\+)
   | (?P<other>\S+)
@@ -233,7 +234,7 @@ class _Reader:
         if token is None:
             return None
         if token.kind == "number" or token.kind == "ordinal":
-            value = int(re.sub(r"\D", "", token.text))
+            value = int(re.sub(r"[^0-9]", "", token.text))
         elif token.text in _COUNTS:
             value = _COUNTS[token.text]
         elif token.text in ("second", "third", "fourth") and self.word(1).rstrip("s") in _UNITS:
@@ -351,7 +352,7 @@ class _Reader:
         if token is None:
             return None
         if token.kind in ("ordinal", "number"):
-            value = int(re.sub(r"\D", "", token.text))
+            value = int(re.sub(r"[^0-9]", "", token.text))
             if not 1 <= value <= 31:
                 raise self.stop("a day of the month is 1 to 31")
         elif token.text in _ORDINALS:
@@ -393,7 +394,7 @@ class _Reader:
             self.index += 1
         else:
             return False
-        number = int(re.sub(r"\D", "", day))
+        number = int(re.sub(r"[^0-9]", "", day))
         if not 1 <= number <= (29 if month == 2 else 30 if month in (4, 6, 9, 11) else 31):
             raise self.stop(f"there is no day {number} in that month")
         self.index += 2
@@ -470,13 +471,15 @@ def _read_clock(token: _Token, *, bare_hours: bool) -> ClockTime | str | None:
     if token.text == "midnight":
         return ClockTime(0, 0)
     if token.kind == "clock":
-        match = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap])?\.?m?\.?", token.text)
+        match = re.fullmatch(
+            r"([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?\s*([ap])?\.?m?\.?", token.text
+        )
         assert match is not None
         hour, minute = int(match.group(1)), int(match.group(2))
         second = int(match.group(3)) if match.group(3) else None
         half = match.group(4)
     elif token.kind == "hour_ampm":
-        match = re.fullmatch(r"(\d{1,2})\s*([ap])\.?m\.?", token.text)
+        match = re.fullmatch(r"([0-9]{1,2})\s*([ap])\.?m\.?", token.text)
         assert match is not None
         hour, minute, second, half = int(match.group(1)), 0, None, match.group(2)
     elif token.kind == "number" and bare_hours:

@@ -16,6 +16,7 @@ from typing import Any
 from dateutil import rrule as dr
 
 from tocsin.errors import InvalidInput
+from tocsin.time.budget import BudgetedRRule
 from tocsin.time.expand import FREQUENCY, Frequency, rrule_options
 from tocsin.time.rules import Rule
 
@@ -40,10 +41,12 @@ def _check_late_series(rule: Rule, late: datetime) -> None:
     # Only a rule that can ring is remembered; a refusal raises, and is worked out again.
     options = rrule_options(rule, late)
     try:
-        days = dr.rrule(
+        days = BudgetedRRule(
             _day_frequency(rule), dtstart=late.replace(month=1, day=1), **_day_options(options)
         )
-        series = dr.rrule(FREQUENCY[rule.freq], dtstart=late, interval=rule.interval, **options)
+        series = BudgetedRRule(
+            FREQUENCY[rule.freq], dtstart=late, interval=rule.interval, **options
+        )
         # The day filters alone, a year or month at a time: cheap, and catches 30 April at once.
         if next(iter(days), None) is None or next(iter(series), None) is None:
             raise InvalidInput("repeat", f"the rule never rings: {_why(rule)}")

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from tocsin.errors import InvalidInput
+from tocsin.time.bounds import LATEST_LOCAL, SPAN
 
 FREQUENCIES = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY", "SECONDLY")
 WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
@@ -41,9 +42,10 @@ _INT_LIST_RANGES = {
     "BYSECOND": (0, 59, False),
     "BYSETPOS": (1, 366, True),
 }
-_INTEGER = re.compile(r"[+-]?\d{1,6}")
-_BYDAY_ITEM = re.compile(r"([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
-_UNTIL = re.compile(r"(\d{4})(\d{2})(\d{2})(?:T(\d{2})(\d{2})(\d{2})(Z)?)?")
+# Digits are [0-9], never `\d`: that also matches '١' (Arabic-Indic), which int() reads.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,6}")
+_BYDAY_ITEM = re.compile(r"([+-]?[0-9]{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
+_UNTIL = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})(?:T([0-9]{2})([0-9]{2})([0-9]{2})(Z)?)?")
 
 
 class UntilKind(StrEnum):
@@ -193,13 +195,24 @@ def parse_until(value: str) -> Until:
     assert day is not None
     try:
         if hour is None or minute is None or second is None:
-            return Until(kind=UntilKind.DATE, value=datetime(year, month, day))
+            return _in_range(Until(kind=UntilKind.DATE, value=datetime(year, month, day)), value)
         moment = datetime(year, month, day, hour, minute, second)
     except ValueError as exc:
         raise _bad(f"UNTIL={value} is not a real date or time ({exc})") from None
     if match.group(7):
-        return Until(kind=UntilKind.UTC, value=moment.replace(tzinfo=UTC))
-    return Until(kind=UntilKind.LOCAL, value=moment)
+        return _in_range(Until(kind=UntilKind.UTC, value=moment.replace(tzinfo=UTC)), value)
+    return _in_range(Until(kind=UntilKind.LOCAL, value=moment), value)
+
+
+def _in_range(until: Until, text: str) -> Until:
+    # Past LATEST no series rings anyway, and near the end of year 9999 an UNTIL in UTC
+    # cannot be turned into a wall time (or one a day later) without overflowing.
+    if until.value.replace(tzinfo=None) > LATEST_LOCAL:
+        raise _bad(
+            f"UNTIL={text} is after {LATEST_LOCAL:%Y-%m-%d}, the last day Tocsin rings on "
+            f"(times run {SPAN}); leave UNTIL out for a series without end"
+        )
+    return until
 
 
 _Check = Callable[[Rule], str | None]
@@ -211,8 +224,10 @@ def _ordinals_need_period(rule: Rule) -> str | None:
         return None
     if rule.freq not in ("MONTHLY", "YEARLY") or rule.byweekno:
         return "BYDAY ordinals (2MO, -1FR) only go with FREQ=MONTHLY, or YEARLY without BYWEEKNO"
-    if rule.freq == "MONTHLY" and any(abs(n) > 5 for n in ordinals):
-        return "with FREQ=MONTHLY a BYDAY ordinal is 1 to 5 or -5 to -1"
+    # RFC 5545: with BYMONTH, a YEARLY rule's ordinals count within the month too.
+    if (rule.freq == "MONTHLY" or rule.bymonth) and any(abs(n) > 5 for n in ordinals):
+        within = "FREQ=MONTHLY" if rule.freq == "MONTHLY" else "FREQ=YEARLY and BYMONTH"
+        return f"with {within} a BYDAY ordinal is 1 to 5 or -5 to -1 (it counts in the month)"
     return None
 
 

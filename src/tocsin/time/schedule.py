@@ -9,6 +9,8 @@ from functools import lru_cache
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
+from tocsin.time.bounds import check_in_range
+from tocsin.time.budget import DEFAULT_SECONDS, expansion_budget
 from tocsin.time.expand import instant_of, rings
 from tocsin.time.formatting import format_utc
 from tocsin.time.phrases import ClockTime, looks_like_rrule, parse_phrase
@@ -19,10 +21,11 @@ from tocsin.time.zones import load_zone
 # A rule must ring within this many years of its start (or of now); searching further for a
 # rule that can never ring would let one request keep a worker busy for seconds.
 SEARCH_YEARS = 30
+# Digits are [0-9], never `\d`, which also matches other scripts' digits.
 _AT = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<hour>\d{2}):(?P<minute>\d{2})"
-    r"(?::(?P<second>\d{2})(?:[.,](?P<fraction>\d+))?)?"
-    r"(?P<offset>Z|[+-]\d{2}:?\d{2})?",
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})[T ](?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
+    r"(?::(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]+))?)?"
+    r"(?P<offset>Z|[+-][0-9]{2}:?[0-9]{2})?",
     re.IGNORECASE,
 )
 
@@ -47,9 +50,15 @@ def parse_at(text: str) -> datetime:
         )
     except ValueError as exc:
         raise InvalidInput("at", f"{text!r} is not a real date and time ({exc})") from None
+    # Checked as a wall time first: turning it into an instant could overflow year 9999.
+    check_in_range(local, field="at", text=text)
     offset = match["offset"]
     if offset is None:
         return local
+    return check_in_range(_with_offset(local, offset, text), field="at", text=text)
+
+
+def _with_offset(local: datetime, offset: str, text: str) -> datetime:
     if offset.upper() == "Z":
         return local.replace(tzinfo=UTC)
     sign = -1 if offset[0] == "-" else 1
@@ -114,7 +123,11 @@ def plan_schedule(
     *, zone: str, at: str | None, repeat: str | None, now: datetime
 ) -> tuple[Schedule, datetime]:
     """`parse_schedule`, and the schedule's first ring (`first_due(schedule, now)`), which
-    checking it finds anyway."""
+    checking it finds anyway.
+
+    Raises ExpansionBudgetExceeded when the rule needs more work than the active budget (at
+    most DEFAULT_SECONDS) to find its first ring and the one after it.
+    """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("now must be timezone-aware")
     tz = load_zone(zone)
@@ -123,11 +136,7 @@ def plan_schedule(
     moment = parse_at(at) if at is not None else None
     if repeat is None:
         assert moment is not None
-        schedule = Schedule(zone=zone, anchor=moment)
-        due = instant_of(schedule)
-        if due < now:
-            raise InvalidInput("at", f"{at!r} ({format_utc(due)}) is in the past")
-        return schedule, due
+        return _one_off(Schedule(zone=zone, anchor=moment), at or "", now)
     read = _read_repeat(repeat)
     if moment is not None:
         anchor = moment.astimezone(tz).replace(tzinfo=None) if moment.tzinfo else moment
@@ -139,10 +148,21 @@ def plan_schedule(
             if clock is None
             else today.replace(hour=clock.hour, minute=clock.minute, second=clock.second or 0)
         )
+    with expansion_budget(DEFAULT_SECONDS):
+        return _series_plan(Schedule(zone=zone, anchor=anchor, rule=read.text), read.rule, now)
+
+
+def _one_off(schedule: Schedule, at: str, now: datetime) -> tuple[Schedule, datetime]:
+    due = check_in_range(instant_of(schedule), field="at", text=at)
+    if due < now:
+        raise InvalidInput("at", f"{at!r} ({format_utc(due)}) is in the past")
+    return schedule, due
+
+
+def _series_plan(schedule: Schedule, rule: Rule, now: datetime) -> tuple[Schedule, datetime]:
     # First prove the rule can ring at all (bounded work; memoised), because dateutil checks
     # the cap below only when a candidate matches: a rule that never matches would walk on.
-    check_can_ring(read.rule, anchor)
-    schedule = Schedule(zone=zone, anchor=anchor, rule=read.text)
+    check_can_ring(rule, schedule.anchor)
     first = _first_ring(schedule, now)
     if first is None:
         raise InvalidInput(
@@ -156,7 +176,7 @@ def plan_schedule(
 @lru_cache(maxsize=1024)
 def _first_ring(schedule: Schedule, now: datetime) -> datetime | None:
     """The first ring at or after now and the start (`first_due`), within SEARCH_YEARS of
-    the later of them.
+    the later of them, once the ring after it was found within the budget too.
 
     Memoised: a batch reads every item at one `now`, and its series without `at` that share
     a repeat and a zone are the same schedule (their start is today at the named time).
@@ -164,4 +184,10 @@ def _first_ring(schedule: Schedule, now: datetime) -> datetime | None:
     tz = load_zone(schedule.zone)
     later = max(schedule.anchor, now.astimezone(tz).replace(tzinfo=None))
     cap = later + min(timedelta(days=366 * SEARCH_YEARS), datetime.max - later)
-    return next(rings(schedule, now, strict=False, cap=cap), None)
+    found = rings(schedule, now, strict=False, cap=cap)
+    first = next(found, None)
+    # The scheduler will ask for the ring after this one (`next_after`): finding it must fit
+    # the budget too, or a rule could be saved that fails at its first ring. A rule whose
+    # first ring is cheap but whose next is decades of minutes away is refused here.
+    next(found, None)
+    return first

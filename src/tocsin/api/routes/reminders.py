@@ -160,7 +160,7 @@ async def reminder_occurrences(
 
 @router.post("/occurrences", response_model=OccurrencesOut, summary="Preview a schedule")
 async def preview_occurrences(body: OccurrencesIn, context: Context, caller: Caller) -> Response:
-    return _occurrences(context.reminders.preview(body))
+    return _occurrences(await context.reminders.preview(body))
 
 
 @router.get("/reminders/{reminder_id}/firings", response_model=FiringsOut, responses=_NOT_FOUND)
