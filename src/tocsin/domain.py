@@ -21,6 +21,7 @@ class Channel(StrEnum):
     FCM = "fcm"
     WEBPUSH = "webpush"
     INAPP = "inapp"
+    APPRISE = "apprise"
     LOG = "log"
 
 

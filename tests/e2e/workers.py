@@ -58,16 +58,14 @@ class Workers:
         db_url: str,
         name: str,
         *args: str,
-        prefix: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         **settings: str,
     ) -> Worker:
-        """A worker with `settings` (`TOCSIN_…=…`) and `env`; `prefix` runs it under another
-        command (`faketime -f +30s`)."""
+        """A worker with `settings` (`TOCSIN_…=…`) and more `env`ironment."""
         log = self._folder / f"{name}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [*prefix, sys.executable, "-m", "tocsin", "worker", "--db", db_url,
+                [sys.executable, "-m", "tocsin", "worker", "--db", db_url,
                  "--worker-id", name, *args],
                 stdout=out,
                 stderr=subprocess.STDOUT,

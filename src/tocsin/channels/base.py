@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from tocsin.domain import Firing, Outcome
+from tocsin.domain import Channel, Firing, Outcome
 
 T = TypeVar("T")
 
@@ -18,13 +19,17 @@ class DeliveryResult:
     """What one send came to, classified for the retry policy.
 
     `retry_after` is the peer's `Retry-After` in seconds (only with `Outcome.RETRY`);
-    `provider_id` is the peer's id for the message when it gives one.
+    `provider_id` is the peer's id for the message when it gives one. `gone` (with
+    `Outcome.FAILED`) says the provider called the destination itself gone for good (APNs
+    410 / `Unregistered`, FCM `UNREGISTERED`, Web Push 404/410): delivery disables that
+    contact, with `error` as the reason, and the next ring skips it.
     """
 
     outcome: Outcome
     error: str | None = None
     retry_after: float | None = None
     provider_id: str | None = None
+    gone: bool = False
 
     @classmethod
     def sent(cls, provider_id: str | None = None) -> DeliveryResult:
@@ -39,6 +44,11 @@ class DeliveryResult:
     @classmethod
     def failed(cls, error: str) -> DeliveryResult:
         return cls(outcome=Outcome.FAILED, error=error)
+
+    @classmethod
+    def destination_gone(cls, error: str) -> DeliveryResult:
+        """Failed for good, and the destination (a device token, a subscription) is gone."""
+        return cls(outcome=Outcome.FAILED, error=error, gone=True)
 
 
 _SENT = DeliveryResult(outcome=Outcome.SENT)
@@ -81,3 +91,43 @@ class Unconfigured(Sender[None]):
 
     async def send(self, firing: Firing, target: None, *, time_limit: float) -> DeliveryResult:
         return DeliveryResult.failed(NOT_CONFIGURED)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Destination:
+    """One place a ring goes on one channel: one of the owner's contacts.
+
+    `address` holds the contact's fields as its channel's `validate_contact` returned them
+    (`{"token": …, "environment": …}` for APNs, `{"address": …}` for email, …); `secret` is
+    the contact's own secret where the kind has one (a webhook contact's signing secret).
+    Delivery works out the destinations of a firing and hands each to the channel's sender;
+    a sender never reads the store.
+    """
+
+    id: str  # the contact's id
+    kind: Channel
+    address: Mapping[str, str]
+    secret: str | None = None
+
+
+class DestinationSender(ABC):
+    """One channel that sends to the owner's contacts (push, email, SMS, Apprise…).
+
+    `send` makes one attempt to deliver `firing` to one destination. It never raises for a
+    peer's failure: it classifies it — sent, retryable (with the peer's `Retry-After`),
+    failed for good, or failed with the destination gone — in the result, and it must not
+    take longer than `time_limit` seconds (the time left to the firing's deadline, capped by
+    the channel's own timeout), so nothing arrives after the deadline. The firing's `id` is
+    the delivery identity: the idempotency key the peer is given. Secrets (keys, tokens,
+    passwords) never appear in a result's error or in a log line.
+    """
+
+    @abstractmethod
+    async def send(
+        self, firing: Firing, destination: Destination, *, time_limit: float
+    ) -> DeliveryResult:
+        """Make one attempt to deliver `firing` to `destination`."""
+
+    async def close(self) -> None:
+        """Release connections. The default has none."""
+        return None

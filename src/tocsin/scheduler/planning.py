@@ -15,8 +15,8 @@ Pure: no I/O, the instant `now` given. The rules (also in docs/architecture.md):
   computed from the rule of that version: a claim never applies a schedule older than the
   row's (an edit since the load makes the claim lose; the edited row rings instead).
 - A row whose next occurrence cannot be worked out (its rule raises, or exceeds the
-  expansion budget) fails alone: it is claimed `failed`, with the reason as the firing's
-  error, and the reminder ends; the rest of the batch rings.
+  expansion budget of `PLAN_SECONDS` for the whole row) fails alone: it is claimed `failed`,
+  with the reason as the firing's error, and the reminder ends; the rest of the batch rings.
 """
 
 from __future__ import annotations
@@ -29,10 +29,15 @@ from datetime import datetime, timedelta
 from tocsin.domain import Claim, FiringState, Schedule
 from tocsin.scheduler.timeline import Entry
 from tocsin.time import next_after
+from tocsin.time.budget import expansion_budget
 
 logger = logging.getLogger(__name__)
 
 MAX_STEPS = 1000  # occurrences walked to find a series' newest fresh one
+# CPU time one row's plan may take, all its expansions together (a rule the API accepted takes
+# microseconds; this bounds what a row saved before the API's budget, or a damaged one, can
+# hold the event loop for, before it fails alone).
+PLAN_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +54,8 @@ def plan(entries: Sequence[Entry], now: datetime) -> Plan:
     follow_ups: dict[str, Entry] = {}
     for entry in entries:
         try:
-            claim, follow_up = plan_one(entry, now)
+            with expansion_budget(PLAN_SECONDS, "working out the next ring"):
+                claim, follow_up = plan_one(entry, now)
         except Exception as error:  # one bad row must not hold up the batch
             logger.exception("reminder %s: its next ring cannot be worked out", entry.reminder_id)
             claim, follow_up = failed(entry, error), None
