@@ -159,6 +159,30 @@ class Firing(NamedTuple):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Contact:
+    """One place an owner's rings may go: a device (APNs, FCM), a browser's Web Push
+    subscription, an email address, a phone number, an Apprise URL or a webhook URL.
+
+    `kind` is the channel it belongs to: a reminder on that channel rings every enabled
+    contact of that kind its owner has. `address` holds the kind's fields as its channel
+    validated them; `secret` is a webhook contact's signing secret. A contact the provider
+    called gone (an unregistered token) is `disabled_reason`d and skipped from then on.
+    """
+
+    id: str
+    owner: str
+    shard: int
+    kind: Channel
+    address: dict[str, str]
+    label: str | None
+    secret: str | None
+    disabled_reason: str | None
+    disabled_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class App:
     """An app allowed to call the API: its key (hashed) and where its webhooks go."""
 

@@ -14,7 +14,9 @@ from datetime import datetime, timedelta
 from tocsin.domain import (
     App,
     AttemptResult,
+    Channel,
     Claim,
+    Contact,
     DueRing,
     Fence,
     Firing,
@@ -132,6 +134,47 @@ class Store(ABC):
     @abstractmethod
     async def disable_webhook(self, name: str) -> None:
         """Mark the app's webhook endpoint disabled (it answered 410 Gone)."""
+
+    # -- contacts ------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def add_contact(self, contact: Contact) -> None:
+        """Save a new contact."""
+
+    @abstractmethod
+    async def get_contact(self, contact_id: str) -> Contact | None:
+        """The contact with this id, or None."""
+
+    @abstractmethod
+    async def list_contacts(
+        self,
+        owner: str,
+        *,
+        kind: Channel | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Contact]:
+        """The owner's contacts in id order, those with id > `after_id` only, at most
+        `limit`, optionally of one kind (keyset pages, disabled ones included)."""
+
+    @abstractmethod
+    async def update_contact(self, contact: Contact) -> Contact | None:
+        """Replace the contact's address, label, disabled state and `updated_at` (by id);
+        return it as saved, or None when it no longer exists."""
+
+    @abstractmethod
+    async def delete_contact(self, contact_id: str) -> bool:
+        """Delete the contact; False when it did not exist."""
+
+    @abstractmethod
+    async def disable_contact(self, contact_id: str, *, reason: str, now: datetime) -> bool:
+        """Mark the contact disabled with `reason` (its provider called it gone), unless it
+        is disabled already (the first reason stays); return whether it was changed."""
+
+    @abstractmethod
+    async def destinations(self, owner: str, kind: Channel) -> list[Contact]:
+        """Where a ring of `kind` for `owner` goes: every enabled contact of that kind, in id
+        order. An index lookup by (owner, kind)."""
 
     # -- the scheduler's side ----------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from tocsin.domain import (
     App,
     Attempt,
     Channel,
+    Contact,
     Firing,
     FiringState,
     FiringSummary,
@@ -153,6 +154,39 @@ def attempt_from(row: Row, instant: Instant) -> Attempt:
         outcome=Outcome(row["outcome"]),
         error=row["error"],
         provider_id=row["provider_id"],
+    )
+
+
+def contact_from(row: Row, instant: Instant) -> Contact:
+    return Contact(
+        id=row["id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        kind=Channel(row["kind"]),
+        address=codec.load_json(row["address"]) or {},
+        label=row["label"],
+        secret=row["secret"],
+        disabled_reason=row["disabled_reason"],
+        disabled_at=_optional(row["disabled_at"], instant),
+        created_at=instant(row["created_at"]),
+        updated_at=instant(row["updated_at"]),
+    )
+
+
+def contact_values(contact: Contact, instant: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The INSERT_CONTACT parameters, in order; `instant` is how the backend stores one."""
+    return (
+        contact.id,
+        contact.owner,
+        contact.shard,
+        contact.kind.value,
+        codec.dump_json(contact.address),
+        contact.label,
+        contact.secret,
+        contact.disabled_reason,
+        None if contact.disabled_at is None else instant(contact.disabled_at),
+        instant(contact.created_at),
+        instant(contact.updated_at),
     )
 
 

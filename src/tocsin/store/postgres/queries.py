@@ -172,6 +172,49 @@ LIST_ATTEMPTS = """
 SELECT * FROM attempts WHERE firing_id = ANY($1::text[]) ORDER BY firing_id, number
 """
 
+# -- contacts ---------------------------------------------------------------------------------
+
+# Columns: id, owner, shard, kind, address (JSON text), label, secret, disabled_reason,
+# disabled_at, created_at, updated_at.
+INSERT_CONTACT = """
+INSERT INTO contacts (
+    id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
+    updated_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+"""
+
+GET_CONTACT = "SELECT * FROM contacts WHERE id = $1"
+
+# One page of an owner's contacts in id order (keyset: those after $2), of one kind when $3.
+LIST_CONTACTS = """
+SELECT * FROM contacts
+WHERE owner = $1 AND id > $2 AND ($3::text IS NULL OR kind = $3)
+ORDER BY id LIMIT $4
+"""
+
+# Replace what an owner may change ($2 address, $3 label, $4 disabled_reason, $5
+# disabled_at, $6 updated_at); the saved row comes back.
+UPDATE_CONTACT = """
+UPDATE contacts
+SET address = $2, label = $3, disabled_reason = $4, disabled_at = $5, updated_at = $6
+WHERE id = $1
+RETURNING *
+"""
+
+DELETE_CONTACT = "DELETE FROM contacts WHERE id = $1 RETURNING id"
+
+# Disable a contact its provider called gone, once (the first reason is kept).
+DISABLE_CONTACT = """
+UPDATE contacts SET disabled_reason = $2, disabled_at = $3, updated_at = $3
+WHERE id = $1 AND disabled_reason IS NULL
+RETURNING id
+"""
+
+# Where a ring of `kind` goes: the owner's enabled contacts of that kind (contacts_owner_kind).
+DESTINATIONS = """
+SELECT * FROM contacts WHERE owner = $1 AND kind = $2 AND disabled_reason IS NULL ORDER BY id
+"""
+
 # -- apps and secrets -------------------------------------------------------------------------
 
 INSERT_APP = """

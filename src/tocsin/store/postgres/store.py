@@ -16,7 +16,9 @@ from tocsin.domain import (
     App,
     Attempt,
     AttemptResult,
+    Channel,
     Claim,
+    Contact,
     DueRing,
     Fence,
     Firing,
@@ -42,6 +44,8 @@ from tocsin.store.rows import (
     app_from,
     attempt_from,
     claimed_firing_from,
+    contact_from,
+    contact_values,
     firing_from,
     held_parts,
     reminder_from,
@@ -317,6 +321,50 @@ class PostgresStore(Store):
     async def disable_webhook(self, name: str) -> None:
         with boundary():
             await self._pool.execute(q.DISABLE_WEBHOOK, name)
+
+    # -- contacts ------------------------------------------------------------------------------
+
+    async def add_contact(self, contact: Contact) -> None:
+        with boundary():
+            await self._pool.execute(q.INSERT_CONTACT, *contact_values(contact, _as_is))
+
+    async def get_contact(self, contact_id: str) -> Contact | None:
+        row = await self._fetchrow(q.GET_CONTACT, contact_id)
+        return None if row is None else contact_from(row, _as_is)
+
+    async def list_contacts(
+        self,
+        owner: str,
+        *,
+        kind: Channel | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Contact]:
+        kind_value = None if kind is None else kind.value
+        rows = await self._fetch(q.LIST_CONTACTS, owner, after_id or "", kind_value, limit)
+        return [contact_from(row, _as_is) for row in rows]
+
+    async def update_contact(self, contact: Contact) -> Contact | None:
+        row = await self._fetchrow(
+            q.UPDATE_CONTACT,
+            contact.id,
+            codec.dump_json(contact.address),
+            contact.label,
+            contact.disabled_reason,
+            contact.disabled_at,
+            contact.updated_at,
+        )
+        return None if row is None else contact_from(row, _as_is)
+
+    async def delete_contact(self, contact_id: str) -> bool:
+        return await self._fetchrow(q.DELETE_CONTACT, contact_id) is not None
+
+    async def disable_contact(self, contact_id: str, *, reason: str, now: datetime) -> bool:
+        return await self._fetchrow(q.DISABLE_CONTACT, contact_id, reason, now) is not None
+
+    async def destinations(self, owner: str, kind: Channel) -> list[Contact]:
+        rows = await self._fetch(q.DESTINATIONS, owner, kind.value)
+        return [contact_from(row, _as_is) for row in rows]
 
     # -- the scheduler's side ------------------------------------------------------------------
 

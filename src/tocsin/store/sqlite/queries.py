@@ -112,6 +112,49 @@ WHERE firing_id IN (SELECT value FROM json_each(?))
 ORDER BY firing_id, number
 """
 
+# -- contacts ---------------------------------------------------------------------------------
+
+# Columns: id, owner, shard, kind, address (JSON text), label, secret, disabled_reason,
+# disabled_at, created_at, updated_at.
+INSERT_CONTACT = """
+INSERT INTO contacts (
+    id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
+    updated_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+GET_CONTACT = "SELECT * FROM contacts WHERE id = ?"
+
+# One page of an owner's contacts in id order (keyset: those after :after), of one kind when :kind.
+LIST_CONTACTS = """
+SELECT * FROM contacts
+WHERE owner = :owner AND id > :after AND (:kind IS NULL OR kind = :kind)
+ORDER BY id LIMIT :limit
+"""
+
+# Replace what an owner may change; the saved row comes back.
+UPDATE_CONTACT = """
+UPDATE contacts
+SET address = :address, label = :label, disabled_reason = :disabled_reason,
+    disabled_at = :disabled_at, updated_at = :updated_at
+WHERE id = :id
+RETURNING *
+"""
+
+DELETE_CONTACT = "DELETE FROM contacts WHERE id = ? RETURNING id"
+
+# Disable a contact its provider called gone, once (the first reason is kept).
+DISABLE_CONTACT = """
+UPDATE contacts SET disabled_reason = :reason, disabled_at = :now, updated_at = :now
+WHERE id = :id AND disabled_reason IS NULL
+RETURNING id
+"""
+
+# Where a ring of `kind` goes: the owner's enabled contacts of that kind (contacts_owner_kind).
+DESTINATIONS = """
+SELECT * FROM contacts WHERE owner = ? AND kind = ? AND disabled_reason IS NULL ORDER BY id
+"""
+
 # -- apps and secrets -------------------------------------------------------------------------
 
 INSERT_APP = """

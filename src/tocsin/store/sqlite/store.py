@@ -15,7 +15,9 @@ from tocsin.domain import (
     App,
     Attempt,
     AttemptResult,
+    Channel,
     Claim,
+    Contact,
     DueRing,
     Fence,
     Firing,
@@ -33,6 +35,8 @@ from tocsin.store.rows import (
     app_from,
     attempt_from,
     claimed_firing_from,
+    contact_from,
+    contact_values,
     firing_from,
     held_parts,
     reminder_from,
@@ -250,6 +254,70 @@ class SqliteStore(Store):
 
     async def disable_webhook(self, name: str) -> None:
         await self._db.write(lambda connection: connection.execute(q.DISABLE_WEBHOOK, (name,)))
+
+    # -- contacts ------------------------------------------------------------------------------
+
+    async def add_contact(self, contact: Contact) -> None:
+        values = contact_values(contact, _us)
+        await self._db.write(lambda connection: connection.execute(q.INSERT_CONTACT, values))
+
+    async def get_contact(self, contact_id: str) -> Contact | None:
+        row = await self._db.read(
+            lambda connection: connection.execute(q.GET_CONTACT, (contact_id,)).fetchone()
+        )
+        return None if row is None else contact_from(row, _utc)
+
+    async def list_contacts(
+        self,
+        owner: str,
+        *,
+        kind: Channel | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Contact]:
+        params = {
+            "owner": owner,
+            "after": after_id or "",
+            "kind": None if kind is None else kind.value,
+            "limit": limit,
+        }
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.LIST_CONTACTS, params).fetchall()
+        )
+        return [contact_from(row, _utc) for row in rows]
+
+    async def update_contact(self, contact: Contact) -> Contact | None:
+        params = {
+            "id": contact.id,
+            "address": codec.dump_json(contact.address),
+            "label": contact.label,
+            "disabled_reason": contact.disabled_reason,
+            "disabled_at": _opt_us(contact.disabled_at),
+            "updated_at": _us(contact.updated_at),
+        }
+        row = await self._db.write(
+            lambda connection: connection.execute(q.UPDATE_CONTACT, params).fetchone()
+        )
+        return None if row is None else contact_from(row, _utc)
+
+    async def delete_contact(self, contact_id: str) -> bool:
+        row = await self._db.write(
+            lambda connection: connection.execute(q.DELETE_CONTACT, (contact_id,)).fetchone()
+        )
+        return row is not None
+
+    async def disable_contact(self, contact_id: str, *, reason: str, now: datetime) -> bool:
+        params = {"id": contact_id, "reason": reason, "now": _us(now)}
+        row = await self._db.write(
+            lambda connection: connection.execute(q.DISABLE_CONTACT, params).fetchone()
+        )
+        return row is not None
+
+    async def destinations(self, owner: str, kind: Channel) -> list[Contact]:
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.DESTINATIONS, (owner, kind.value)).fetchall()
+        )
+        return [contact_from(row, _utc) for row in rows]
 
     # -- the scheduler's side ------------------------------------------------------------------
 

@@ -22,17 +22,24 @@ CREATE TABLE attempts (
     outcome text NOT NULL,
     error text,
     provider_id text,
+    destination text COLLATE "C",
     CONSTRAINT attempts_outcome CHECK ((outcome = ANY (ARRAY['sent'::text, 'retry'::text, 'failed'::text]))),
     CONSTRAINT attempts_pkey PRIMARY KEY (firing_id, number)
 );
 
 CREATE TABLE contacts (
-    created_at timestamp with time zone NOT NULL,
+    id text COLLATE "C" NOT NULL,
     owner text COLLATE "C" NOT NULL,
-    kind text NOT NULL,
-    address text NOT NULL,
-    data json,
-    CONSTRAINT contacts_pkey PRIMARY KEY (owner, kind, address)
+    shard smallint NOT NULL,
+    kind text COLLATE "C" NOT NULL,
+    address text COLLATE "C" NOT NULL,
+    label text COLLATE "C",
+    secret text COLLATE "C",
+    disabled_reason text COLLATE "C",
+    disabled_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT contacts_pkey PRIMARY KEY (id)
 );
 
 CREATE TABLE firings (
@@ -125,6 +132,7 @@ CREATE TABLE workers (
     CONSTRAINT workers_pkey PRIMARY KEY (worker)
 );
 
+CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX reminders_due ON public.reminders USING btree (bucket, due_at, id, shard) WHERE (status = 'pending'::text);

@@ -19,17 +19,22 @@ CREATE TABLE attempts (
     channel TEXT NOT NULL,
     outcome TEXT NOT NULL CHECK (outcome IN ('sent', 'retry', 'failed')),
     error TEXT,
-    provider_id TEXT,
+    provider_id TEXT, destination TEXT,
     PRIMARY KEY (firing_id, number)
 );
 
 CREATE TABLE contacts (
+    id TEXT NOT NULL PRIMARY KEY,
     owner TEXT NOT NULL,
+    shard INTEGER NOT NULL,
     kind TEXT NOT NULL,
     address TEXT NOT NULL,
-    data TEXT,
+    label TEXT,
+    secret TEXT,
+    disabled_reason TEXT,
+    disabled_at INTEGER,
     created_at INTEGER NOT NULL,
-    PRIMARY KEY (owner, kind, address)
+    updated_at INTEGER NOT NULL
 );
 
 CREATE TABLE firings (
@@ -113,6 +118,8 @@ CREATE TABLE workers (
     worker TEXT PRIMARY KEY,
     heartbeat_at INTEGER NOT NULL
 );
+
+CREATE INDEX contacts_owner_kind ON contacts (owner, kind, id);
 
 CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 
