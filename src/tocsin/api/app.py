@@ -11,10 +11,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tocsin import __version__
 from tocsin.api import openapi, problems
 from tocsin.api.body import BodyGuard
+from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.models import BatchIn, ReminderIn
-from tocsin.api.routes import health, reminders
+from tocsin.api.routes import contacts, health, reminders
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.auth import is_loopback
@@ -43,10 +44,12 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         clock=clock,
         auth=auth,
         reminders=ReminderService(store, clock),
+        contacts=ContactService(store, clock),
     )
     problems.install(app)
     app.include_router(health.router)
     app.include_router(reminders.router)
+    app.include_router(contacts.router)
     openapi.add_request_models(app, [ReminderIn, BatchIn])  # the create routes' bodies
     app.add_middleware(BodyGuard)
     app.add_middleware(LoopbackGuard, is_open=auth.is_open)

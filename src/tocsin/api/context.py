@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from tocsin.api.contacts import ContactService
 from tocsin.api.security import Authenticator, Principal
 from tocsin.api.service import ReminderService
 from tocsin.clock import Clock
@@ -25,6 +26,7 @@ class ApiContext:
     clock: Clock
     auth: Authenticator
     reminders: ReminderService
+    contacts: ContactService
 
 
 async def get_context(request: Request) -> ApiContext:

@@ -58,6 +58,7 @@ def _has_nul(value: object) -> bool:
 
 Text = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_not_blank)]
 Owner = Annotated[str, Field(pattern=OWNER_PATTERN, examples=["ana"])]
+Label = Annotated[str, Field(max_length=100, examples=["Ana's phone"]), AfterValidator(_no_nul)]
 Zone = Annotated[
     str, Field(min_length=1, max_length=64, examples=["America/New_York"]), AfterValidator(_no_nul)
 ]
@@ -119,7 +120,51 @@ class OccurrencesIn(_Request):
     count: int = Field(default=10, ge=1, le=100)
 
 
+class ContactIn(BaseModel):
+    """A place an owner's rings go. Besides `kind` and `label`, the kind's own fields:
+    `token` and `environment` (apns), `token` (fcm), `subscription` (webpush: the browser's
+    PushSubscription JSON), `address` (email), `number` (sms, E.164), `url` (apprise,
+    webhook)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: Channel = Field(examples=["email"])
+    label: Label | None = None
+
+
+class ContactPatch(BaseModel):
+    """A new label, and/or new fields of the contact's kind (which re-enables a contact its
+    provider disabled: a new token is a new chance)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    label: Label | None = None
+
+
 # -- answers (documentation: handlers build the JSON themselves) ------------------------------
+
+
+class ContactOut(BaseModel):
+    id: str
+    owner: str
+    kind: Channel
+    label: str | None
+    address: dict[str, str] = Field(description="The kind's fields, as saved.")
+    disabled_reason: str | None = Field(
+        description="Why the provider's answer disabled it (a token it called gone), or null."
+    )
+    disabled_at: str | None
+    created_at: str
+    updated_at: str
+    secret: str | None = Field(
+        default=None,
+        description="A webhook contact's signing secret: in the answer to its creation only.",
+    )
+
+
+class ContactListOut(BaseModel):
+    contacts: list[ContactOut]
+    next_cursor: str | None
 
 
 class LastFiringOut(BaseModel):

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from tocsin.domain import Attempt, Firing, Reminder
+from tocsin.domain import Attempt, Contact, Firing, Reminder
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
 
@@ -24,6 +24,24 @@ class JSON(Response):
         if isinstance(content, bytes):
             return content
         return orjson.dumps(content)
+
+
+def contact(item: Contact, *, secret: bool = False) -> dict[str, Any]:
+    """A contact as the API shows it; its secret only when `secret` (once, at creation)."""
+    body: dict[str, Any] = {
+        "id": item.id,
+        "owner": item.owner,
+        "kind": item.kind.value,
+        "label": item.label,
+        "address": item.address,
+        "disabled_reason": item.disabled_reason,
+        "disabled_at": _utc(item.disabled_at),
+        "created_at": format_utc(item.created_at),
+        "updated_at": format_utc(item.updated_at),
+    }
+    if secret:
+        body["secret"] = item.secret
+    return body
 
 
 def reminder(item: Reminder) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""The contact operations: where an owner's rings go. Checks and decisions here, storage in
+the store; every field is validated before anything is written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from tocsin.api import render
+from tocsin.api.models import ContactIn, ContactPatch
+from tocsin.api.problems import FieldError, Problem, invalid
+from tocsin.api.security import Principal
+from tocsin.channels.contacts import new_webhook_secret, validate_contact
+from tocsin.clock import Clock
+from tocsin.domain import Channel, Contact
+from tocsin.errors import InvalidInput
+from tocsin.ids import new_reminder_id, shard_of
+from tocsin.store import Store
+
+
+class ContactService:
+    """Add, list, read, change and delete an owner's contacts. An app key manages any
+    owner's contacts; an owner token only its own (anything else is 404: ids leak nothing)."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def add(self, principal: Principal, owner: str, item: ContactIn) -> Contact:
+        _may_manage(principal, owner)
+        address = _address(item.kind, item.model_extra or {})
+        now = self.clock.now()
+        shard = shard_of(owner)
+        contact = Contact(
+            id=new_reminder_id(shard, now),
+            owner=owner,
+            shard=shard,
+            kind=item.kind,
+            address=address,
+            label=item.label,
+            secret=new_webhook_secret() if item.kind is Channel.WEBHOOK else None,
+            disabled_reason=None,
+            disabled_at=None,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.store.add_contact(contact)
+        return contact
+
+    async def list_page(
+        self,
+        principal: Principal,
+        owner: str,
+        *,
+        kind: Channel | None,
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[Contact], str | None]:
+        _may_manage(principal, owner)
+        after = None
+        if cursor:
+            try:
+                after = render.decode_cursor(cursor)
+            except ValueError:
+                raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
+        rows = await self.store.list_contacts(owner, kind=kind, after_id=after, limit=limit + 1)
+        page = rows[:limit]
+        next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
+        return page, next_cursor
+
+    async def get(self, principal: Principal, owner: str, contact_id: str) -> Contact:
+        _may_manage(principal, owner)
+        found = await self.store.get_contact(contact_id)
+        if found is None or found.owner != owner:
+            raise _not_found(contact_id)
+        return found
+
+    async def change(
+        self, principal: Principal, owner: str, contact_id: str, patch: ContactPatch
+    ) -> Contact:
+        current = await self.get(principal, owner, contact_id)
+        fields = patch.model_extra or {}
+        changed = replace(current, updated_at=self.clock.now())
+        if "label" in patch.model_fields_set:
+            changed = replace(changed, label=patch.label)
+        if fields:
+            address = _address(current.kind, fields)
+            changed = replace(changed, address=address, disabled_reason=None, disabled_at=None)
+        saved = await self.store.update_contact(changed)
+        if saved is None:
+            raise _not_found(contact_id)
+        return saved
+
+    async def delete(self, principal: Principal, owner: str, contact_id: str) -> None:
+        await self.get(principal, owner, contact_id)
+        if not await self.store.delete_contact(contact_id):
+            raise _not_found(contact_id)
+
+
+def _may_manage(principal: Principal, owner: str) -> None:
+    if not principal.may_see(owner):
+        raise Problem(404, "not-found", f"no owner {owner} for this token")
+
+
+def _address(kind: Channel, fields: Mapping[str, Any]) -> dict[str, str]:
+    try:
+        return validate_contact(kind, fields)
+    except InvalidInput as error:
+        raise invalid([FieldError(error.field, error.message)]) from None
+
+
+def _not_found(contact_id: str) -> Problem:
+    return Problem(404, "not-found", f"no contact {contact_id}")

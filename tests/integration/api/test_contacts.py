@@ -1,0 +1,102 @@
+"""`/v1/owners/{owner}/contacts`: add, list (keyset pages), read, change, delete; validation
+as problem+json naming the field; app keys manage any owner's, owner tokens only their own."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.integration.api.conftest import add_key, bearer, fields, owner_token
+from tocsin.store import Store
+
+HOOK = {"kind": "webhook", "url": "https://ana.example/hooks/tocsin", "label": "home"}
+
+
+async def test_a_webhook_contact_is_added_with_its_secret_shown_once(
+    client: httpx.AsyncClient,
+) -> None:
+    made = await client.post("/v1/owners/ana/contacts", json=HOOK)
+    assert made.status_code == 201, made.text
+    body = made.json()
+    read = await client.get(f"/v1/owners/ana/contacts/{body['id']}")
+
+    assert made.headers["location"] == f"/v1/owners/ana/contacts/{body['id']}"
+    assert body["kind"] == "webhook"
+    assert body["address"] == {"url": "https://ana.example/hooks/tocsin"}
+    assert body["label"] == "home"
+    assert body["secret"].startswith("whsec_")
+    assert body["disabled_reason"] is None
+    assert read.status_code == 200
+    assert "secret" not in read.json()
+
+
+async def test_bad_contacts_are_refused_naming_the_field(client: httpx.AsyncClient) -> None:
+    cases = {
+        "kind": {"kind": "carrier-pigeon"},
+        "url": {"kind": "webhook", "url": "ftp://example.org/x"},
+        "label": {"kind": "webhook", "url": "https://x.example", "label": "x" * 101},
+    }
+    for field, body in cases.items():
+        answer = await client.post("/v1/owners/ana/contacts", json=body)
+        assert answer.status_code == 422, (field, answer.text)
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert field in fields(answer.json()) or field in answer.text, (field, answer.text)
+    log = await client.post("/v1/owners/ana/contacts", json={"kind": "log"})
+    assert log.status_code == 422
+    assert fields(log.json()) == ["kind"]
+    assert (await client.get("/v1/owners/ana/contacts")).json()["contacts"] == []
+
+
+async def test_contacts_page_by_cursor_and_filter_by_kind(client: httpx.AsyncClient) -> None:
+    made = [
+        (await client.post("/v1/owners/ana/contacts", json={**HOOK, "label": f"n{n}"})).json()
+        for n in range(3)
+    ]
+    first = (await client.get("/v1/owners/ana/contacts?limit=2")).json()
+    second = (
+        await client.get(f"/v1/owners/ana/contacts?limit=2&cursor={first['next_cursor']}")
+    ).json()
+    none_of_kind = (await client.get("/v1/owners/ana/contacts?kind=email")).json()
+
+    ids = sorted(c["id"] for c in made)  # made in one millisecond: in id order
+    assert [c["id"] for c in first["contacts"] + second["contacts"]] == ids
+    assert second["next_cursor"] is None
+    assert none_of_kind["contacts"] == []
+
+
+async def test_a_contact_is_changed_and_deleted(client: httpx.AsyncClient) -> None:
+    made = (await client.post("/v1/owners/ana/contacts", json=HOOK)).json()
+    path = f"/v1/owners/ana/contacts/{made['id']}"
+
+    relabelled = await client.patch(path, json={"label": "work"})
+    moved = await client.patch(path, json={"url": "https://new.example/hook"})
+    bad = await client.patch(path, json={"url": "nope"})
+    gone = await client.delete(path)
+    again = await client.delete(path)
+
+    assert relabelled.json()["label"] == "work"
+    assert moved.json()["address"] == {"url": "https://new.example/hook"}
+    assert moved.json()["label"] == "work"
+    assert bad.status_code == 422
+    assert gone.status_code == 204
+    assert again.status_code == 404
+    assert (await client.get(path)).status_code == 404
+
+
+async def test_an_owner_token_manages_its_own_contacts_only(
+    client: httpx.AsyncClient, store: Store
+) -> None:
+    key = await add_key(store)
+    token = await owner_token(store, "ana")
+    bobs = (await client.post("/v1/owners/bob/contacts", json=HOOK, headers=bearer(key))).json()
+
+    own = await client.post("/v1/owners/ana/contacts", json=HOOK, headers=bearer(token))
+    other = await client.post("/v1/owners/bob/contacts", json=HOOK, headers=bearer(token))
+    peek = await client.get(f"/v1/owners/bob/contacts/{bobs['id']}", headers=bearer(token))
+    across = await client.get(f"/v1/owners/ana/contacts/{bobs['id']}", headers=bearer(token))
+    listed = await client.get("/v1/owners/bob/contacts", headers=bearer(key))
+
+    assert own.status_code == 201
+    assert other.status_code == 404
+    assert peek.status_code == 404
+    assert across.status_code == 404  # a contact is found under its own owner only
+    assert [c["id"] for c in listed.json()["contacts"]] == [bobs["id"]]
