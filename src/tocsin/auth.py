@@ -51,8 +51,11 @@ def new_signing_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
-def new_app(name: str, *, webhook_url: str | None, now: datetime) -> tuple[App, str]:
-    """A new app and its key in clear text (shown once, never stored)."""
+def new_app(
+    name: str, *, webhook_url: str | None, now: datetime, admin: bool = False
+) -> tuple[App, str]:
+    """A new app and its key in clear text (shown once, never stored); an `admin` key sees
+    every app's reminders."""
     if not APP_NAME.fullmatch(name):
         raise ValueError("an app name is 1-64 characters of letters, digits, '.', '_' or '-'")
     key = new_api_key()
@@ -63,6 +66,7 @@ def new_app(name: str, *, webhook_url: str | None, now: datetime) -> tuple[App, 
         created_at=now,
         webhook_url=webhook_url,
         webhook_secret=new_webhook_secret() if webhook_url else None,
+        admin=admin,
     )
     return app, key
 

@@ -193,6 +193,7 @@ class App:
     webhook_url: str | None = None
     webhook_secret: str | None = None  # `whsec_…`, Standard Webhooks format
     webhook_disabled: bool = False
+    admin: bool = False  # an admin key sees and changes every app's reminders
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -15,6 +15,7 @@ from tocsin.auth import (
     verify_owner_token,
 )
 from tocsin.clock import Clock
+from tocsin.domain import Reminder
 from tocsin.store import Store
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="tocsin"'}
@@ -31,9 +32,22 @@ class Principal:
     scope: str  # keeps idempotency keys of different callers apart
     source: str | None = None  # the app's name, recorded on the reminders it saves
     owner: str | None = None
+    admin: bool = False  # an admin key: sees and changes every app's reminders
 
     def may_see(self, owner: str) -> bool:
+        """Whether the caller may act for `owner` (its contacts, its list of reminders)."""
         return self.owner is None or self.owner == owner
+
+    @property
+    def tenant(self) -> str | None:
+        """The app whose reminders alone this caller sees, or None: apps are tenants. An
+        owner token sees its owner's reminders from every app, an admin key all."""
+        return None if self.admin or self.owner is not None else self.source
+
+    def may_see_reminder(self, reminder: Reminder) -> bool:
+        """Whether the caller may see and change this reminder."""
+        tenant = self.tenant
+        return self.may_see(reminder.owner) and (tenant is None or reminder.source == tenant)
 
 
 ANONYMOUS = Principal(scope="anonymous")
@@ -124,7 +138,7 @@ class Authenticator:
             self._apps.pop(key_hash, None)
             return None
         self._keys_exist = True
-        principal = Principal(scope=f"app:{app.name}", source=app.name)
+        principal = Principal(scope=f"app:{app.name}", source=app.name, admin=app.admin)
         if len(self._apps) >= MAX_CACHED_KEYS:
             self._apps.clear()  # only real keys get here, so this is a backstop
         self._apps[key_hash] = (now, principal)

@@ -127,7 +127,7 @@ class ReminderService:
     async def get(self, principal: Principal, reminder_id: str) -> Reminder:
         """The reminder, or 404 when it does not exist or the caller may not see it."""
         found = await self.store.get_reminder(reminder_id)
-        if found is None or not principal.may_see(found.owner):
+        if found is None or not principal.may_see_reminder(found):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
         return found
 
@@ -149,7 +149,7 @@ class ReminderService:
             except ValueError:
                 raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
         rows = await self.store.list_reminders(
-            listed_owner, status=status, after_id=after, limit=limit + 1
+            listed_owner, status=status, source=principal.tenant, after_id=after, limit=limit + 1
         )
         page = rows[:limit]
         next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None

@@ -29,6 +29,11 @@ def register(subparsers: Any) -> None:
     create = commands.add_parser("create", help="create an app's API key (printed once)")
     create.add_argument("--app", required=True, help="the app's name, recorded as `source`")
     create.add_argument("--webhook-url", help="where the app's webhook reminders are sent")
+    create.add_argument(
+        "--admin",
+        action="store_true",
+        help="an operator's key: sees and changes every app's reminders (an app key sees its own)",
+    )
     add_database_arguments(create)
     create.set_defaults(handler=_handler(_create))
 
@@ -70,9 +75,12 @@ async def _create(store: Store, settings: Settings, args: argparse.Namespace) ->
     if await store.find_app(name=args.app) is not None:
         print(f"tocsin keys: an app named {args.app!r} exists already", file=sys.stderr)
         return 1
-    app, key = new_app(args.app, webhook_url=args.webhook_url, now=datetime.now(UTC))
+    app, key = new_app(
+        args.app, webhook_url=args.webhook_url, now=datetime.now(UTC), admin=args.admin
+    )
     await store.add_app(app)
-    print(f"API key for {app.name} (shown once; keep it secret):")
+    kind = "Admin key" if app.admin else "API key"
+    print(f"{kind} for {app.name} (shown once; keep it secret):")
     print(key)
     if app.webhook_secret:
         print(f"Webhook signing secret for {app.webhook_url} (Standard Webhooks):")
@@ -89,8 +97,9 @@ async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> i
     for app in apps:
         created = app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
         state = "-" if not app.webhook_url else "disabled" if app.webhook_disabled else "on"
+        name = f"{app.name} (admin)" if app.admin else app.name
         print(
-            f"{app.name:<24} {app.key_prefix + '…':<14} {created:<20} {state:<8} "
+            f"{name:<24} {app.key_prefix + '…':<14} {created:<20} {state:<8} "
             f"{app.webhook_url or '-'}"
         )
     return 0

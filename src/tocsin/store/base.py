@@ -76,11 +76,13 @@ class Store(ABC):
         owner: str,
         *,
         status: ReminderStatus | None = None,
+        source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[Reminder]:
         """The owner's reminders in id order (oldest first), those with id > `after_id` only,
-        at most `limit`, optionally of one status. Keyset pagination: stable under inserts."""
+        at most `limit`, optionally of one status and of one `source` (app) only. Keyset
+        pagination: stable under inserts."""
 
     @abstractmethod
     async def update_reminder(

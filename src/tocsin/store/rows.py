@@ -199,6 +199,7 @@ def app_from(row: Row, instant: Instant) -> App:
         webhook_url=row["webhook_url"],
         webhook_secret=row["webhook_secret"],
         webhook_disabled=bool(row["webhook_disabled"]),
+        admin=bool(row["admin"]),
     )
 
 

@@ -203,3 +203,62 @@ def test_dev_mode_serves_loopback_names_only_and_refuses_cross_site_writes(
     assert same_origin.status_code == 201
     assert by_name.status_code == 200
     assert len(by_name.json()["reminders"]) == 1
+
+
+def _key(db: str, *args: str) -> str:
+    created = tocsin("keys", "create", *args, "--db", db)
+    assert created.returncode == 0, created.stderr
+    return next(line for line in created.stdout.splitlines() if line.startswith("tk_"))
+
+
+def test_apps_are_tenants_owner_tokens_see_every_app_admins_all(tmp_path: Path) -> None:
+    """Through `tocsin api`: an app key reads, lists, edits and cancels only its own app's
+    reminders (404 across the line, so ids leak nothing), and cannot make another app's
+    reminder ring at its own webhook; an owner token sees the owner's reminders from every
+    app; an admin key sees them all."""
+    db = str(tmp_path / "tocsin.db")
+    phone, calendar = _key(db, "--app", "phone"), _key(db, "--app", "calendar")
+    admin = _key(db, "--app", "ops", "--admin")
+    token = tocsin("keys", "owner-token", "ana", "--db", db).stdout.strip()
+
+    def auth(credential: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {credential}"}
+
+    with running("api", "--db", db) as (base, _), httpx.Client(base_url=base) as client:
+        mine = client.post("/v1/reminders", content=README_CALL, headers=auth(phone)).json()
+        theirs = client.post("/v1/reminders", content=README_CALL, headers=auth(calendar)).json()
+        path = f"/v1/reminders/{theirs['id']}"
+        etag = client.get(path, headers=auth(calendar)).headers["ETag"]
+        across = {
+            "read": client.get(path, headers=auth(phone)),
+            "edit": client.patch(
+                path, json={"channel": "webhook"}, headers={**auth(phone), "If-Match": etag}
+            ),
+            "snooze": client.patch(path, json={"snooze": "10m"}, headers=auth(phone)),
+            "cancel": client.delete(path, headers=auth(phone)),
+            "firings": client.get(f"{path}/firings", headers=auth(phone)),
+        }
+        listed = {
+            name: [
+                r["id"]
+                for r in client.get("/v1/reminders?owner=ana", headers=auth(credential)).json()[
+                    "reminders"
+                ]
+            ]
+            for name, credential in (("phone", phone), ("admin", admin), ("owner", token))
+        }
+        still = client.get(path, headers=auth(calendar)).json()
+        by_owner = client.get(path, headers=auth(token))
+        by_admin = client.get(path, headers=auth(admin))
+
+    assert {name: answer.status_code for name, answer in across.items()} == dict.fromkeys(
+        across, 404
+    )
+    # The same answer as for an id that does not exist: nothing of the reminder shows.
+    assert all(answer.json()["type"].endswith("not-found") for answer in across.values())
+    assert all("Water the plants" not in answer.text for answer in across.values())
+    assert still["channel"] == "log"  # untouched
+    assert still["status"] == "pending"
+    assert listed["phone"] == [mine["id"]]
+    assert sorted(listed["admin"]) == sorted(listed["owner"]) == sorted([mine["id"], theirs["id"]])
+    assert by_owner.status_code == by_admin.status_code == 200

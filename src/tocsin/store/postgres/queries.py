@@ -110,6 +110,7 @@ LEFT JOIN LATERAL (
     WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
 ) AS last ON true
 WHERE r.owner = $1 AND r.id > $2 AND ($3::text IS NULL OR r.status = $3)
+  AND ($5::text IS NULL OR r.source = $5)
 ORDER BY r.id
 LIMIT $4
 """
@@ -219,8 +220,9 @@ SELECT * FROM contacts WHERE owner = $1 AND kind = $2 AND disabled_reason IS NUL
 
 INSERT_APP = """
 INSERT INTO apps (
-    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
+    admin
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 """
 
 FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = $1"

@@ -218,11 +218,14 @@ class PostgresStore(Store):
         owner: str,
         *,
         status: ReminderStatus | None = None,
+        source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[Reminder]:
         status_value = None if status is None else status.value
-        rows = await self._fetch(q.LIST_REMINDERS, owner, after_id or "", status_value, limit)
+        rows = await self._fetch(
+            q.LIST_REMINDERS, owner, after_id or "", status_value, limit, source
+        )
         return [reminder_from(row, _as_is) for row in rows]
 
     async def update_reminder(
@@ -288,6 +291,7 @@ class PostgresStore(Store):
                     app.webhook_secret,
                     app.webhook_disabled,
                     app.created_at,
+                    app.admin,
                 )
         except StoreError as error:
             if isinstance(error.__cause__, asyncpg.UniqueViolationError):

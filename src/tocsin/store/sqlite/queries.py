@@ -72,6 +72,7 @@ LEFT JOIN firings AS f ON f.id = (
     SELECT id FROM firings WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
 )
 WHERE r.owner = :owner AND r.id > :after_id AND (:status IS NULL OR r.status = :status)
+  AND (:source IS NULL OR r.source = :source)
 ORDER BY r.id
 LIMIT :limit
 """
@@ -159,8 +160,9 @@ SELECT * FROM contacts WHERE owner = ? AND kind = ? AND disabled_reason IS NULL 
 
 INSERT_APP = """
 INSERT INTO apps (
-    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at
-) VALUES (?, ?, ?, ?, ?, ?, ?)
+    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
+    admin
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = ?"

@@ -133,6 +133,7 @@ class SqliteStore(Store):
         owner: str,
         *,
         status: ReminderStatus | None = None,
+        source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[Reminder]:
@@ -140,6 +141,7 @@ class SqliteStore(Store):
             "owner": owner,
             "after_id": after_id or "",
             "status": None if status is None else status.value,
+            "source": source,
             "limit": limit,
         }
         rows = await self._db.read(
@@ -214,6 +216,7 @@ class SqliteStore(Store):
             app.webhook_secret,
             int(app.webhook_disabled),
             _us(app.created_at),
+            int(app.admin),
         )
 
         def work(connection: sqlite3.Connection) -> None:

@@ -10,6 +10,7 @@ CREATE TABLE apps (
     key_prefix text NOT NULL,
     webhook_url text,
     webhook_secret text,
+    admin boolean NOT NULL DEFAULT false,
     CONSTRAINT apps_key_hash_key UNIQUE (key_hash),
     CONSTRAINT apps_pkey PRIMARY KEY (name)
 );

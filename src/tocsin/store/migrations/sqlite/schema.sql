@@ -10,7 +10,7 @@ CREATE TABLE apps (
     webhook_secret TEXT,
     webhook_disabled INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL
-);
+, admin INTEGER NOT NULL DEFAULT 0);
 
 CREATE TABLE attempts (
     firing_id TEXT NOT NULL REFERENCES firings (id) ON DELETE CASCADE,
