@@ -7,7 +7,9 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tocsin.errors import InvalidInput
 from tocsin.ids import SHARDS
+from tocsin.outbound import check_url
 
 DEFAULT_DATABASE_URL = "sqlite:///./tocsin.db"
 # On SQLite one process holds every part, so more parts only mean more loaders reading and
@@ -40,13 +42,29 @@ class Settings(BaseSettings):
     sweep_seconds: float = Field(default=2.0, gt=0, description="How often held parts are swept.")
     delivery_concurrency: int = Field(default=256, ge=1)
     max_attempts: int = Field(default=8, ge=1)
-    webhook_url: str | None = None
+    webhook_url: str | None = Field(
+        default=None, description="Where webhook rings go when their app has no URL of its own."
+    )
     webhook_secret: str | None = None
     webhook_timeout_seconds: float = 10.0
+    allow_private_urls: bool = Field(
+        default=False,
+        description="Let webhook and other outbound URLs reach loopback, private, link-local "
+        "and metadata addresses (a receiver on the same network); refused by default.",
+    )
     log_level: str = "INFO"
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
     )
+
+    @model_validator(mode="after")
+    def _outbound_urls(self) -> Settings:
+        if self.webhook_url is not None:
+            try:
+                check_url(self.webhook_url, allow_private=self.allow_private_urls)
+            except InvalidInput as error:
+                raise ValueError(f"TOCSIN_WEBHOOK_URL: {error.message}") from None
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -27,7 +27,7 @@ from tests.support.processes import clean_env, running
 
 pytestmark = pytest.mark.slow
 
-QUIET_SWEEP = {"TOCSIN_SWEEP_SECONDS": "30"}
+QUIET_SWEEP = {"TOCSIN_SWEEP_SECONDS": "30", "TOCSIN_ALLOW_PRIVATE_URLS": "true"}
 LEAD = 14  # seconds from creation to the ring: the minute is read ~10 s ahead
 EDIT_AT = 5  # seconds before the ring the edits land: after the read
 ON_TIME = 1.5  # seconds

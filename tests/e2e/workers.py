@@ -26,6 +26,7 @@ ENV = {
     "TOCSIN_SWEEP_SECONDS": "0.5",
     "TOCSIN_WEBHOOK_TIMEOUT_SECONDS": "2",
     "TOCSIN_DELIVERY_CONCURRENCY": "32",
+    "TOCSIN_ALLOW_PRIVATE_URLS": "true",  # the receiver peer listens on loopback
 }
 
 

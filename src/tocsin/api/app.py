@@ -44,7 +44,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         clock=clock,
         auth=auth,
         reminders=ReminderService(store, clock),
-        contacts=ContactService(store, clock),
+        contacts=ContactService(store, clock, allow_private_urls=settings.allow_private_urls),
     )
     problems.install(app)
     app.include_router(health.router)

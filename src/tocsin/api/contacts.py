@@ -16,20 +16,24 @@ from tocsin.clock import Clock
 from tocsin.domain import Channel, Contact
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
+from tocsin.outbound import check_url
 from tocsin.store import Store
+
+URL_FIELDS = frozenset({"url", "endpoint"})  # fields of contacts that the server calls
 
 
 class ContactService:
     """Add, list, read, change and delete an owner's contacts. An app key manages any
     owner's contacts; an owner token only its own (anything else is 404: ids leak nothing)."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, *, allow_private_urls: bool = False) -> None:
         self.store = store
         self.clock = clock
+        self.allow_private_urls = allow_private_urls
 
     async def add(self, principal: Principal, owner: str, item: ContactIn) -> Contact:
         _may_manage(principal, owner)
-        address = _address(item.kind, item.model_extra or {})
+        address = self._address(item.kind, item.model_extra or {})
         now = self.clock.now()
         shard = shard_of(owner)
         contact = Contact(
@@ -85,7 +89,7 @@ class ContactService:
         if "label" in patch.model_fields_set:
             changed = replace(changed, label=patch.label)
         if fields:
-            address = _address(current.kind, fields)
+            address = self._address(current.kind, fields)
             changed = replace(changed, address=address, disabled_reason=None, disabled_at=None)
         saved = await self.store.update_contact(changed)
         if saved is None:
@@ -97,17 +101,21 @@ class ContactService:
         if not await self.store.delete_contact(contact_id):
             raise _not_found(contact_id)
 
+    def _address(self, kind: Channel, fields: Mapping[str, Any]) -> dict[str, str]:
+        """The kind's fields, validated, with every URL the server would call (a webhook's
+        `url`, a Web Push `endpoint`) held to the outbound URL policy."""
+        try:
+            address = validate_contact(kind, fields)
+            for name in URL_FIELDS & address.keys():
+                check_url(address[name], allow_private=self.allow_private_urls, field=name)
+        except InvalidInput as error:
+            raise invalid([FieldError(error.field, error.message)]) from None
+        return address
+
 
 def _may_manage(principal: Principal, owner: str) -> None:
     if not principal.may_see(owner):
         raise Problem(404, "not-found", f"no owner {owner} for this token")
-
-
-def _address(kind: Channel, fields: Mapping[str, Any]) -> dict[str, str]:
-    try:
-        return validate_contact(kind, fields)
-    except InvalidInput as error:
-        raise invalid([FieldError(error.field, error.message)]) from None
 
 
 def _not_found(contact_id: str) -> Problem:

@@ -55,5 +55,6 @@ def build_channels(
         default_secret=settings.webhook_secret,
         timeout=settings.webhook_timeout_seconds,
         max_connections=settings.delivery_concurrency,
+        allow_private=settings.allow_private_urls,
     )
     return Channels({Channel.LOG: LogSender(clock), Channel.WEBHOOK: webhook})

@@ -21,6 +21,8 @@ from tocsin import __version__
 from tocsin.channels.base import NOT_CONFIGURED, DeliveryResult, NoTarget, Sender
 from tocsin.channels.signing import secret_key, sign
 from tocsin.domain import App, Firing
+from tocsin.errors import InvalidInput
+from tocsin.outbound import GuardedResolver, check_url, refused_by_policy
 from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
@@ -54,8 +56,10 @@ class WebhookSender(Sender[Endpoint]):
         default_secret: str | None,
         timeout: float,
         max_connections: int,
+        allow_private: bool = False,
     ) -> None:
         self._store = store
+        self._allow_private = allow_private
         self._default = (
             Endpoint(
                 url=default_url,
@@ -73,7 +77,11 @@ class WebhookSender(Sender[Endpoint]):
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0),
+                connector=aiohttp.TCPConnector(
+                    limit=self._max_connections,
+                    limit_per_host=0,
+                    resolver=GuardedResolver(allow_private=self._allow_private),
+                ),
                 headers={"user-agent": f"tocsin/{__version__}"},
                 cookie_jar=aiohttp.DummyCookieJar(),  # a receiver's cookies are not kept
             )
@@ -91,6 +99,9 @@ class WebhookSender(Sender[Endpoint]):
         raise NoTarget(NOT_CONFIGURED)
 
     async def send(self, firing: Firing, target: Endpoint, *, time_limit: float) -> DeliveryResult:
+        refused = self._refused(target.url)
+        if refused is not None:
+            return DeliveryResult.failed(refused)
         body = _body(firing)
         timestamp = int(time.time())
         headers = {
@@ -113,7 +124,19 @@ class WebhookSender(Sender[Endpoint]):
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             return DeliveryResult.failed(f"bad webhook URL: {error}")
         except aiohttp.ClientError as error:
+            policy = refused_by_policy(error)
+            if policy is not None:
+                return DeliveryResult.failed(str(policy))
             return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
+
+    def _refused(self, url: str) -> str | None:
+        """Why the policy refuses the URL as written (a private IP, a scheme other than
+        http(s)); names are checked as they resolve, by the connector's resolver."""
+        try:
+            check_url(url, allow_private=self._allow_private)
+        except InvalidInput as error:
+            return f"webhook URL refused: {error.message}"
+        return None
 
     async def close(self) -> None:
         if self._session is not None:

@@ -14,6 +14,7 @@ from tocsin.api.models import OWNER_PATTERN
 from tocsin.auth import new_app, owner_token_secret, sign_owner_token
 from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
 from tocsin.errors import InvalidInput, StoreError
+from tocsin.outbound import check_url
 from tocsin.settings import Settings
 from tocsin.store import Store
 from tocsin.time import parse_duration
@@ -75,6 +76,10 @@ async def _create(store: Store, settings: Settings, args: argparse.Namespace) ->
     if await store.find_app(name=args.app) is not None:
         print(f"tocsin keys: an app named {args.app!r} exists already", file=sys.stderr)
         return 1
+    if args.webhook_url is not None:
+        check_url(
+            args.webhook_url, allow_private=settings.allow_private_urls, field="--webhook-url"
+        )
     app, key = new_app(
         args.app, webhook_url=args.webhook_url, now=datetime.now(UTC), admin=args.admin
     )

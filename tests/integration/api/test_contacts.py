@@ -100,3 +100,11 @@ async def test_an_owner_token_manages_its_own_contacts_only(
     assert peek.status_code == 404
     assert across.status_code == 404  # a contact is found under its own owner only
     assert [c["id"] for c in listed.json()["contacts"]] == [bobs["id"]]
+
+
+async def test_a_webhook_contact_must_be_a_public_url(client: httpx.AsyncClient) -> None:
+    for url in ("http://169.254.169.254/latest", "http://127.0.0.1:9/x", "http://[::1]/x"):
+        answer = await client.post("/v1/owners/ana/contacts", json={"kind": "webhook", "url": url})
+        assert answer.status_code == 422, url
+        assert fields(answer.json()) == ["url"]
+        assert "TOCSIN_ALLOW_PRIVATE_URLS" in answer.text

@@ -38,6 +38,7 @@ def settings(**overrides: Any) -> Settings:
         "sweep_seconds": 0.5,
         "delivery_concurrency": 16,
         "webhook_timeout_seconds": 2.0,
+        "allow_private_urls": True,  # the receiver peer listens on loopback
     }
     values.update(overrides)
     return Settings(**values)

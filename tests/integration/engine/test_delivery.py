@@ -208,3 +208,19 @@ async def test_channels_not_configured_fail_at_once_and_say_so(store: Store) -> 
         assert firing.state is FiringState.FAILED
         assert firing.last_error == "channel not configured"
         assert len(firing.history) == 1
+
+
+async def test_a_private_webhook_url_is_refused_at_send_time(store: Store) -> None:
+    """A URL saved before the outbound policy (or by a path around it) is checked again when
+    it is called: the ring fails for good, saying why, and the receiver gets nothing."""
+    with receiver() as sink:
+        await webhook_app(store, f"{sink.url}/hook")  # http://127.0.0.1:…
+        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, source="phone")
+        await store.add_reminders([one])
+        async with running(store, settings(allow_private_urls=False), clock):
+            (firing,) = await final(store, [one])
+        stats = await sink.astats()
+    assert firing.state is FiringState.FAILED
+    assert firing.last_error is not None
+    assert "TOCSIN_ALLOW_PRIVATE_URLS" in firing.last_error
+    assert stats["total"] == 0
