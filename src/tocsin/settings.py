@@ -47,6 +47,21 @@ class Settings(BaseSettings):
     )
     webhook_secret: str | None = None
     webhook_timeout_seconds: float = 10.0
+    rate_limit_key_per_second: float = Field(
+        default=200.0,
+        ge=0,
+        description="Requests a second one API key may make on average (twice that at once; "
+        "0: no limit). Bulk imports use `POST /v1/reminders:batch`: 1,000 a request.",
+    )
+    rate_limit_owner_per_second: float = Field(
+        default=20.0, ge=0, description="The same for one owner token (a person's page)."
+    )
+    rate_limit_auth_failures_per_minute: float = Field(
+        default=30.0,
+        ge=0,
+        description="Failed authentications one client address may make a minute (half that "
+        "at once) before its requests are refused with 429 until it has waited.",
+    )
     allow_private_urls: bool = Field(
         default=False,
         description="Let webhook and other outbound URLs reach loopback, private, link-local "

@@ -13,6 +13,7 @@ from tocsin.api import openapi, problems
 from tocsin.api.body import BodyGuard
 from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
+from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.models import BatchIn, ReminderIn
 from tocsin.api.routes import contacts, health, reminders
@@ -45,6 +46,11 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         auth=auth,
         reminders=ReminderService(store, clock),
         contacts=ContactService(store, clock, allow_private_urls=settings.allow_private_urls),
+        limits=RateLimits.of(
+            key_per_second=settings.rate_limit_key_per_second,
+            owner_per_second=settings.rate_limit_owner_per_second,
+            failures_per_minute=settings.rate_limit_auth_failures_per_minute,
+        ),
     )
     problems.install(app)
     app.include_router(health.router)

@@ -12,6 +12,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from tocsin.api.contacts import ContactService
+from tocsin.api.limits import RateLimits, too_many
+from tocsin.api.problems import Problem
 from tocsin.api.security import Authenticator, Principal
 from tocsin.api.service import ReminderService
 from tocsin.clock import Clock
@@ -26,6 +28,7 @@ class ApiContext:
     clock: Clock
     auth: Authenticator
     reminders: ReminderService
+    limits: RateLimits
     contacts: ContactService
 
 
@@ -41,8 +44,23 @@ async def get_principal(request: Request) -> Principal:
     """The caller, from `Authorization` (read from the headers as is: it is not part of the
     documented parameters, and a declared header would be validated on every request)."""
     context: ApiContext = request.app.state.tocsin
-    principal = await context.auth.authenticate(request.headers.get("authorization"))
+    limits = context.limits
+    address = request.client.host if request.client is not None else "-"
+    wait = limits.failures.peek(address)
+    if wait:
+        raise too_many(wait, f"{address}: too many failed authentications")
+    try:
+        principal = await context.auth.authenticate(request.headers.get("authorization"))
+    except Problem as refused:
+        if refused.status == 401:
+            limits.failures.take(address)
+        raise
     request.state.principal = principal.scope
+    buckets = limits.owners if principal.owner is not None else limits.keys
+    if principal.source is not None or principal.owner is not None:
+        wait = buckets.take(principal.scope)
+        if wait:
+            raise too_many(wait, buckets.what)
     return principal
 
 

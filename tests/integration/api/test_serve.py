@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from tests.support.processes import running, tocsin
+from tests.support.processes import clean_env, running, tocsin
 
 pytestmark = pytest.mark.slow
 
@@ -262,3 +262,28 @@ def test_apps_are_tenants_owner_tokens_see_every_app_admins_all(tmp_path: Path) 
     assert listed["phone"] == [mine["id"]]
     assert sorted(listed["admin"]) == sorted(listed["owner"]) == sorted([mine["id"], theirs["id"]])
     assert by_owner.status_code == by_admin.status_code == 200
+
+
+def test_rate_limits_per_key_and_per_address_for_bad_keys(tmp_path: Path) -> None:
+    db = str(tmp_path / "tocsin.db")
+    key = _key(db, "--app", "phone")
+    env = clean_env(
+        TOCSIN_RATE_LIMIT_KEY_PER_SECOND="5", TOCSIN_RATE_LIMIT_AUTH_FAILURES_PER_MINUTE="10"
+    )
+    with running("api", "--db", db, env=env) as (base, _), httpx.Client(base_url=base) as client:
+        mine = {"Authorization": f"Bearer {key}"}
+        answers = [client.get("/v1/reminders?owner=ana", headers=mine) for _ in range(30)]
+        bad = {"Authorization": "Bearer tk_" + "x" * 43}
+        guesses = [client.get("/v1/reminders?owner=ana", headers=bad) for _ in range(20)]
+        health = client.get("/healthz")
+
+    codes = [answer.status_code for answer in answers]
+    assert codes[:10] == [200] * 10  # a burst of twice the rate
+    assert 429 in codes
+    limited = answers[codes.index(429)]
+    assert limited.headers["content-type"] == "application/problem+json"
+    assert int(limited.headers["retry-after"]) >= 1
+    guessed = [answer.status_code for answer in guesses]
+    assert guessed[:5] == [401] * 5  # half a minute's worth at once
+    assert guessed[-1] == 429  # then refused before the key is looked up
+    assert health.status_code == 200  # what needs no credentials is not limited
