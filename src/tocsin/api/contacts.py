@@ -11,7 +11,8 @@ from tocsin.api import render
 from tocsin.api.models import ContactIn, ContactPatch
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.api.security import Principal
-from tocsin.channels.contacts import new_webhook_secret, validate_contact
+from tocsin.auth import new_webhook_secret
+from tocsin.channels.contacts import validate_contact
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Contact
 from tocsin.errors import InvalidInput

@@ -7,8 +7,6 @@ the field at fault) and `build(settings, clock)` (its sender, or None when not c
 
 from __future__ import annotations
 
-import base64
-import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,11 +26,6 @@ def validate_webhook_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput("url", "must be an http:// or https:// URL with a host")
     return {"url": url}
-
-
-def new_webhook_secret() -> str:
-    """A per-contact signing secret in the Standard Webhooks format (`whsec_` + base64)."""
-    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def _text(fields: Mapping[str, Any], name: str, limit: int) -> str:
