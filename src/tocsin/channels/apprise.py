@@ -137,19 +137,18 @@ def _notify(url: str, text: str, limit: float) -> _Outcome:
     # per read times however many reads the service needs.
     plugin.socket_connect_timeout = min(plugin.socket_connect_timeout, limit)
     plugin.socket_read_timeout = min(plugin.socket_read_timeout, limit)
+    service = plugin.service_name or "Apprise"
     notifier = apprise.Apprise(asset=_ASSET)
     notifier.add(plugin)
     try:
         result = notifier.notify(body=text, title=TITLE)
     except Exception as error:  # a plugin's bug must not kill the pool thread's caller
-        return _Outcome(ok=False, service=plugin.service_name, reason=type(error).__name__)
+        return _Outcome(ok=False, service=service, reason=type(error).__name__)
     with result:
         if result:
-            return _Outcome(ok=True, service=plugin.service_name)
+            return _Outcome(ok=True, service=service)
         reasons = [e.message for e in result.logs() if e.level in ("WARNING", "ERROR")]
-    return _Outcome(
-        ok=False, service=plugin.service_name, reason=mask(reasons[-1], url) if reasons else None
-    )
+    return _Outcome(ok=False, service=service, reason=mask(reasons[-1], url) if reasons else None)
 
 
 def mask(message: str, url: str) -> str:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 import http_ece
@@ -301,7 +301,7 @@ class WebPushSender(DestinationSender):
                 p256dh=b64decode(destination.address["p256dh"]),
                 auth=b64decode(destination.address["auth"]),
             )
-            origin = _origin(urlsplit(endpoint))
+            origin = audience(endpoint)
         except (KeyError, ValueError, http_ece.ECEException):
             return DeliveryResult.failed("the stored subscription cannot be used (bad keys)")
         headers = {
@@ -376,8 +376,9 @@ def topic(reminder_id: str) -> str:
     return b64encode(digest)[:TOPIC_LENGTH]
 
 
-def _origin(parts: SplitResult) -> str:
-    """The JWT's `aud`: the endpoint's origin, the default port left out."""
+def audience(endpoint: str) -> str:
+    """The VAPID JWT's `aud`: the endpoint's origin (scheme, host, port unless the default)."""
+    parts = urlsplit(endpoint)
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
