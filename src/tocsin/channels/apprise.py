@@ -82,6 +82,8 @@ def build(settings: Settings, clock: Clock) -> AppriseSender | None:
     """The sender when TOCSIN_APPRISE_ENABLED is true, else None."""
     if not settings.apprise_enabled:
         return None
+    # Apprise loads its ~150 plugins on first use (~0.4 s): here at startup, not in a send.
+    _load("json://localhost/")
     return AppriseSender(threads=settings.apprise_threads, timeout=settings.apprise_timeout_seconds)
 
 
@@ -155,11 +157,16 @@ def mask(message: str, url: str) -> str:
     """`message` (from Apprise's log) with every piece of `url` that may be a credential
     replaced by MASK: all of the URL after its scheme, piece by piece, as written and
     decoded. Apprise puts tokens anywhere (`tgram://{bot_token}/{chat_id}`), so none is
-    trusted; short pieces (a port, `api`) are kept unless they are the password."""
+    trusted; pieces under 4 characters (`api`, a short port) are kept unless they are the
+    password. A piece of 8 or more is masked wherever it appears (a token glued to a word,
+    as in Telegram's `/bot<token>/`), a shorter one only as a whole word, so a topic such as
+    `news` does not mangle the words around it."""
     rest = url.split("://", 1)[-1]
-    pieces = set(_secrets(rest))
-    for piece in sorted(pieces, key=len, reverse=True):
-        message = re.sub(rf"(?<![A-Za-z0-9]){re.escape(piece)}(?![A-Za-z0-9])", MASK, message)
+    for piece in sorted(set(_secrets(rest)), key=len, reverse=True):
+        pattern = re.escape(piece)
+        if len(piece) < 8:
+            pattern = rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])"
+        message = re.sub(pattern, MASK, message)
     return message[:MAX_REASON]
 
 

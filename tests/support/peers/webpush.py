@@ -30,6 +30,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from tests.support.peers.loopback import serving
+
 MAX_JWT_LIFETIME = 24 * 3600
 _TOPIC = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
@@ -237,17 +239,10 @@ class WebPushReceiver:
 
 @asynccontextmanager
 async def webpush_receiver() -> AsyncIterator[WebPushReceiver]:
-    """A receiver listening on 127.0.0.1 (a free port) until the block ends."""
+    """A receiver on loopback until the block ends."""
     receiver = WebPushReceiver()
     app = web.Application()
     app.router.add_post("/push/{id}", receiver._push)
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    receiver.origin = f"http://127.0.0.1:{port}"
-    try:
+    async with serving(app) as base:
+        receiver.origin = base
         yield receiver
-    finally:
-        await runner.cleanup()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.support.peers.webpush import Refused, decrypt
+from tests.unit.channels.contacts import refusal, stored_or_field
 from tocsin.channels import webpush
 from tocsin.channels.webpush import b64decode, b64encode, validate_contact
 from tocsin.clock import SystemClock
@@ -94,12 +95,6 @@ def test_http_is_allowed_for_loopback_hosts_only(endpoint: str) -> None:
     assert validate_contact(_contact(endpoint))["endpoint"] == endpoint
 
 
-def _refused(body: Any) -> InvalidInput:
-    with pytest.raises(InvalidInput) as caught:
-        validate_contact(body)
-    return caught.value
-
-
 @pytest.mark.parametrize(
     ("body", "field", "says"),
     [
@@ -124,24 +119,16 @@ def _refused(body: Any) -> InvalidInput:
     ],
 )
 def test_a_bad_subscription_is_refused_naming_the_field(body: Any, field: str, says: str) -> None:
-    error = _refused(body)
+    error = refusal(validate_contact, body)
     assert error.field == field
     assert says in error.message
 
 
-def _stored_or_field(body: Any) -> dict[str, str] | str:
-    """What validate_contact stored, or the field it named when it refused."""
-    try:
-        return validate_contact(body)
-    except InvalidInput as error:
-        return error.field
-
-
 @given(st.text(max_size=120))
 def test_any_p256dh_is_either_a_point_or_refused_by_name(text: str) -> None:
-    stored = _stored_or_field(_contact(p256dh=text))
-    if isinstance(stored, str):
-        assert stored == "subscription.keys.p256dh"
+    stored = stored_or_field(validate_contact, _contact(p256dh=text))
+    if isinstance(stored, InvalidInput):
+        assert stored.field == "subscription.keys.p256dh"
     else:
         assert len(b64decode(stored["p256dh"])) == 65
 
@@ -149,9 +136,9 @@ def test_any_p256dh_is_either_a_point_or_refused_by_name(text: str) -> None:
 @given(st.text(max_size=80))
 def test_any_endpoint_is_either_accepted_as_given_or_refused_by_name(text: str) -> None:
     for endpoint in (text, "https://" + text):
-        stored = _stored_or_field(_contact(endpoint))
-        if isinstance(stored, str):
-            assert stored == "subscription.endpoint"
+        stored = stored_or_field(validate_contact, _contact(endpoint))
+        if isinstance(stored, InvalidInput):
+            assert stored.field == "subscription.endpoint"
         else:
             assert stored["endpoint"] == endpoint
 
