@@ -110,6 +110,8 @@ class AppriseSender(DestinationSender):
         self, firing: Firing, destination: Destination, *, time_limit: float
     ) -> DeliveryResult:
         limit = min(time_limit, self._timeout)
+        if limit <= 0:  # requests would refuse a timeout of 0
+            return DeliveryResult.retry("no time left before the deadline")
         call = functools.partial(_notify, destination.address["url"], firing.text, limit)
         try:
             async with asyncio.timeout(limit):
@@ -124,8 +126,8 @@ class AppriseSender(DestinationSender):
         return DeliveryResult.retry(f"apprise: {outcome.service} notification failed{reason}")
 
     async def close(self) -> None:
-        # Threads still running an abandoned call are not waited for: they end with their
-        # socket timeouts, and the process may exit before that.
+        # Queued calls are dropped; a thread still in an abandoned call is not waited for
+        # here (Python's exit still joins it, within its socket timeouts).
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -293,6 +293,9 @@ class WebPushSender(DestinationSender):
     async def send(
         self, firing: Firing, destination: Destination, *, time_limit: float
     ) -> DeliveryResult:
+        seconds = min(time_limit, self._timeout)
+        if seconds <= 0:  # aiohttp would read a total of 0 as "no time limit at all"
+            return DeliveryResult.retry("no time left before the deadline")
         endpoint = destination.address["endpoint"]
         now = self._clock.now()
         try:
@@ -312,7 +315,7 @@ class WebPushSender(DestinationSender):
             "urgency": "high",
             "topic": topic(firing.reminder_id),
         }
-        limit = aiohttp.ClientTimeout(total=min(time_limit, self._timeout))
+        limit = aiohttp.ClientTimeout(total=seconds)
         try:
             async with self._client().post(
                 endpoint, data=body, headers=headers, timeout=limit, allow_redirects=False

@@ -128,6 +128,14 @@ async def test_a_slow_service_is_abandoned_at_the_time_limit_and_frees_its_threa
         await channel.close()
 
 
+async def test_no_time_left_sends_nothing(
+    services: NotificationServices, channel: AppriseSender
+) -> None:
+    result = await notify(channel, f"json://{services.host}/json/ana", time_limit=0)
+    assert result.outcome is Outcome.RETRY
+    assert services.received == []
+
+
 async def test_a_send_still_queued_at_its_limit_is_never_made(
     services: NotificationServices,
 ) -> None:

@@ -174,6 +174,16 @@ async def test_a_push_service_that_does_not_answer_is_given_up_at_the_time_limit
     assert time.monotonic() - started < 1.0
 
 
+async def test_no_time_left_sends_nothing(
+    receiver: WebPushReceiver, sender: WebPushSender, keys: tuple[str, str]
+) -> None:
+    browser = receiver.subscribe(keys[1])
+    ring = firing(Channel.WEBPUSH, due=NOW)
+    result = await sender.send(ring, destination(Channel.WEBPUSH, browser.address()), time_limit=0)
+    assert result.outcome is Outcome.RETRY
+    assert receiver.pushes == []
+
+
 async def test_an_unreachable_push_service_is_retried(
     sender: WebPushSender, keys: tuple[str, str]
 ) -> None:
