@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tocsin.errors import InvalidInput
@@ -72,6 +73,39 @@ class Settings(BaseSettings):
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
     )
 
+    # --- webpush channel (RFC 8030 / 8291 / 8292; see docs/channels.md) ---
+    vapid_private_key: SecretStr | None = Field(
+        default=None,
+        description="The VAPID private key (P-256): base64url of the raw 32 bytes, or a PEM. "
+        "Make a pair with `tocsin keys vapid`. Enables `webpush` with TOCSIN_VAPID_SUBJECT.",
+    )
+    vapid_private_key_file: Path | None = Field(
+        default=None,
+        description="A file holding the VAPID private key (either form), instead of "
+        "TOCSIN_VAPID_PRIVATE_KEY.",
+    )
+    vapid_subject: str | None = Field(
+        default=None,
+        description="Who push services contact about this server's pushes: a `mailto:` or "
+        "`https:` URL (the VAPID JWT's `sub`).",
+    )
+    webpush_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="The longest one push service request may take."
+    )
+
+    # --- apprise channel (ntfy, Gotify, Pushover, Telegram… via Apprise; docs/channels.md) ---
+    apprise_enabled: bool = Field(
+        default=False,
+        description="Deliver to owners' Apprise URLs. Off by default: it lets owners make "
+        "this server call URLs of their choosing.",
+    )
+    apprise_threads: int = Field(
+        default=8, ge=1, description="Threads running Apprise's blocking notify calls."
+    )
+    apprise_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="The longest one Apprise notification may take."
+    )
+
     @model_validator(mode="after")
     def _outbound_urls(self) -> Settings:
         if self.webhook_url is not None:
@@ -96,6 +130,14 @@ class Settings(BaseSettings):
     def _parts_divide_shards(cls, value: int) -> int:
         if value <= 0 or SHARDS % value:
             raise ValueError(f"must divide {SHARDS} (1, 2, 4, … 1024)")
+        return value
+
+    @field_validator("vapid_subject")
+    @classmethod
+    def _vapid_subject_is_a_contact(cls, value: str | None) -> str | None:
+        # RFC 8292 section 2.1: the push service may contact the sender at this address.
+        if value is not None and not value.startswith(("mailto:", "https://")):
+            raise ValueError("must be a mailto: or https: URL (mailto:ops@example.com)")
         return value
 
     @property

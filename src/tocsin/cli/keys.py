@@ -1,4 +1,4 @@
-"""`tocsin keys`: create API keys for apps, list them, and sign owner tokens."""
+"""`tocsin keys`: create API keys for apps, list them, sign owner tokens, make VAPID keys."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from tocsin.api.models import OWNER_PATTERN
 from tocsin.auth import new_app, owner_token_secret, sign_owner_token
+from tocsin.channels.webpush import new_vapid_keys
 from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
 from tocsin.errors import InvalidInput, StoreError
 from tocsin.outbound import check_url
@@ -47,6 +48,9 @@ def register(subparsers: Any) -> None:
     token.add_argument("--ttl", default="30d", help="how long it is valid (default 30d)")
     add_database_arguments(token)
     token.set_defaults(handler=_handler(_owner_token))
+
+    vapid = commands.add_parser("vapid", help="make a VAPID key pair for the webpush channel")
+    vapid.set_defaults(handler=_vapid)
 
 
 Command = Callable[[Store, Settings, argparse.Namespace], Awaitable[int]]
@@ -117,4 +121,14 @@ async def _owner_token(store: Store, settings: Settings, args: argparse.Namespac
     expires = datetime.now(UTC) + timedelta(seconds=ttl)
     secret = await owner_token_secret(store, settings.secret)
     print(sign_owner_token(args.owner, expires=expires, secret=secret))
+    return 0
+
+
+def _vapid(args: argparse.Namespace) -> int:
+    """No database: the pair lives in the settings (private) and in the web page (public)."""
+    private, public = new_vapid_keys()
+    print("VAPID private key (set TOCSIN_VAPID_PRIVATE_KEY to it; keep it secret):")
+    print(private)
+    print("Application server key (public: the page's pushManager.subscribe applicationServerKey):")
+    print(public)
     return 0
