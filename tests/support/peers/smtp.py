@@ -201,5 +201,5 @@ async def _serve_forever(tls: Tls) -> None:
 
 
 if __name__ == "__main__":
-    mode: Tls = "none" if sys.argv[1:] == ["none"] else "starttls"
-    asyncio.run(_serve_forever(mode))
+    modes: dict[str, Tls] = {"starttls": "starttls", "implicit": "implicit", "none": "none"}
+    asyncio.run(_serve_forever(modes[sys.argv[1] if len(sys.argv) > 1 else "starttls"]))

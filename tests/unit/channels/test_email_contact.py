@@ -135,6 +135,9 @@ def test_any_text_reads_back_from_the_message(text: str) -> None:
     parts = list(message.iter_parts())
     assert [_content(part) for part in parts] == [_lines(text_body(ring)), _lines(html_body(ring))]
     assert raw.count(b"--=_tocsin_" + ring.id.encode()) == 3  # two parts and the end
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    assert all(len(line) <= 78 for line in head.split(b"\r\n"))
+    assert raw.isascii()
 
 
 def test_a_subject_keeps_a_short_text_and_cuts_a_long_one() -> None:
