@@ -266,7 +266,7 @@ class EmailSender(DestinationSender):
             return DeliveryResult.failed("the email contact has no address")
         recipient = envelope_address(address)
         if recipient is None:
-            return DeliveryResult.failed(f"{address!r} has a non-ASCII local part (SMTPUTF8)")
+            return DeliveryResult.failed(f"not a deliverable address: {address!r}")
         message = render(firing, self._sender, recipient)
         limit = min(time_limit, self._timeout)
         try:
@@ -355,14 +355,13 @@ def _due(firing: Firing) -> str:
 @lru_cache(maxsize=4096)
 def envelope_address(address: str) -> str | None:
     """The address as the server and the `To` header get it: an internationalised domain as
-    IDNA (`xn--…`, which any server takes). None for a non-ASCII local part, which
-    `validate_contact` refuses."""
-    if address.isascii():
-        return address
+    IDNA (`xn--…`, which any server takes). None for anything `validate_contact` would not
+    have stored: checked again (once per address, cached) because it goes into a header."""
     try:
-        return validate_email(address, check_deliverability=False).ascii_email
+        valid = validate_email(address, check_deliverability=False, allow_smtputf8=False)
     except EmailNotValidError:
         return None
+    return valid.ascii_email
 
 
 def classify(error: Exception, limit: float) -> DeliveryResult:

@@ -261,6 +261,18 @@ async def test_an_international_domain_goes_as_idna(sender: EmailSender, peer: S
     assert received.message()["To"] == "ada@xn--bcher-kva.example.com"
 
 
+@pytest.mark.parametrize(
+    "address", ["ada@example.com\r\nBcc: eve@example.com", "josé@example.com", "", "ada"]
+)
+async def test_an_address_that_was_never_valid_is_not_sent_to(
+    sender: EmailSender, peer: SmtpPeer, address: str
+) -> None:
+    result = await send(sender, address)
+
+    assert result.outcome is Outcome.FAILED
+    assert peer.connections == 0
+
+
 def test_build_needs_host_and_sender() -> None:
     clock = SystemClock()
     assert email_channel.build(Settings(database_url="sqlite:///unused.db"), clock) is None
