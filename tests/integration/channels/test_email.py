@@ -200,6 +200,16 @@ async def test_a_wrong_password_fails_as_a_configuration_error(
     assert peer.received == []
 
 
+async def test_starttls_is_required_not_tried(certificates: Certificates, ca_file: Path) -> None:
+    async with smtp_peer("none", certificates) as plain:  # offers no STARTTLS
+        result = await send_once(settings(plain, ca_file, smtp_tls="starttls"))
+
+        assert result.outcome is Outcome.FAILED
+        assert result.error is not None
+        assert "STARTTLS" in result.error
+        assert plain.received == []
+
+
 async def test_a_server_certificate_from_an_untrusted_ca_fails(peer: SmtpPeer) -> None:
     result = await send_once(settings(peer, None))  # the system's CAs: not the test's
 
