@@ -68,6 +68,53 @@ class Settings(BaseSettings):
         description="Let webhook and other outbound URLs reach loopback, private, link-local "
         "and metadata addresses (a receiver on the same network); refused by default.",
     )
+
+    # -- Channel `email` (SMTP): on when TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM are set.
+    smtp_host: str | None = Field(default=None, description="The SMTP server (submission).")
+    smtp_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="Default: 587 with `starttls`, 465 with `implicit`, 25 with `none`.",
+    )
+    smtp_tls: Literal["starttls", "implicit", "none"] = Field(
+        default="starttls",
+        description="`starttls` (upgrade, required), `implicit` (TLS from the first byte) "
+        "or `none` (plain text: only for a relay on the same host).",
+    )
+    smtp_username: str | None = Field(default=None, description="AUTH user name, if any.")
+    smtp_password: SecretStr | None = Field(default=None, description="AUTH password.")
+    smtp_from: str | None = Field(
+        default=None,
+        description="The sender: `alerts@example.com` or `Tocsin <alerts@example.com>`; its "
+        "domain ends every Message-ID.",
+    )
+    smtp_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one send may take (less near the deadline)."
+    )
+    smtp_pool: int = Field(
+        default=4, ge=1, description="SMTP connections kept open and reused across sends."
+    )
+    smtp_ca_file: str | None = Field(
+        default=None, description="PEM file of the CA(s) to trust instead of the system's."
+    )
+
+    # -- Channel `sms` (Twilio-compatible Messages API): on when TOCSIN_SMS_ACCOUNT_SID,
+    # TOCSIN_SMS_AUTH_TOKEN and one of TOCSIN_SMS_FROM / TOCSIN_SMS_MESSAGING_SERVICE_SID are set.
+    sms_base_url: str = Field(
+        default="https://api.twilio.com",
+        description="The Messages API's origin; a Twilio-compatible gateway's to use another.",
+    )
+    sms_account_sid: str | None = Field(default=None, description="Account SID (`AC…`).")
+    sms_auth_token: SecretStr | None = Field(default=None, description="The account's auth token.")
+    sms_from: str | None = Field(default=None, description="Sending number, E.164 (`+1…`).")
+    sms_messaging_service_sid: str | None = Field(
+        default=None, description="Messaging Service SID (`MG…`), sent instead of From."
+    )
+    sms_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one request may take (less near the deadline)."
+    )
+
     log_level: str = "INFO"
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
