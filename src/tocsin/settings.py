@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -43,6 +44,35 @@ class Settings(BaseSettings):
     webhook_url: str | None = None
     webhook_secret: str | None = None
     webhook_timeout_seconds: float = 10.0
+    # --- apns: Apple Push Notification service (docs/channels.md#apns) ---
+    apns_key_file: Path | None = Field(
+        default=None,
+        description="Path to the .p8 token-signing key (PEM) from the Apple developer account.",
+    )
+    apns_key_id: str | None = Field(
+        default=None, description="The 10-character id of that key (the JWT's `kid`)."
+    )
+    apns_team_id: str | None = Field(
+        default=None, description="The Apple developer team id (the JWT's `iss`)."
+    )
+    apns_topic: str | None = Field(
+        default=None,
+        description="The app's bundle id, sent as `apns-topic` for contacts without their own.",
+    )
+    apns_base_url: str = Field(
+        default="https://api.push.apple.com", description="APNs production host."
+    )
+    apns_sandbox_base_url: str = Field(
+        default="https://api.sandbox.push.apple.com",
+        description="APNs sandbox host, for contacts whose `environment` is `sandbox`.",
+    )
+    apns_ca_file: Path | None = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the APNs host with instead of the system's.",
+    )
+    apns_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one APNs send may take."
+    )
     log_level: str = "INFO"
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
