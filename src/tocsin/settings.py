@@ -73,6 +73,20 @@ class Settings(BaseSettings):
     apns_timeout_seconds: float = Field(
         default=10.0, gt=0, description="Longest one APNs send may take."
     )
+    # --- fcm: Firebase Cloud Messaging, HTTP v1 (docs/channels.md#fcm) ---
+    fcm_service_account_file: Path | None = Field(
+        default=None,
+        description="Path to the Firebase project's service account key (JSON).",
+    )
+    fcm_project_id: str | None = Field(
+        default=None, description="The Firebase project id; default: the key file's."
+    )
+    fcm_base_url: str = Field(
+        default="https://fcm.googleapis.com", description="FCM's HTTP v1 host."
+    )
+    fcm_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one FCM send may take (with its token)."
+    )
     log_level: str = "INFO"
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
