@@ -8,6 +8,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -83,6 +84,14 @@ def apns_settings(key_file: Path, urls: tuple[str, str], ca_file: Path | None) -
     )
 
 
+def served(
+    peer: ApnsPeer, certificate: ServerCertificate, port: int = 0
+) -> AbstractAsyncContextManager[str]:
+    return serving(
+        peer, certfile=str(certificate.cert_file), keyfile=str(certificate.key_file), port=port
+    )
+
+
 @pytest.fixture
 async def local(
     tmp_path: Path, certificate: ServerCertificate, signing_key: ec.EllipticCurvePrivateKey
@@ -99,8 +108,10 @@ async def local(
         )
 
     production, sandbox = peer(), peer()
-    files = {"certfile": str(certificate.cert_file), "keyfile": str(certificate.key_file)}
-    async with serving(production, **files) as url, serving(sandbox, **files) as sandbox_url:
+    async with (
+        served(production, certificate) as url,
+        served(sandbox, certificate) as sandbox_url,
+    ):
         key_file = write_pem(signing_key, tmp_path / "AuthKey.p8")
         config = apns_settings(key_file, (url, sandbox_url), certificate.ca_file)
         sender = apns.build(config, clock)
@@ -252,6 +263,26 @@ async def test_one_connection_carries_many_sends_at_once(local: Apns) -> None:
     assert len(local.peer.pushes) == 201
     assert len({push.connection for push in local.peer.pushes}) == 1
     assert local.sender.connections_opened() == 1
+
+
+async def test_when_the_server_closes_the_connection_the_next_send_opens_another(
+    local: Apns, certificate: ServerCertificate
+) -> None:
+    async with served(local.peer, certificate) as url:
+        sender = apns.build(local.settings.model_copy(update={"apns_base_url": url}), local.clock)
+        assert sender is not None
+        destination = Destination(id="c", kind=Channel.APNS, address={"token": TOKEN})
+        assert (
+            await sender.send(firing(1, channel=Channel.APNS), destination, time_limit=5)
+        ).outcome is Outcome.SENT
+    port = int(url.rsplit(":", 1)[1])
+    async with served(local.peer, certificate, port=port):  # APNs restarted, say
+        result = await sender.send(firing(2, channel=Channel.APNS), destination, time_limit=5)
+        await sender.close()
+
+    assert result.outcome is Outcome.SENT
+    assert sender.connections_opened() == 2
+    assert len({push.connection for push in local.peer.pushes}) == 2
 
 
 async def test_a_slow_answer_is_abandoned_at_the_time_limit_and_the_connection_kept(

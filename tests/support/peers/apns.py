@@ -234,11 +234,14 @@ def _reply(
 
 
 @asynccontextmanager
-async def serving(peer: ApnsPeer, *, certfile: str, keyfile: str) -> AsyncIterator[str]:
-    """Serve `peer` over TLS (HTTP/2 by ALPN) on a loopback port in this event loop; yields
-    its base URL."""
+async def serving(
+    peer: ApnsPeer, *, certfile: str, keyfile: str, port: int = 0
+) -> AsyncIterator[str]:
+    """Serve `peer` over TLS (HTTP/2 by ALPN) on a loopback port (any free one unless `port`
+    is given) in this event loop; yields its base URL. Leaving closes every connection."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
     listener.listen(1024)
     port = listener.getsockname()[1]
     config = Config()
@@ -247,7 +250,7 @@ async def serving(peer: ApnsPeer, *, certfile: str, keyfile: str) -> AsyncIterat
     config.alpn_protocols = ["h2"]
     config.h2_max_concurrent_streams = 1000  # as APNs advertises
     config.keep_alive_timeout = 60
-    config.keep_alive_max_requests = 1 << 30  # APNs keeps a connection for as long as it is used
+    config.keep_alive_max_requests = 1 << 30  # APNs keeps a connection while it is used
     config.graceful_timeout = 0.5
     config.accesslog = None
     listener.close()
