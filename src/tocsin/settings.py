@@ -115,6 +115,49 @@ class Settings(BaseSettings):
         default=10.0, gt=0, description="Longest one request may take (less near the deadline)."
     )
 
+    # --- apns: Apple Push Notification service (docs/channels.md#apns) ---
+    apns_key_file: Path | None = Field(
+        default=None,
+        description="Path to the .p8 token-signing key (PEM) from the Apple developer account.",
+    )
+    apns_key_id: str | None = Field(
+        default=None, description="The 10-character id of that key (the JWT's `kid`)."
+    )
+    apns_team_id: str | None = Field(
+        default=None, description="The Apple developer team id (the JWT's `iss`)."
+    )
+    apns_topic: str | None = Field(
+        default=None,
+        description="The app's bundle id, sent as `apns-topic` for contacts without their own.",
+    )
+    apns_base_url: str = Field(
+        default="https://api.push.apple.com", description="APNs production host."
+    )
+    apns_sandbox_base_url: str = Field(
+        default="https://api.sandbox.push.apple.com",
+        description="APNs sandbox host, for contacts whose `environment` is `sandbox`.",
+    )
+    apns_ca_file: Path | None = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the APNs host with instead of the system's.",
+    )
+    apns_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one APNs send may take."
+    )
+    # --- fcm: Firebase Cloud Messaging, HTTP v1 (docs/channels.md#fcm) ---
+    fcm_service_account_file: Path | None = Field(
+        default=None,
+        description="Path to the Firebase project's service account key (JSON).",
+    )
+    fcm_project_id: str | None = Field(
+        default=None, description="The Firebase project id; default: the key file's."
+    )
+    fcm_base_url: str = Field(
+        default="https://fcm.googleapis.com", description="FCM's HTTP v1 host."
+    )
+    fcm_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one FCM send may take (with its token)."
+    )
     log_level: str = "INFO"
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
