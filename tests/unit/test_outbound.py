@@ -58,15 +58,17 @@ def test_the_operator_may_allow_private_hosts_but_never_other_schemes() -> None:
 def test_an_address_is_public_only_if_global_and_unicast(
     address: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
-    assert is_public(address) == (
-        address.is_global
-        and not address.is_multicast
-        and not (
-            isinstance(address, ipaddress.IPv6Address)
-            and address.ipv4_mapped is not None
-            and not address.ipv4_mapped.is_global
-        )
-    )
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return  # the next property
+    assert is_public(address) == (address.is_global and not address.is_multicast)
+
+
+@given(st.ip_addresses(v=4))
+def test_an_ipv4_mapped_address_is_judged_as_its_ipv4_address(
+    address: ipaddress.IPv4Address,
+) -> None:
+    mapped = ipaddress.IPv6Address(f"::ffff:{address}")
+    assert is_public(mapped) == is_public(address)
 
 
 async def test_a_name_that_resolves_to_loopback_is_refused_at_connect() -> None:
