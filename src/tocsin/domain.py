@@ -124,6 +124,7 @@ class Attempt(NamedTuple):
     outcome: Outcome
     error: str | None = None
     provider_id: str | None = None
+    destination: str | None = None  # the contact (or endpoint) it went to
 
 
 class Firing(NamedTuple):
@@ -255,7 +256,9 @@ class AttemptResult(NamedTuple):
     `state` is the firing's new state: `sent`, `failed`, `expired`, or `queued` with
     `next_attempt_at` set for a retry. `attempt` is the try that was made, or None when
     none was (the deadline came before the firing's turn: recorded `expired`, with `error`
-    saying so, and no attempt in its history).
+    saying so, and no attempt in its history). A firing that went to several destinations
+    in one round has one attempt each: the last is `attempt`, the others `earlier` (their
+    numbers come first); all are recorded, and the firing's `attempts` is `attempt.number`.
     """
 
     firing_id: str
@@ -263,11 +266,13 @@ class AttemptResult(NamedTuple):
     state: FiringState
     attempt: Attempt | None = None
     next_attempt_at: datetime | None = None
-    error: str | None = None  # when `attempt` is None: why no attempt was made
+    error: str | None = None  # why no attempt was made, or what the round came to
+    earlier: tuple[Attempt, ...] = ()  # the same round's attempts at other destinations
 
     @property
     def last_error(self) -> str | None:
-        return self.error if self.attempt is None else self.attempt.error
+        """The firing's `last_error`: `error` (what the round came to), else the attempt's."""
+        return self.error if self.error is not None or self.attempt is None else self.attempt.error
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -240,6 +240,10 @@ class AttemptOut(BaseModel):
     outcome: Outcome
     error: str | None
     provider_id: str | None
+    destination: str | None = Field(
+        description="Where it went: a contact's id, `app:<name>` (the app's webhook endpoint), "
+        "`default` (TOCSIN_WEBHOOK_URL) or `log`."
+    )
 
 
 class FiringOut(BaseModel):

@@ -112,6 +112,7 @@ def attempt(item: Attempt) -> dict[str, Any]:
         "outcome": item.outcome.value,
         "error": item.error,
         "provider_id": item.provider_id,
+        "destination": item.destination,
     }
 
 

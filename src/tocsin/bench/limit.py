@@ -170,5 +170,8 @@ async def _loop(
                 ["sent"] * size,
                 [None] * size,
                 [None] * size,
+                ["app:limit"] * size,  # the destination: the app's endpoint
+                [None] * size,
+                *([[]] * 8),  # no other destinations
             )
     return done

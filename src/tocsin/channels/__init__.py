@@ -1,60 +1,94 @@
-"""Channels: one module per way a ring goes out, each behind the `Sender` interface."""
+"""Channels: one module per way a ring goes out, each a `DestinationSender`.
+
+`build_channels` makes the senders the settings configure; a channel whose settings are
+missing has no sender, and a ring on it fails at once saying which settings enable it (the
+API refuses such reminders before that: see `configured_channels`).
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Any
 
-from tocsin.channels.base import NOT_CONFIGURED, DeliveryResult, NoTarget, Sender, Unconfigured
+from tocsin.channels import apns, apprise, email, fcm, sms, webpush
+from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.log import LogSender
 from tocsin.channels.null import NullSender
 from tocsin.channels.webhook import WebhookSender
-from tocsin.clock import Clock
+from tocsin.clock import Clock, SystemClock
 from tocsin.domain import Channel
 from tocsin.settings import Settings
-from tocsin.store.base import Store
 
 __all__ = [
-    "NOT_CONFIGURED",
+    "CONTACT_MODULES",
     "Channels",
     "DeliveryResult",
-    "NoTarget",
-    "Sender",
+    "Destination",
+    "DestinationSender",
     "build_channels",
+    "configured_channels",
+    "enabled_by",
 ]
+
+logger = logging.getLogger(__name__)
+
+# The channels that ring an owner's contacts, each a module with KIND, ENABLED_BY,
+# validate_contact and build (see tocsin.channels.contacts).
+CONTACT_MODULES = (apns, fcm, webpush, email, sms, apprise)
+
+_ENABLED_BY: dict[Channel, str] = {module.KIND: module.ENABLED_BY for module in CONTACT_MODULES}
+_ENABLED_BY[Channel.INAPP] = "the in-app feed (not available in this version)"
+
+
+def enabled_by(channel: Channel) -> str:
+    """The settings that enable `channel`, for an error that says how to turn it on."""
+    return _ENABLED_BY.get(channel, "nothing: it is always on")
 
 
 class Channels:
-    """The sender for each channel; channels not set up fail at once ("channel not
-    configured")."""
+    """The sender of each configured channel. `null` marks the benchmark's channels, which
+    send nothing anywhere: every firing has one destination, the counter."""
 
-    def __init__(self, senders: Mapping[Channel, Sender[Any]]) -> None:
-        unconfigured = Unconfigured()
-        self._senders: dict[Channel, Sender[Any]] = {c: unconfigured for c in Channel}
-        self._senders.update(senders)
+    def __init__(self, senders: Mapping[Channel, DestinationSender], *, null: bool = False) -> None:
+        self._senders = dict(senders)
+        self.null = null
 
-    def __getitem__(self, channel: Channel) -> Sender[Any]:
-        return self._senders[channel]
+    def sender(self, channel: Channel) -> DestinationSender | None:
+        """The channel's sender, or None when this deployment has not configured it."""
+        return self._senders.get(channel)
+
+    @property
+    def configured(self) -> frozenset[Channel]:
+        return frozenset(self._senders)
 
     async def close(self) -> None:
         for sender in set(self._senders.values()):
             await sender.close()
 
 
-def build_channels(
-    settings: Settings, store: Store, clock: Clock, *, null: bool = False
-) -> Channels:
+def build_channels(settings: Settings, clock: Clock, *, null: bool = False) -> Channels:
     """The channels this deployment can use. With `null`, every channel only counts (for
-    benchmarks of the engine without a peer)."""
+    benchmarks of the engine without a peer). A channel whose settings are there only in part
+    raises ValueError naming what is missing: better not to start than to fail every ring."""
     if null:
-        counter = NullSender()
-        return Channels(dict.fromkeys(Channel, counter))
-    webhook = WebhookSender(
-        store,
-        default_url=settings.webhook_url,
-        default_secret=settings.webhook_secret,
-        timeout=settings.webhook_timeout_seconds,
-        max_connections=settings.delivery_concurrency,
-        allow_private=settings.allow_private_urls,
-    )
-    return Channels({Channel.LOG: LogSender(clock), Channel.WEBHOOK: webhook})
+        return Channels(dict.fromkeys(Channel, NullSender()), null=True)
+    senders: dict[Channel, DestinationSender] = {
+        Channel.LOG: LogSender(clock),
+        Channel.WEBHOOK: WebhookSender(
+            timeout=settings.webhook_timeout_seconds,
+            max_connections=settings.delivery_concurrency,
+            allow_private=settings.allow_private_urls,
+        ),
+    }
+    for module in CONTACT_MODULES:
+        sender = module.build(settings, clock)
+        if sender is not None:
+            senders[module.KIND] = sender
+    logger.info("channels: %s", ", ".join(sorted(c.value for c in senders)))
+    return Channels(senders)
+
+
+def configured_channels(settings: Settings) -> frozenset[Channel]:
+    """The channels `settings` configure. (Building a sender opens nothing: connections and
+    threads are made at the first send.)"""
+    return build_channels(settings, SystemClock()).configured

@@ -3,6 +3,7 @@
 A channel that sends to contacts exposes `KIND`, `ENABLED_BY` (the settings that enable it),
 `validate_contact(fields)` (the contact's address fields as stored, or `InvalidInput` naming
 the field at fault) and `build(settings, clock)` (its sender, or None when not configured).
+The webhook channel's contacts (an owner's own URL) are validated here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from tocsin.channels import CONTACT_MODULES
 from tocsin.domain import Channel
 from tocsin.errors import InvalidInput
 
@@ -21,28 +23,24 @@ MAX_URL = 2048
 
 def validate_webhook_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     """An owner's own webhook: `url`, http or https with a host."""
-    url = _text(fields, "url", MAX_URL)
-    parts = urlsplit(url)
+    unknown = sorted(set(fields) - {"url"})
+    if unknown:
+        raise InvalidInput(unknown[0], "not a field of a webhook contact (it has `url`)")
+    url = fields.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidInput("url", "required, a non-empty string")
+    if len(url) > MAX_URL:
+        raise InvalidInput("url", f"at most {MAX_URL} characters")
+    parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput("url", "must be an http:// or https:// URL with a host")
-    return {"url": url}
+    return {"url": url.strip()}
 
 
-def _text(fields: Mapping[str, Any], name: str, limit: int) -> str:
-    value = fields.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(name, "required, a non-empty string")
-    if len(value) > limit:
-        raise InvalidInput(name, f"at most {limit} characters")
-    return value.strip()
-
-
-VALIDATORS: dict[Channel, Validator] = {Channel.WEBHOOK: validate_webhook_contact}
-
-
-def contact_kinds() -> Mapping[Channel, Validator]:
-    """The kinds a contact may have, with their validators."""
-    return VALIDATORS
+VALIDATORS: dict[Channel, Validator] = {
+    **{module.KIND: module.validate_contact for module in CONTACT_MODULES},
+    Channel.WEBHOOK: validate_webhook_contact,
+}
 
 
 def validate_contact(kind: Channel, fields: Mapping[str, Any]) -> dict[str, str]:

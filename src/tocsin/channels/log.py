@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import logging
 
-from tocsin.channels.base import DeliveryResult, Sender
+from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Firing
 
 logger = logging.getLogger("tocsin.ring")
 
 
-class LogSender(Sender[None]):
+class LogSender(DestinationSender):
     """Writes the ring to the `tocsin.ring` logger, one line: the text in the message, the
-    facts (reminder, owner, due, lateness) in `extra` for the structured formatter."""
+    facts (reminder, owner, due, lateness) in `extra` for the structured formatter. Its one
+    destination is the log itself."""
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
 
-    async def target(self, firing: Firing) -> None:
-        return None
-
-    async def send(self, firing: Firing, target: None, *, time_limit: float) -> DeliveryResult:
+    async def send(
+        self, firing: Firing, destination: Destination, *, time_limit: float
+    ) -> DeliveryResult:
         lateness = (self._clock.now() - firing.due_at).total_seconds()
         due = firing.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
         logger.info(

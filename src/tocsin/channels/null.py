@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from tocsin.channels.base import DeliveryResult, Sender
+from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.domain import Firing
 
 
-class NullSender(Sender[None]):
+class NullSender(DestinationSender):
     """Every firing is "sent" at once; `count` says how many were."""
 
     def __init__(self) -> None:
         self.count = 0
 
-    async def target(self, firing: Firing) -> None:
-        return None
-
-    async def send(self, firing: Firing, target: None, *, time_limit: float) -> DeliveryResult:
+    async def send(
+        self, firing: Firing, destination: Destination, *, time_limit: float
+    ) -> DeliveryResult:
         self.count += 1
         return DeliveryResult.sent()

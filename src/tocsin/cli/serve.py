@@ -111,7 +111,7 @@ def null_engine(store: Store, settings: Settings, clock: Clock) -> Service:
     from tocsin.channels import build_channels
     from tocsin.scheduler import Engine, new_worker_id
 
-    channels = build_channels(settings, store, clock, null=True)
+    channels = build_channels(settings, clock, null=True)
     return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)
 
 

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from tocsin.channels import Channels
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
+from tocsin.delivery.destinations import Destinations
 from tocsin.delivery.pickup import Pickup
 from tocsin.delivery.pool import DeliveryPool
 from tocsin.delivery.recorder import Recorder
@@ -55,7 +56,9 @@ class Delivery:
         *,
         sender: str,
         tuning: DeliveryTuning,
+        destinations: Destinations | None = None,
     ) -> None:
+        destinations = destinations or Destinations(store, null=channels.null)
         self._store = store
         self._sender = sender
         self._clock = clock
@@ -64,7 +67,7 @@ class Delivery:
             batch=tuning.record_batch,
             interval=tuning.record_seconds,
         )
-        deliverer = Deliverer(channels, policy, clock, sender=sender)
+        deliverer = Deliverer(channels, destinations, policy, clock, sender=sender)
         self.pool = DeliveryPool(
             deliverer,
             self.recorder,

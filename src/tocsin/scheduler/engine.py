@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from tocsin.channels import Channels, build_channels
 from tocsin.clock import Clock, DatabaseClock, SystemClock
 from tocsin.delivery import Delivery, DeliveryTuning, RetryPolicy
+from tocsin.delivery.destinations import Destinations
 from tocsin.domain import HeldParts
 from tocsin.errors import StoreError
 from tocsin.ids import part_of_shard, part_shards
@@ -83,8 +84,17 @@ class Engine:
             tuning.delivery, concurrency=settings.delivery_concurrency, lease=firing_lease
         )
         self.timeline = Timeline()
+        default_webhook = (
+            (settings.webhook_url, settings.webhook_secret) if settings.webhook_url else None
+        )
         self.delivery = Delivery(
-            store, channels, policy, clock, sender=worker_id, tuning=delivery_tuning
+            store,
+            channels,
+            policy,
+            clock,
+            sender=worker_id,
+            tuning=delivery_tuning,
+            destinations=Destinations(store, default_webhook=default_webhook, null=channels.null),
         )
         self.leases = LeaseKeeper(
             store,
@@ -198,5 +208,5 @@ def make_engine(store: Store, settings: Settings, clock: Clock) -> Engine:
     beside the API. A real clock is kept in step with the database's (`DatabaseClock`)."""
     if isinstance(clock, SystemClock):
         clock = DatabaseClock()
-    channels = build_channels(settings, store, clock)
+    channels = build_channels(settings, clock)
     return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)

@@ -22,6 +22,7 @@ from tocsin.domain import (
     Firing,
     HeldParts,
     IdempotencyRecord,
+    Outcome,
     Reminder,
     ReminderStatus,
 )
@@ -174,9 +175,17 @@ class Store(ABC):
         is disabled already (the first reason stays); return whether it was changed."""
 
     @abstractmethod
-    async def destinations(self, owner: str, kind: Channel) -> list[Contact]:
-        """Where a ring of `kind` for `owner` goes: every enabled contact of that kind, in id
-        order. An index lookup by (owner, kind)."""
+    async def destinations(
+        self, wanted: Sequence[tuple[str, Channel]]
+    ) -> dict[tuple[str, Channel], list[Contact]]:
+        """Where rings go, for many (owner, kind) pairs in one query: every enabled contact
+        of that owner and kind, in id order (an index lookup by (owner, kind) each); a pair
+        with none is left out."""
+
+    @abstractmethod
+    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
+        """The destinations a firing's attempts settled for good — sent, or failed — by
+        destination id (with the outcome): a retry goes to the others only."""
 
     # -- the scheduler's side ----------------------------------------------------------------
 

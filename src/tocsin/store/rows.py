@@ -154,6 +154,7 @@ def attempt_from(row: Row, instant: Instant) -> Attempt:
         outcome=Outcome(row["outcome"]),
         error=row["error"],
         provider_id=row["provider_id"],
+        destination=row["destination"],
     )
 
 
@@ -171,6 +172,14 @@ def contact_from(row: Row, instant: Instant) -> Contact:
         created_at=instant(row["created_at"]),
         updated_at=instant(row["updated_at"]),
     )
+
+
+def by_owner_and_kind(contacts: Iterable[Contact]) -> dict[tuple[str, Channel], list[Contact]]:
+    """Contacts grouped by (owner, kind), keeping their order."""
+    grouped: dict[tuple[str, Channel], list[Contact]] = {}
+    for contact in contacts:
+        grouped.setdefault((contact.owner, contact.kind), []).append(contact)
+    return grouped
 
 
 def contact_values(contact: Contact, instant: Callable[[datetime], Any]) -> tuple[Any, ...]:

@@ -103,7 +103,7 @@ async def running(
         config,
         clock,
         worker_id=worker_id,
-        channels=channels or build_channels(config, store, clock),
+        channels=channels or build_channels(config, clock),
         tuning=tuning,
         **kwargs,
     )

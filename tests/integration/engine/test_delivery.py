@@ -198,16 +198,21 @@ async def test_other_4xx_fail_at_once(store: Store) -> None:
     assert firing.last_error == "HTTP 400"
 
 
-async def test_channels_not_configured_fail_at_once_and_say_so(store: Store) -> None:
+async def test_rings_with_nowhere_to_go_fail_at_once_and_say_why(store: Store) -> None:
+    """A channel this server has no settings for (saved before they were removed), and a
+    webhook ring with no URL at all: failed at once, no attempt, the reason recorded."""
     email = reminder("ana", now=clock.now(), at=soon(), channel=Channel.EMAIL)
     hook = reminder("bo", now=clock.now(), at=soon(), channel=Channel.WEBHOOK)
     await store.add_reminders([email, hook])
     async with running(store, settings(), clock):
-        firings = await final(store, [email, hook])
-    for firing in firings:
-        assert firing.state is FiringState.FAILED
-        assert firing.last_error == "channel not configured"
-        assert len(firing.history) == 1
+        unconfigured, nowhere = await final(store, [email, hook])
+    assert unconfigured.state is nowhere.state is FiringState.FAILED
+    assert unconfigured.last_error == (
+        "channel email not configured: set TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM"
+    )
+    assert nowhere.last_error is not None
+    assert nowhere.last_error.startswith("no-destination: bo has no webhook contact")
+    assert unconfigured.history == nowhere.history == ()
 
 
 async def test_a_private_webhook_url_is_refused_at_send_time(store: Store) -> None:

@@ -133,7 +133,14 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
     connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     try:
         connection.execute("ANALYZE")
-        params = {"claims": "[]", "results": "[]", "now": 0, "parts": 16, "sender": "w"}
+        params = {
+            "claims": "[]",
+            "results": "[]",
+            "attempts": "[]",
+            "now": 0,
+            "parts": 16,
+            "sender": "w",
+        }
         plans = {
             name: _sqlite_plan(connection, getattr(lite, name), params)
             for name in ("CLAIMABLE", "CLAIM_REMINDERS", "INSERT_ATTEMPTS", "FINISH_ATTEMPTS")

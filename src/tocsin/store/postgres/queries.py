@@ -211,9 +211,20 @@ WHERE id = $1 AND disabled_reason IS NULL
 RETURNING id
 """
 
-# Where a ring of `kind` goes: the owner's enabled contacts of that kind (contacts_owner_kind).
+# Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
+# index lookup of contacts_owner_kind.
 DESTINATIONS = """
-SELECT * FROM contacts WHERE owner = $1 AND kind = $2 AND disabled_reason IS NULL ORDER BY id
+SELECT c.* FROM unnest($1::text[], $2::text[]) AS wanted (owner, kind)
+JOIN contacts AS c ON c.owner = wanted.owner AND c.kind = wanted.kind
+WHERE c.disabled_reason IS NULL
+ORDER BY c.id
+"""
+
+# The destinations a firing's attempts settled for good (its attempts are found by the
+# primary key's prefix).
+SETTLED_DESTINATIONS = """
+SELECT destination, outcome FROM attempts
+WHERE firing_id = $1 AND outcome <> 'retry' AND destination IS NOT NULL
 """
 
 # -- apps and secrets -------------------------------------------------------------------------
@@ -365,16 +376,19 @@ WHERE f.id = candidate.id AND candidate.deadline > $1
 RETURNING f.*
 """
 
-# Move firings on after one attempt each (or none: `number` NULL), only while the reporting
-# sender still holds them, and record each attempt; return how many applied.
+# Move firings on after one round of attempts each (or none: `number` NULL), only while the
+# reporting sender still holds them, and record each attempt: the round's last with its
+# result ($1…$12: $9 is the firing's last error, $12 the attempt's), the others (at other
+# destinations of the same firing) from $13…$20. Return how many applied.
 RECORD_ATTEMPTS = """
 WITH result AS (
     SELECT * FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::integer[],
-        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[]
+        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+        $12::text[]
     ) AS result (
-        firing_id, sender, state, next_attempt_at, number, at, channel, outcome, error,
-        provider_id
+        firing_id, sender, state, next_attempt_at, number, at, channel, outcome, last_error,
+        provider_id, destination, error
     )
 ), finished AS (
     UPDATE firings AS f
@@ -385,18 +399,28 @@ WITH result AS (
         END,
         sender = NULL,
         lease_until = NULL,
-        sent_at = CASE WHEN result.state = 'sent' THEN result.at ELSE f.sent_at END,
+        sent_at = CASE
+            WHEN result.state = 'sent' THEN coalesce(result.at, clock_timestamp())
+            ELSE f.sent_at
+        END,
         provider_id = coalesce(result.provider_id, f.provider_id),
-        last_error = result.error
+        last_error = result.last_error
     FROM result
     WHERE f.id = ANY($1::text[])
       AND f.id = result.firing_id AND (f.state = 'sending') IS TRUE
       AND f.sender = result.sender
     RETURNING result.*
 ), recorded AS (
-    INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
-    SELECT firing_id, number, at, channel, outcome, error, provider_id FROM finished
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    SELECT firing_id, number, at, channel, outcome, error, provider_id, destination
+    FROM finished
     WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
+    UNION ALL
+    SELECT earlier.* FROM unnest(
+        $13::text[], $14::integer[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],
+        $19::text[], $20::text[]
+    ) AS earlier (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    WHERE earlier.firing_id IN (SELECT firing_id FROM finished)
     ON CONFLICT (firing_id, number) DO NOTHING
 )
 SELECT count(*) FROM finished

@@ -24,6 +24,7 @@ from tocsin.domain import (
     Firing,
     HeldParts,
     IdempotencyRecord,
+    Outcome,
     Reminder,
     ReminderStatus,
 )
@@ -43,6 +44,7 @@ from tocsin.store.postgres.wakeups import Wakeups
 from tocsin.store.rows import (
     app_from,
     attempt_from,
+    by_owner_and_kind,
     claimed_firing_from,
     contact_from,
     contact_values,
@@ -366,9 +368,18 @@ class PostgresStore(Store):
     async def disable_contact(self, contact_id: str, *, reason: str, now: datetime) -> bool:
         return await self._fetchrow(q.DISABLE_CONTACT, contact_id, reason, now) is not None
 
-    async def destinations(self, owner: str, kind: Channel) -> list[Contact]:
-        rows = await self._fetch(q.DESTINATIONS, owner, kind.value)
-        return [contact_from(row, _as_is) for row in rows]
+    async def destinations(
+        self, wanted: Sequence[tuple[str, Channel]]
+    ) -> dict[tuple[str, Channel], list[Contact]]:
+        if not wanted:
+            return {}
+        owners, kinds = [owner for owner, _ in wanted], [kind.value for _, kind in wanted]
+        rows = await self._fetch(q.DESTINATIONS, owners, kinds)
+        return by_owner_and_kind(contact_from(row, _as_is) for row in rows)
+
+    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
+        rows = await self._fetch(q.SETTLED_DESTINATIONS, firing_id)
+        return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
     # -- the scheduler's side ------------------------------------------------------------------
 
@@ -444,6 +455,7 @@ class PostgresStore(Store):
         if not results:
             return 0
         attempts = [result.attempt for result in results]
+        earlier = [(result.firing_id, a) for result in results for a in result.earlier]
         args = (
             [result.firing_id for result in results],
             [result.sender for result in results],
@@ -455,6 +467,16 @@ class PostgresStore(Store):
             [a.outcome.value if a else None for a in attempts],
             [result.last_error for result in results],
             [a.provider_id if a else None for a in attempts],
+            [a.destination if a else None for a in attempts],
+            [a.error if a else None for a in attempts],
+            [firing_id for firing_id, _ in earlier],
+            [a.number for _, a in earlier],
+            [a.at for _, a in earlier],
+            [a.channel.value for _, a in earlier],
+            [a.outcome.value for _, a in earlier],
+            [a.error for _, a in earlier],
+            [a.provider_id for _, a in earlier],
+            [a.destination for _, a in earlier],
         )
         rows = await self._scheduler_fetch(q.RECORD_ATTEMPTS, *args)
         applied: int = rows[0][0]

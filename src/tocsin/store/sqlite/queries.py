@@ -151,9 +151,20 @@ WHERE id = :id AND disabled_reason IS NULL
 RETURNING id
 """
 
-# Where a ring of `kind` goes: the owner's enabled contacts of that kind (contacts_owner_kind).
+# Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),
+# each pair an index lookup of contacts_owner_kind.
 DESTINATIONS = """
-SELECT * FROM contacts WHERE owner = ? AND kind = ? AND disabled_reason IS NULL ORDER BY id
+SELECT c.* FROM json_each(?) AS wanted
+CROSS JOIN contacts AS c
+WHERE c.owner = json_extract(wanted.value, '$[0]') AND c.kind = json_extract(wanted.value, '$[1]')
+  AND c.disabled_reason IS NULL
+ORDER BY c.id
+"""
+
+# The destinations a firing's attempts settled for good.
+SETTLED_DESTINATIONS = """
+SELECT destination, outcome FROM attempts
+WHERE firing_id = ? AND outcome <> 'retry' AND destination IS NOT NULL
 """
 
 # -- apps and secrets -------------------------------------------------------------------------
@@ -312,23 +323,26 @@ RETURNING *
 """
 
 # A batch of results travels as one JSON array (`:results`) of one array per result:
-# [0] firing id, [1] sender, [2] new state, [3] next_attempt_at, then the attempt made, or
-# nulls when none was: [4] number, [5] at, [6] channel, [7] outcome, [8] error, [9] provider
-# id.
+# [0] firing id, [1] sender, [2] new state, [3] next_attempt_at, then the round's last attempt,
+# or nulls when none was made: [4] number, [5] at, [6] channel, [7] outcome, [8] the firing's
+# last error, [9] provider id. Every attempt of the rounds (one per destination) travels in
+# `:attempts`: [0] firing id, [1] sender, [2] number, [3] at, [4] channel, [5] outcome,
+# [6] error, [7] provider id, [8] destination.
 
 # The history entries of the attempts whose firing is still `sending` held by the reporting
 # sender. Run before FINISH_ATTEMPTS in the same transaction, so both see the same firings.
 # `CROSS JOIN` keeps the array as the outer loop: firings are found by primary key, never
 # through the partial index firings_sending.
 INSERT_ATTEMPTS = """
-INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id)
-SELECT f.id, json_extract(a.value, '$[4]'), json_extract(a.value, '$[5]'),
+INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
+SELECT f.id, json_extract(a.value, '$[2]'), json_extract(a.value, '$[3]'),
+       json_extract(a.value, '$[4]'), json_extract(a.value, '$[5]'),
        json_extract(a.value, '$[6]'), json_extract(a.value, '$[7]'),
-       json_extract(a.value, '$[8]'), json_extract(a.value, '$[9]')
-FROM json_each(:results) AS a
+       json_extract(a.value, '$[8]')
+FROM json_each(:attempts) AS a
 CROSS JOIN firings AS f
 WHERE f.id = json_extract(a.value, '$[0]') AND f.state = 'sending'
-  AND f.sender = json_extract(a.value, '$[1]') AND json_extract(a.value, '$[4]') IS NOT NULL
+  AND f.sender = json_extract(a.value, '$[1]')
 ON CONFLICT (firing_id, number) DO NOTHING
 """
 
@@ -343,7 +357,7 @@ SET state = json_extract(a.value, '$[2]'),
     sender = NULL,
     lease_until = NULL,
     sent_at = CASE json_extract(a.value, '$[2]') WHEN 'sent'
-        THEN json_extract(a.value, '$[5]') ELSE firings.sent_at END,
+        THEN coalesce(json_extract(a.value, '$[5]'), :now) ELSE firings.sent_at END,
     provider_id = coalesce(json_extract(a.value, '$[9]'), firings.provider_id),
     last_error = json_extract(a.value, '$[8]')
 FROM json_each(:results) AS a

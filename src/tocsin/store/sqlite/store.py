@@ -23,6 +23,7 @@ from tocsin.domain import (
     Firing,
     HeldParts,
     IdempotencyRecord,
+    Outcome,
     Reminder,
     ReminderStatus,
 )
@@ -34,6 +35,7 @@ from tocsin.store.migrations import migrations_for, sqlite_statements
 from tocsin.store.rows import (
     app_from,
     attempt_from,
+    by_owner_and_kind,
     claimed_firing_from,
     contact_from,
     contact_values,
@@ -316,11 +318,22 @@ class SqliteStore(Store):
         )
         return row is not None
 
-    async def destinations(self, owner: str, kind: Channel) -> list[Contact]:
+    async def destinations(
+        self, wanted: Sequence[tuple[str, Channel]]
+    ) -> dict[tuple[str, Channel], list[Contact]]:
+        if not wanted:
+            return {}
+        pairs = _json([[owner, kind.value] for owner, kind in wanted])
         rows = await self._db.read(
-            lambda connection: connection.execute(q.DESTINATIONS, (owner, kind.value)).fetchall()
+            lambda connection: connection.execute(q.DESTINATIONS, (pairs,)).fetchall()
         )
-        return [contact_from(row, _utc) for row in rows]
+        return by_owner_and_kind(contact_from(row, _utc) for row in rows)
+
+    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.SETTLED_DESTINATIONS, (firing_id,)).fetchall()
+        )
+        return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
     # -- the scheduler's side ------------------------------------------------------------------
 
@@ -408,8 +421,13 @@ class SqliteStore(Store):
         if not results:
             return 0
         ordered = sorted(results, key=lambda result: result.firing_id)  # B-tree page locality
+        now = _us(datetime.now(UTC))
         batches = [
-            {"results": _json([_result_item(result) for result in one])}
+            {
+                "results": _json([_result_item(result) for result in one]),
+                "attempts": _json([item for result in one for item in _attempt_items(result)]),
+                "now": now,
+            }
             for one in _rounds(ordered, lambda result: result.firing_id)
         ]
 
@@ -649,6 +667,25 @@ def _result_item(result: AttemptResult) -> list[Any]:
         attempt and attempt.outcome.value,
         result.last_error,
         attempt and attempt.provider_id,
+    ]
+
+
+def _attempt_items(result: AttemptResult) -> list[list[Any]]:
+    """Every attempt of one result as elements of `:attempts` (see `queries.INSERT_ATTEMPTS`)."""
+    made = [*result.earlier, *([result.attempt] if result.attempt else [])]
+    return [
+        [
+            result.firing_id,
+            result.sender,
+            a.number,
+            _us(a.at),
+            a.channel.value,
+            a.outcome.value,
+            a.error,
+            a.provider_id,
+            a.destination,
+        ]
+        for a in made
     ]
 
 

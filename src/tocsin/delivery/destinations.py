@@ -1,0 +1,154 @@
+"""Where a firing goes: its destinations, worked out by delivery so that a channel only sends.
+
+- `log`: the log itself, one destination.
+- `webhook`: the endpoint of the reminder's app (`tocsin keys create --webhook-url`), else the
+  deployment-wide `TOCSIN_WEBHOOK_URL`, and the owner's own webhook contacts.
+- every other channel: the owner's enabled contacts of that kind (a phone and a tablet).
+- the benchmark's null channels: one destination, the counter.
+
+Contacts are looked up in batches: the lookups of every firing being sent in one turn of the
+event loop go to the database as one query (an index lookup per (owner, kind)), so a burst
+costs a query per batch, not one per ring. Apps are kept for `APP_CACHE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+
+from tocsin.channels import Destination
+from tocsin.domain import App, Channel, Contact, Firing, Outcome
+from tocsin.store.base import Store
+
+APP_CACHE_SECONDS = 30.0
+LOG = Destination(id="log", kind=Channel.LOG, address={})
+NULL = Destination(id="null", kind=Channel.LOG, address={})
+APP_PREFIX = "app:"
+DEFAULT = "default"  # the deployment-wide webhook endpoint
+
+Wanted = tuple[str, Channel]
+
+
+class Nowhere(Exception):
+    """A firing has no destination: the reason is recorded as its error (`no-destination`)."""
+
+
+class Destinations:
+    """Finds firings' destinations, and disables those their provider called gone."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        default_webhook: tuple[str, str | None] | None = None,
+        null: bool = False,
+    ) -> None:
+        self._store = store
+        self._default = (
+            None
+            if default_webhook is None
+            else Destination(
+                id=DEFAULT,
+                kind=Channel.WEBHOOK,
+                address={"url": default_webhook[0]},
+                secret=default_webhook[1],
+            )
+        )
+        self._null = null
+        self._apps: dict[str, tuple[float, App | None]] = {}
+        self._wanted: dict[Wanted, asyncio.Future[list[Contact]]] = {}
+        self._lookups: set[asyncio.Task[dict[Wanted, list[Contact]]]] = set()
+
+    async def of(self, firing: Firing) -> list[Destination]:
+        """Where `firing` goes now. Raises `Nowhere` (saying why) when it has no destination,
+        and StoreError when the database cannot say (the firing is retried)."""
+        if self._null:
+            return [NULL]
+        if firing.channel is Channel.LOG:
+            return [LOG]
+        found: list[Destination] = []
+        why = f"no-destination: {firing.owner} has no {firing.channel} contact to ring"
+        if firing.channel is Channel.WEBHOOK:
+            endpoint, why = await self._endpoint(firing.source, why)
+            if endpoint is not None:
+                found.append(endpoint)
+        contacts = await self._contacts((firing.owner, firing.channel))
+        found.extend(
+            Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret) for c in contacts
+        )
+        if not found:
+            raise Nowhere(why)
+        return found
+
+    async def settled(self, firing: Firing) -> dict[str, Outcome]:
+        """The destinations earlier attempts settled for good (none on a first attempt)."""
+        if firing.attempts == 0:
+            return {}
+        return await self._store.settled_destinations(firing.id)
+
+    async def gone(self, destination: Destination, reason: str, now: datetime) -> None:
+        """The provider called `destination` gone: disable it, so no ring tries it again."""
+        if destination.id.startswith(APP_PREFIX):
+            name = destination.id.removeprefix(APP_PREFIX)
+            await self._store.disable_webhook(name)
+            self._apps.pop(name, None)
+        elif destination.id not in (DEFAULT, LOG.id, NULL.id):
+            await self._store.disable_contact(destination.id, reason=reason, now=now)
+
+    async def _endpoint(self, source: str | None, why: str) -> tuple[Destination | None, str]:
+        """The webhook endpoint of the app (or the deployment's), and what to say if there
+        is no destination at all."""
+        app = await self._app(source) if source else None
+        if app is not None and app.webhook_url:
+            if app.webhook_disabled:  # it answered 410 Gone: only the owner's contacts remain
+                return None, f"{why}, and app {app.name}'s webhook was disabled (410 Gone)"
+            destination = Destination(
+                id=APP_PREFIX + app.name,
+                kind=Channel.WEBHOOK,
+                address={"url": app.webhook_url},
+                secret=app.webhook_secret,
+            )
+            return destination, why
+        if self._default is None:
+            return None, f"{why}, and no webhook URL is set (the app's, or TOCSIN_WEBHOOK_URL)"
+        return self._default, why
+
+    async def _app(self, name: str) -> App | None:
+        cached = self._apps.get(name)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        app = await self._store.find_app(name=name)
+        self._apps[name] = (time.monotonic() + APP_CACHE_SECONDS, app)
+        return app
+
+    async def _contacts(self, wanted: Wanted) -> list[Contact]:
+        """The contacts of one (owner, kind), looked up with every other lookup of this turn
+        of the event loop."""
+        future = self._wanted.get(wanted)
+        if future is None:
+            if not self._wanted:
+                asyncio.get_running_loop().call_soon(self._flush)
+            future = self._wanted[wanted] = asyncio.get_running_loop().create_future()
+        return await asyncio.shield(future)
+
+    def _flush(self) -> None:
+        batch, self._wanted = self._wanted, {}
+        task = asyncio.ensure_future(self._store.destinations(list(batch)))
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+        task.add_done_callback(lambda done: _settle(batch, done))
+
+
+def _settle(
+    batch: dict[Wanted, asyncio.Future[list[Contact]]],
+    done: asyncio.Future[dict[Wanted, list[Contact]]],
+) -> None:
+    error = done.exception()
+    for wanted, future in batch.items():
+        if future.done():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result().get(wanted, []))
