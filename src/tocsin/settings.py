@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tocsin.errors import InvalidInput
@@ -32,6 +32,13 @@ class Settings(BaseSettings):
     secret: str | None = Field(
         default=None,
         description="Signs owner tokens; made once and kept in the database when unset.",
+    )
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Encrypts the secrets kept in the database (webhook and owner-token "
+        "signing secrets): keys from `tocsin keys secret-key`, comma-separated, the first "
+        "seals and all open. On SQLite, when unset, the key file beside the database "
+        "(`tocsin.db.key`, made by `tocsin serve` on loopback) is used.",
     )
     parts: int = Field(
         default=POSTGRES_PARTS,
