@@ -4,27 +4,19 @@ the first key. The raw rows are read with the drivers themselves, around the sto
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 
-import asyncpg
 import pytest
 
 from tests.integration.store.factories import NOW
 from tests.support.keys import TEST_KEYRING
+from tests.support.secrets import raw_secrets, set_raw
 from tocsin.auth import new_webhook_secret
 from tocsin.domain import App, Channel, Contact
 from tocsin.errors import SecretKeyMissing, SecretUnreadable
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.keyring import Keyring, is_sealed, new_key
 from tocsin.store import Store, open_store, resealing
-
-# (table, key column, secret column) of every column that keeps a secret.
-COLUMNS = (
-    ("apps", "name", "webhook_secret"),
-    ("contacts", "id", "secret"),
-    ("secrets", "name", "value"),
-)
 
 
 def app(name: str = "phone") -> App:
@@ -53,44 +45,6 @@ def contact(owner: str = "ana", n: int = 0) -> Contact:
         created_at=NOW,
         updated_at=NOW,
     )
-
-
-async def raw_secrets(url: str) -> dict[str, str]:
-    """Every stored secret as the database holds it, by `table/key`."""
-    found: dict[str, str] = {}
-    for table, key, column in COLUMNS:
-        sql = f"SELECT {key}, {column} FROM {table} WHERE {column} IS NOT NULL"
-        for row_key, value in await _raw(url, sql):
-            found[f"{table}/{row_key}"] = value
-    return found
-
-
-async def set_raw(url: str, table: str, key: str, value: str) -> None:
-    """Write a stored secret behind the store's back (as an older version, or an attacker)."""
-    key_column, column = next((k, c) for t, k, c in COLUMNS if t == table)
-    if url.startswith("sqlite"):
-        sql = f"UPDATE {table} SET {column} = ? WHERE {key_column} = ?"
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
-            connection.execute(sql, (value, key))
-        return
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(
-            f"UPDATE {table} SET {column} = $1 WHERE {key_column} = $2", value, key
-        )
-    finally:
-        await connection.close()
-
-
-async def _raw(url: str, sql: str) -> list[tuple[str, str]]:
-    if url.startswith("sqlite"):
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
-            return [(row[0], row[1]) for row in connection.execute(sql)]
-    connection = await asyncpg.connect(url)
-    try:
-        return [(row[0], row[1]) for row in await connection.fetch(sql)]
-    finally:
-        await connection.close()
 
 
 async def test_the_database_holds_no_secret_in_clear(store: Store, migrated_db_url: str) -> None:
