@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.keys import TEST_KEYRING, TEST_SECRET_KEY
 from tests.support.postgres import Databases, PostgresServer, migrated_template, postgres_server
 from tocsin.store import Store, open_store
+
+# Every `Settings()` of a test, and every process a test starts with this environment, has
+# the tests' key (a developer's own is not used: stores the tests open seal with this one).
+# The missing-key path is tested explicitly (tests/integration/api/test_secret_key.py).
+os.environ["TOCSIN_SECRET_KEY"] = TEST_SECRET_KEY
 
 _unavailable: list[str] = []
 
@@ -98,7 +104,7 @@ def migrated_db_url(backend: str, request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def store(migrated_db_url: str) -> AsyncIterator[Store]:
     """A migrated store on a fresh database, once per backend."""
-    opened = await open_store(migrated_db_url)
+    opened = await open_store(migrated_db_url, keyring=TEST_KEYRING)
     await opened.migrate()
     try:
         yield opened

@@ -32,6 +32,21 @@ class DuplicateIdempotencyKey(StoreError):
     """Another request saved the same idempotency key first; read its answer instead."""
 
 
+class SecretKeyError(TocsinError):
+    """The secret key (`TOCSIN_SECRET_KEY`) is missing or malformed, or does not open a
+    secret stored in the database. Messages name the setting and the key id, never a key
+    or a secret."""
+
+
+class SecretKeyMissing(SecretKeyError):
+    """A process that reads or writes stored secrets has no secret key."""
+
+
+class SecretUnreadable(SecretKeyError):
+    """A stored secret that no key of the ring opens: sealed with a key the ring no longer
+    holds, or changed in the database (its authentication tag does not match)."""
+
+
 class ExpansionBudgetExceeded(TocsinError):
     """Working out a schedule's rings needed more CPU time than its budget allowed.
 

@@ -34,6 +34,13 @@ class Settings(BaseSettings):
         default=None,
         description="Signs owner tokens; made once and kept in the database when unset.",
     )
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Encrypts the secrets kept in the database (webhook and owner-token "
+        "signing secrets): keys from `tocsin keys secret-key`, comma-separated, the first "
+        "seals and all open. On SQLite, when unset, the key file beside the database "
+        "(`tocsin.db.key`, made by `tocsin serve` on loopback) is used.",
+    )
     parts: int = Field(
         default=POSTGRES_PARTS,
         description="Scheduler parts per bucket; divides 1024. Default: 16 on PostgreSQL, "

@@ -16,6 +16,8 @@ from typing import IO
 
 import httpx
 
+from tests.support.keys import TEST_SECRET_KEY
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -24,19 +26,22 @@ def free_port() -> int:
         return port
 
 
-def clean_env(**settings: str) -> dict[str, str]:
-    """This environment without any `TOCSIN_*` setting of the developer's, plus `settings`."""
+def clean_env(*, secret_key: str | None = TEST_SECRET_KEY, **settings: str) -> dict[str, str]:
+    """This environment without any `TOCSIN_*` setting of the developer's, plus the tests'
+    secret key (none when `secret_key` is None) and `settings`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOCSIN_")}
+    if secret_key is not None:
+        env["TOCSIN_SECRET_KEY"] = secret_key
     return env | settings
 
 
-def tocsin(*args: str) -> subprocess.CompletedProcess[str]:
+def tocsin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tocsin", *args],
         capture_output=True,
         text=True,
         timeout=30,
-        env=clean_env(),
+        env=env or clean_env(),
         check=False,
     )
 

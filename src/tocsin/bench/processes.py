@@ -16,7 +16,11 @@ from typing import IO, Any
 
 import httpx
 
+from tocsin.keyring import new_key
+
 STOP_SECONDS = 30.0
+# One secret key for every child of this run: they share its throw-away databases.
+_SECRET_KEY = new_key()
 
 
 @dataclass
@@ -80,6 +84,7 @@ def tocsin_env(database_url: str, **settings: str) -> dict[str, str]:
     """The environment of a Tocsin child: ours without TOCSIN_*, then the settings given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOCSIN_")}
     env["TOCSIN_DATABASE_URL"] = database_url
+    env["TOCSIN_SECRET_KEY"] = _SECRET_KEY
     env.setdefault("TOCSIN_LOG_LEVEL", "WARNING")
     for name, value in settings.items():
         env[f"TOCSIN_{name.upper()}"] = value

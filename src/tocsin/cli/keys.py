@@ -1,4 +1,5 @@
-"""`tocsin keys`: create API keys for apps, list them, sign owner tokens, make VAPID keys."""
+"""`tocsin keys`: create API keys for apps, list them, sign owner tokens, make VAPID keys;
+make a secret key and re-seal the stored secrets with it (rotation)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from tocsin.api.models import OWNER_PATTERN
 from tocsin.auth import new_app, owner_token_secret, sign_owner_token
 from tocsin.channels.webpush import new_vapid_keys
 from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
-from tocsin.errors import InvalidInput, StoreError
+from tocsin.errors import InvalidInput, SecretKeyError, StoreError
+from tocsin.keyring import new_key
 from tocsin.outbound import check_url
 from tocsin.settings import Settings
 from tocsin.store import Store
@@ -22,6 +24,9 @@ from tocsin.time import parse_duration
 
 TTL_MIN = 60
 TTL_MAX = 366 * 86400
+# Passes of `rotate-secrets`: the second only re-reads what changed during the first (a
+# value written meanwhile); more means some process still seals with another key first.
+ROTATION_PASSES = 3
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +56,18 @@ def register(subparsers: Any) -> None:
 
     vapid = commands.add_parser("vapid", help="make a VAPID key pair for the webpush channel")
     vapid.set_defaults(handler=_vapid)
+    secret_key = commands.add_parser(
+        "secret-key", help="print a new key for TOCSIN_SECRET_KEY (stores nothing)"
+    )
+    secret_key.set_defaults(handler=_secret_key)
+
+    rotate = commands.add_parser(
+        "rotate-secrets",
+        help="seal every stored secret with the first key of TOCSIN_SECRET_KEY (safe while "
+        "servers run; also seals secrets stored in plain text by older versions)",
+    )
+    add_database_arguments(rotate)
+    rotate.set_defaults(handler=_handler(_rotate_secrets))
 
 
 Command = Callable[[Store, Settings, argparse.Namespace], Awaitable[int]]
@@ -61,7 +78,7 @@ def _handler(command: Command) -> Callable[[argparse.Namespace], int]:
         settings = settings_from(args)
         try:
             return asyncio.run(_with_store(command, settings, args))
-        except (StartupError, StoreError, InvalidInput, ValueError) as error:
+        except (StartupError, StoreError, SecretKeyError, InvalidInput, ValueError) as error:
             print(f"tocsin keys: {error}", file=sys.stderr)
             return 1
 
@@ -132,3 +149,25 @@ def _vapid(args: argparse.Namespace) -> int:
     print("Application server key (public: the page's pushManager.subscribe applicationServerKey):")
     print(public)
     return 0
+
+
+def _secret_key(args: argparse.Namespace) -> int:
+    print(new_key())
+    return 0
+
+
+async def _rotate_secrets(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    total = 0
+    for _ in range(ROTATION_PASSES):
+        done = await store.reseal_secrets()
+        total += done.resealed
+        if not done.raced:
+            print(f"re-sealed {total} secrets: every stored secret is sealed with the first key")
+            return 0
+    print(
+        f"tocsin keys: re-sealed {total} secrets, but {done.raced} kept changing: some process "
+        "still seals with another key first; give every process the same TOCSIN_SECRET_KEY "
+        "and run this again",
+        file=sys.stderr,
+    )
+    return 1

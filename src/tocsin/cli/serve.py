@@ -21,9 +21,16 @@ from typing import Any, Protocol
 import uvicorn
 
 from tocsin.api import create_app
-from tocsin.auth import is_loopback
+from tocsin.auth import SIGNING_KEY_NAME, is_loopback, new_signing_secret
 from tocsin.clock import Clock, SystemClock
-from tocsin.errors import SchemaTooOld, StoreError, StoreUnavailable
+from tocsin.errors import (
+    SchemaTooOld,
+    SecretKeyError,
+    SecretUnreadable,
+    StoreError,
+    StoreUnavailable,
+)
+from tocsin.keyfile import load_keyring
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.settings import Settings
 from tocsin.store import Store, open_store
@@ -103,7 +110,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def run_serve(args: argparse.Namespace) -> int:
     from tocsin.scheduler import make_engine  # the scheduler and delivery, beside the API
 
-    return serve(args, [null_engine if args.null_channels else make_engine])
+    # The one command that may make the key file: `make run` must need nothing.
+    return serve(args, [null_engine if args.null_channels else make_engine], make_key=True)
 
 
 def null_engine(store: Store, settings: Settings, clock: Clock) -> Service:
@@ -115,12 +123,16 @@ def null_engine(store: Store, settings: Settings, clock: Clock) -> Service:
     return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)
 
 
-def serve(args: argparse.Namespace, services: Sequence[ServiceFactory]) -> int:
-    """Run the API (with `services`) until SIGINT or SIGTERM; the exit status."""
+def serve(
+    args: argparse.Namespace, services: Sequence[ServiceFactory], *, make_key: bool = False
+) -> int:
+    """Run the API (with `services`) until SIGINT or SIGTERM; the exit status. With
+    `make_key`, a server on loopback and SQLite with no secret key makes its key file."""
     settings = settings_from(args)
     configure_logging(settings.log_level, settings.log_format)
+    make_key = make_key and is_loopback(settings.host)
     try:
-        run_async(serve_api(settings, services, migrate=args.migrate))
+        run_async(serve_api(settings, services, migrate=args.migrate, make_key=make_key))
     except StartupError as error:
         log.error("not starting: %s", error)
         print(f"tocsin: {error}", file=sys.stderr)
@@ -146,9 +158,10 @@ async def serve_api(
     migrate: bool,
     sockets: Sequence[socket.socket] = (),
     check_keys: bool = True,
+    make_key: bool = False,
 ) -> None:
     """Open the store and serve until stopped; on `sockets` (already bound) when given."""
-    store = await open_ready_store(settings, migrate=migrate)
+    store = await open_ready_store(settings, migrate=migrate, make_key=make_key)
     try:
         if check_keys:
             await check_auth(store, settings.host)
@@ -170,16 +183,35 @@ async def serve_api(
         await store.close()
 
 
-async def open_ready_store(settings: Settings, *, migrate: bool) -> Store:
-    """The store, with its schema current: SQLite migrates itself, PostgreSQL only when
-    asked (`migrate`) and otherwise refuses an old schema."""
+async def open_ready_store(settings: Settings, *, migrate: bool, make_key: bool = False) -> Store:
+    """The store, with its schema current (SQLite migrates itself, PostgreSQL only when
+    asked, `migrate`, and otherwise refuses an old schema) and a secret key that opens the
+    secrets it keeps. Every process that opens a store this way reads or writes secrets, so
+    every one needs the key, even before any app exists: an app or a webhook contact may be
+    added at any moment, and its first ring must not be where a missing key shows. With
+    `make_key` (`tocsin serve` on loopback) an SQLite database gets a key file when it has
+    no key; secrets stored before it are sealed with it at once."""
     url = settings.database_url
     try:
-        store = await open_store(url)
+        keyring, made = load_keyring(settings, make=make_key)
+    except SecretKeyError as error:
+        raise StartupError(str(error)) from error
+    try:
+        store = await open_store(url, keyring=keyring)
     except StoreUnavailable as error:
         raise StartupError(f"cannot reach the database {_redacted(url)}: {error}") from error
     except ValueError as error:
         raise StartupError(str(error)) from error
+    try:
+        await _ready_schema(store, settings, migrate=migrate)
+        await _check_secret_key(store, seal_all=made)
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
+async def _ready_schema(store: Store, settings: Settings, *, migrate: bool) -> None:
     try:
         if migrate or not settings.is_postgres:
             applied = await store.migrate()
@@ -188,23 +220,36 @@ async def open_ready_store(settings: Settings, *, migrate: bool) -> Store:
         else:
             await store.check_schema()
     except SchemaTooOld as error:
-        await store.close()
         raise StartupError(
             "the database schema is older than this version needs: "
             "run `tocsin migrate` (or start with --migrate)"
         ) from error
     except StoreUnavailable as error:
-        await store.close()
-        raise StartupError(f"cannot reach the database {_redacted(url)}: {error}") from error
+        url = _redacted(settings.database_url)
+        raise StartupError(f"cannot reach the database {url}: {error}") from error
     except StoreError as error:
-        await store.close()
         raise StartupError(
             f"cannot read the database schema ({error}); if it is new, run `tocsin migrate`"
         ) from error
-    except BaseException:
-        await store.close()
-        raise
-    return store
+
+
+async def _check_secret_key(store: Store, *, seal_all: bool) -> None:
+    """Fail now, not at the first owner token or ring, when the key cannot open what the
+    database keeps: open (making it if new) the owner-token secret. `seal_all`: seal the
+    secrets a database kept in plain text before it had a key."""
+    try:
+        if seal_all:
+            done = await store.reseal_secrets()
+            if done.resealed:
+                log.info("sealed the secrets kept in plain text", extra={"count": done.resealed})
+        await store.ensure_secret(SIGNING_KEY_NAME, new_signing_secret())
+    except SecretUnreadable as error:
+        raise StartupError(
+            "the secret key (TOCSIN_SECRET_KEY, else the key file beside an SQLite database) "
+            f"does not open the secrets this database keeps: {error}"
+        ) from error
+    except StoreError as error:
+        raise StartupError(f"cannot read the secrets this database keeps: {error}") from error
 
 
 async def check_auth(store: Store, host: str) -> None:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from tocsin.keyring import Keyring
 from tocsin.store.base import Store
 
 __all__ = ["Store", "open_store"]
 
 
-async def open_store(url: str) -> Store:
-    """Connect to the database at `url` (`sqlite:///file.db` or `postgresql://…`)."""
+async def open_store(url: str, *, keyring: Keyring | None = None) -> Store:
+    """Connect to the database at `url` (`sqlite:///file.db` or `postgresql://…`). Stored
+    secrets are sealed and opened with `keyring`; without one (`tocsin migrate`), any
+    sealed secret read or written is refused (`SecretKeyMissing`)."""
+    ring = Keyring.locked() if keyring is None else keyring
     if url.startswith(("postgresql://", "postgres://")):
         from tocsin.store.postgres import PostgresStore
 
-        return await PostgresStore.connect(url)
+        return await PostgresStore.connect(url, keyring=ring)
     if url.startswith("sqlite://"):
         from tocsin.store.sqlite import SqliteStore
 
-        return await SqliteStore.connect(url)
+        return await SqliteStore.connect(url, keyring=ring)
     raise ValueError(f"unsupported database URL {url!r}: use sqlite:///… or postgresql://…")

@@ -3,12 +3,18 @@
 Both backends (`sqlite`, `postgres`) pass one shared test suite. Driver errors never leave a
 backend: they are wrapped in `tocsin.errors.StoreError` (or `StoreUnavailable` when the
 database cannot be reached). All instants given and returned are timezone-aware UTC.
+
+Secrets (apps' and contacts' webhook signing secrets, the `secrets` table) are sealed with
+the store's key ring (`tocsin.keyring`) on their way in and opened on their way out: the
+database holds them encrypted, every caller sees them in clear. A store opened without a
+ring refuses to write or read a sealed secret (`SecretKeyMissing`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tocsin.domain import (
@@ -33,6 +39,14 @@ DueListener = Callable[[int, datetime], None]
 WAKE_HORIZON = timedelta(minutes=2)
 """A write wakes `listen_due` listeners only for a pending reminder due this soon after its
 `updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resealed:
+    """What one `Store.reseal_secrets` pass did."""
+
+    resealed: int  # values sealed again with the ring's first key
+    raced: int  # values another process changed between the read and the write: pass again
 
 
 class Store(ABC):
@@ -131,8 +145,20 @@ class Store(ABC):
 
     @abstractmethod
     async def ensure_secret(self, name: str, value: str) -> str:
-        """Save `value` under `name` unless a value is saved already; return the saved one.
-        Every process sharing the database gets the same secret (owner-token signing)."""
+        """Save `value` (sealed) under `name` unless a value is saved already; return the
+        saved one, opened. Every process sharing the database gets the same secret
+        (owner-token signing). `SecretUnreadable` when the ring cannot open the saved one."""
+
+    @abstractmethod
+    async def reseal_secrets(self) -> Resealed:
+        """One pass over every stored secret (apps' webhook secrets, contacts' secrets, the
+        `secrets` table): each value not sealed with the ring's first key — plain text from
+        before encryption, or sealed with another key of the ring — is opened and sealed
+        with the first key. Pages in key order, each written in one short transaction by
+        conditional updates that apply only while the stored value is still the one read,
+        so it is safe beside running processes: a value changed meanwhile is left and
+        counted `raced` (pass again). `SecretUnreadable`, naming the row, when a value is
+        sealed with a key the ring does not hold; the pages before it stay done."""
 
     @abstractmethod
     async def disable_webhook(self, name: str) -> None:

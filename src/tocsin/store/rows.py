@@ -1,7 +1,9 @@
 """Stored rows to domain values, for both backends: each says only how it stores an instant.
 
 PostgreSQL hands back aware datetimes (`timestamptz`); SQLite stores integer microseconds.
-The rest of a row (columns, enums, JSON, anchors) reads the same on both.
+The rest of a row (columns, enums, JSON, anchors) reads the same on both. Secrets are sealed
+and opened here, and only here, for both backends (the `secrets` table's single value is
+each backend's `ensure_secret`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tocsin.domain import (
     ReminderStatus,
     Schedule,
 )
+from tocsin.keyring import Keyring
 from tocsin.store import codec
 
 Instant = Callable[[Any], datetime]
@@ -158,7 +161,15 @@ def attempt_from(row: Row, instant: Instant) -> Attempt:
     )
 
 
-def contact_from(row: Row, instant: Instant) -> Contact:
+def _opened(stored: str | None, keyring: Keyring) -> str | None:
+    return None if stored is None else keyring.open(stored)
+
+
+def _sealed(secret: str | None, keyring: Keyring) -> str | None:
+    return None if secret is None else keyring.seal(secret)
+
+
+def contact_from(row: Row, instant: Instant, keyring: Keyring) -> Contact:
     return Contact(
         id=row["id"],
         owner=row["owner"],
@@ -166,7 +177,7 @@ def contact_from(row: Row, instant: Instant) -> Contact:
         kind=Channel(row["kind"]),
         address=codec.load_json(row["address"]) or {},
         label=row["label"],
-        secret=row["secret"],
+        secret=_opened(row["secret"], keyring),
         disabled_reason=row["disabled_reason"],
         disabled_at=_optional(row["disabled_at"], instant),
         created_at=instant(row["created_at"]),
@@ -182,7 +193,9 @@ def by_owner_and_kind(contacts: Iterable[Contact]) -> dict[tuple[str, Channel], 
     return grouped
 
 
-def contact_values(contact: Contact, instant: Callable[[datetime], Any]) -> tuple[Any, ...]:
+def contact_values(
+    contact: Contact, instant: Callable[[datetime], Any], keyring: Keyring
+) -> tuple[Any, ...]:
     """The INSERT_CONTACT parameters, in order; `instant` is how the backend stores one."""
     return (
         contact.id,
@@ -191,7 +204,7 @@ def contact_values(contact: Contact, instant: Callable[[datetime], Any]) -> tupl
         contact.kind.value,
         codec.dump_json(contact.address),
         contact.label,
-        contact.secret,
+        _sealed(contact.secret, keyring),
         contact.disabled_reason,
         None if contact.disabled_at is None else instant(contact.disabled_at),
         instant(contact.created_at),
@@ -199,14 +212,28 @@ def contact_values(contact: Contact, instant: Callable[[datetime], Any]) -> tupl
     )
 
 
-def app_from(row: Row, instant: Instant) -> App:
+def app_values(app: App, instant: Callable[[datetime], Any], keyring: Keyring) -> tuple[Any, ...]:
+    """The INSERT_APP parameters, in order; `instant` is how the backend stores one."""
+    return (
+        app.name,
+        app.key_hash,
+        app.key_prefix,
+        app.webhook_url,
+        _sealed(app.webhook_secret, keyring),
+        app.webhook_disabled,
+        instant(app.created_at),
+        app.admin,
+    )
+
+
+def app_from(row: Row, instant: Instant, keyring: Keyring) -> App:
     return App(
         name=row["name"],
         key_hash=row["key_hash"],
         key_prefix=row["key_prefix"],
         created_at=instant(row["created_at"]),
         webhook_url=row["webhook_url"],
-        webhook_secret=row["webhook_secret"],
+        webhook_secret=_opened(row["webhook_secret"], keyring),
         webhook_disabled=bool(row["webhook_disabled"]),
         admin=bool(row["admin"]),
     )

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from tests.integration.store.factories import NOW
+from tests.support.keys import TEST_KEYRING
 from tocsin.domain import App
 from tocsin.errors import StoreError
 from tocsin.store import Store, open_store
@@ -79,7 +80,7 @@ async def test_disable_webhook(store: Store) -> None:
 
 
 async def test_the_first_secret_saved_wins(store: Store, migrated_db_url: str) -> None:
-    other = await open_store(migrated_db_url)
+    other = await open_store(migrated_db_url, keyring=TEST_KEYRING)
     try:
         values = await asyncio.gather(
             store.ensure_secret("owner-token", "first"),

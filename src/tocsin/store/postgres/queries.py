@@ -253,6 +253,41 @@ INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING
 
 READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = $1"
 
+# Re-sealing secrets (`reseal_secrets`): one page of a sealed column in key order, after a key
+# ($1, at most $2); and a write of a page ($1 keys, $2 values read, $3 new values) that
+# changes only the rows still holding the value read, answering one row per change made.
+SEALED_APP_SECRETS = """
+SELECT name, webhook_secret FROM apps
+WHERE webhook_secret IS NOT NULL AND name > $1 ORDER BY name LIMIT $2
+"""
+
+RESEAL_APPS = """
+UPDATE apps SET webhook_secret = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE apps.name = page.key AND apps.webhook_secret = page.old
+RETURNING apps.name
+"""
+
+SEALED_CONTACT_SECRETS = """
+SELECT id, secret FROM contacts WHERE secret IS NOT NULL AND id > $1 ORDER BY id LIMIT $2
+"""
+
+RESEAL_CONTACTS = """
+UPDATE contacts SET secret = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE contacts.id = page.key AND contacts.secret = page.old
+RETURNING contacts.id
+"""
+
+SEALED_SHARED_VALUES = "SELECT name, value FROM secrets WHERE name > $1 ORDER BY name LIMIT $2"
+
+RESEAL_SHARED_VALUES = """
+UPDATE secrets SET value = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE secrets.name = page.key AND secrets.value = page.old
+RETURNING secrets.name
+"""
+
 # -- the scheduler ----------------------------------------------------------------------------
 
 # Pending reminders of a bucket range and a shard range, in due order: a range scan of

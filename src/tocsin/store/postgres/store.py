@@ -36,13 +36,16 @@ from tocsin.errors import (
     TocsinError,
 )
 from tocsin.ids import SHARDS
+from tocsin.keyring import Keyring
 from tocsin.store import codec
-from tocsin.store.base import DueListener, Store
+from tocsin.store.base import DueListener, Resealed, Store
 from tocsin.store.migrations import migrations_for
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
+from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
     app_from,
+    app_values,
     attempt_from,
     by_owner_and_kind,
     claimed_firing_from,
@@ -62,6 +65,12 @@ _CONNECT_TIMEOUT = 10.0
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
 _UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300"}  # shutdown, crash, starting, full
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+# Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
+_SEALED_QUERIES = {
+    "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APPS),
+    "contacts.secret": (q.SEALED_CONTACT_SECRETS, q.RESEAL_CONTACTS),
+    "secrets.value": (q.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUES),
+}
 
 
 def translate(error: BaseException) -> StoreError:
@@ -109,18 +118,20 @@ def _as_is(value: datetime) -> datetime:
 class PostgresStore(Store):
     """`Store` on PostgreSQL. Wake-ups reach listeners in every process (LISTEN/NOTIFY)."""
 
-    def __init__(self, pool: asyncpg.Pool, url: str) -> None:
+    def __init__(self, pool: asyncpg.Pool, url: str, keyring: Keyring) -> None:
         self._pool = pool
+        self._keyring = keyring
         self._wakeups = Wakeups(lambda: asyncpg.connect(url, timeout=_CONNECT_TIMEOUT))
 
     @classmethod
-    async def connect(cls, url: str) -> PostgresStore:
-        """Open a connection pool to `postgresql://user@host:port/database`."""
+    async def connect(cls, url: str, *, keyring: Keyring) -> PostgresStore:
+        """Open a connection pool to `postgresql://user@host:port/database`; stored secrets
+        are sealed and opened with `keyring`."""
         with boundary():
             pool = await asyncpg.create_pool(
                 url, min_size=_POOL_MIN, max_size=_POOL_MAX, timeout=_CONNECT_TIMEOUT
             )
-        return cls(pool, url)
+        return cls(pool, url, keyring)
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -284,17 +295,7 @@ class PostgresStore(Store):
     async def add_app(self, app: App) -> None:
         try:
             with boundary():
-                await self._pool.execute(
-                    q.INSERT_APP,
-                    app.name,
-                    app.key_hash,
-                    app.key_prefix,
-                    app.webhook_url,
-                    app.webhook_secret,
-                    app.webhook_disabled,
-                    app.created_at,
-                    app.admin,
-                )
+                await self._pool.execute(q.INSERT_APP, *app_values(app, _as_is, self._keyring))
         except StoreError as error:
             if isinstance(error.__cause__, asyncpg.UniqueViolationError):
                 raise StoreError(f"an app named {app.name!r} (or with this key) exists") from error
@@ -307,10 +308,10 @@ class PostgresStore(Store):
             row = await self._fetchrow(q.FIND_APP_BY_NAME, name)
         else:
             row = await self._fetchrow(q.FIND_APP_BY_KEY_HASH, key_hash)
-        return None if row is None else app_from(row, _as_is)
+        return None if row is None else app_from(row, _as_is, self._keyring)
 
     async def list_apps(self) -> list[App]:
-        return [app_from(row, _as_is) for row in await self._fetch(q.LIST_APPS)]
+        return [app_from(row, _as_is, self._keyring) for row in await self._fetch(q.LIST_APPS)]
 
     async def count_apps(self) -> int:
         with boundary():
@@ -318,11 +319,23 @@ class PostgresStore(Store):
             return count
 
     async def ensure_secret(self, name: str, value: str) -> str:
+        sealed = self._keyring.seal(value)
         with boundary():
             async with self._pool.acquire() as connection:
-                await connection.execute(q.KEEP_FIRST_SHARED_VALUE, name, value)
+                await connection.execute(q.KEEP_FIRST_SHARED_VALUE, name, sealed)
                 saved: str = await connection.fetchval(q.READ_SHARED_VALUE, name)
-                return saved
+        return self._keyring.open(saved)
+
+    async def reseal_secrets(self) -> Resealed:
+        return await reseal(self._keyring, self._sealed_page, self._reseal_page)
+
+    async def _sealed_page(self, column: str, after: str, limit: int) -> list[tuple[str, str]]:
+        rows = await self._fetch(_SEALED_QUERIES[column][0], after, limit)
+        return [(row[0], row[1]) for row in rows]
+
+    async def _reseal_page(self, column: str, changes: Sequence[tuple[str, str, str]]) -> int:
+        keys, old, new = (list(values) for values in zip(*changes, strict=True))
+        return len(await self._fetch(_SEALED_QUERIES[column][1], keys, old, new))
 
     async def disable_webhook(self, name: str) -> None:
         with boundary():
@@ -332,11 +345,13 @@ class PostgresStore(Store):
 
     async def add_contact(self, contact: Contact) -> None:
         with boundary():
-            await self._pool.execute(q.INSERT_CONTACT, *contact_values(contact, _as_is))
+            await self._pool.execute(
+                q.INSERT_CONTACT, *contact_values(contact, _as_is, self._keyring)
+            )
 
     async def get_contact(self, contact_id: str) -> Contact | None:
         row = await self._fetchrow(q.GET_CONTACT, contact_id)
-        return None if row is None else contact_from(row, _as_is)
+        return None if row is None else contact_from(row, _as_is, self._keyring)
 
     async def list_contacts(
         self,
@@ -348,7 +363,7 @@ class PostgresStore(Store):
     ) -> list[Contact]:
         kind_value = None if kind is None else kind.value
         rows = await self._fetch(q.LIST_CONTACTS, owner, after_id or "", kind_value, limit)
-        return [contact_from(row, _as_is) for row in rows]
+        return [contact_from(row, _as_is, self._keyring) for row in rows]
 
     async def update_contact(self, contact: Contact) -> Contact | None:
         row = await self._fetchrow(
@@ -360,7 +375,7 @@ class PostgresStore(Store):
             contact.disabled_at,
             contact.updated_at,
         )
-        return None if row is None else contact_from(row, _as_is)
+        return None if row is None else contact_from(row, _as_is, self._keyring)
 
     async def delete_contact(self, contact_id: str) -> bool:
         return await self._fetchrow(q.DELETE_CONTACT, contact_id) is not None
@@ -375,7 +390,7 @@ class PostgresStore(Store):
             return {}
         owners, kinds = [owner for owner, _ in wanted], [kind.value for _, kind in wanted]
         rows = await self._fetch(q.DESTINATIONS, owners, kinds)
-        return by_owner_and_kind(contact_from(row, _as_is) for row in rows)
+        return by_owner_and_kind(contact_from(row, _as_is, self._keyring) for row in rows)
 
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
         rows = await self._fetch(q.SETTLED_DESTINATIONS, firing_id)

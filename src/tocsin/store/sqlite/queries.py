@@ -193,6 +193,26 @@ INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING
 
 READ_SHARED_VALUE = "SELECT value FROM secrets WHERE name = ?"
 
+# Re-sealing secrets (`reseal_secrets`): one page of a sealed column in key order, after a key;
+# and a write that applies only while the row still holds the value read (a value changed
+# meanwhile is left for the next pass).
+SEALED_APP_SECRETS = """
+SELECT name, webhook_secret FROM apps
+WHERE webhook_secret IS NOT NULL AND name > ? ORDER BY name LIMIT ?
+"""
+
+RESEAL_APP = "UPDATE apps SET webhook_secret = ? WHERE name = ? AND webhook_secret = ?"
+
+SEALED_CONTACT_SECRETS = """
+SELECT id, secret FROM contacts WHERE secret IS NOT NULL AND id > ? ORDER BY id LIMIT ?
+"""
+
+RESEAL_CONTACT = "UPDATE contacts SET secret = ? WHERE id = ? AND secret = ?"
+
+SEALED_SHARED_VALUES = "SELECT name, value FROM secrets WHERE name > ? ORDER BY name LIMIT ?"
+
+RESEAL_SHARED_VALUE = "UPDATE secrets SET value = ? WHERE name = ? AND value = ?"
+
 # -- the scheduler ----------------------------------------------------------------------------
 
 # Pending reminders of a bucket range and a shard range, in due order: a range scan of

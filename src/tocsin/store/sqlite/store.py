@@ -29,11 +29,14 @@ from tocsin.domain import (
 )
 from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
 from tocsin.ids import SHARDS, firing_id
+from tocsin.keyring import Keyring
 from tocsin.store import codec
-from tocsin.store.base import DueListener, Store
+from tocsin.store.base import DueListener, Resealed, Store
 from tocsin.store.migrations import migrations_for, sqlite_statements
+from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
     app_from,
+    app_values,
     attempt_from,
     by_owner_and_kind,
     claimed_firing_from,
@@ -51,6 +54,12 @@ log = logging.getLogger(__name__)
 Row = sqlite3.Row
 T = TypeVar("T")
 _MICROSECOND = timedelta(microseconds=1)
+# Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
+_SEALED_QUERIES = {
+    "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APP),
+    "contacts.secret": (q.SEALED_CONTACT_SECRETS, q.RESEAL_CONTACT),
+    "secrets.value": (q.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUE),
+}
 
 
 def _us(instant: datetime) -> int:
@@ -71,21 +80,23 @@ def _utc(micros: int) -> datetime:
 class SqliteStore(Store):
     """`Store` on an SQLite file. Wake-ups (`listen_due`) reach this object's listeners only."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, keyring: Keyring) -> None:
         self._db = database
+        self._keyring = keyring
         self._listeners: list[DueListener] = []
         self._lease_listeners: list[Callable[[], None]] = []
 
     @classmethod
-    async def connect(cls, url: str) -> SqliteStore:
-        """Open (creating it when missing) the file named by `sqlite:///path/to/file.db`."""
+    async def connect(cls, url: str, *, keyring: Keyring) -> SqliteStore:
+        """Open (creating it when missing) the file named by `sqlite:///path/to/file.db`;
+        stored secrets are sealed and opened with `keyring`."""
         database = Database(SqliteUrl.parse(url))
         try:
             await database.unlocked(lambda connection: None)  # fail now if it cannot open
         except BaseException:
             await database.close()
             raise
-        return cls(database)
+        return cls(database, keyring)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -210,16 +221,7 @@ class SqliteStore(Store):
     # -- apps and keys -----------------------------------------------------------------------
 
     async def add_app(self, app: App) -> None:
-        params = (
-            app.name,
-            app.key_hash,
-            app.key_prefix,
-            app.webhook_url,
-            app.webhook_secret,
-            int(app.webhook_disabled),
-            _us(app.created_at),
-            int(app.admin),
-        )
+        params = app_values(app, _us, self._keyring)
 
         def work(connection: sqlite3.Connection) -> None:
             try:
@@ -238,11 +240,11 @@ class SqliteStore(Store):
         else:
             sql, value = q.FIND_APP_BY_KEY_HASH, key_hash
         row = await self._db.read(lambda connection: connection.execute(sql, (value,)).fetchone())
-        return None if row is None else app_from(row, _utc)
+        return None if row is None else app_from(row, _utc, self._keyring)
 
     async def list_apps(self) -> list[App]:
         rows = await self._db.read(lambda connection: connection.execute(q.LIST_APPS).fetchall())
-        return [app_from(row, _utc) for row in rows]
+        return [app_from(row, _utc, self._keyring) for row in rows]
 
     async def count_apps(self) -> int:
         row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
@@ -250,10 +252,31 @@ class SqliteStore(Store):
         return count
 
     async def ensure_secret(self, name: str, value: str) -> str:
+        sealed = self._keyring.seal(value)
+
         def work(connection: sqlite3.Connection) -> str:
-            connection.execute(q.KEEP_FIRST_SHARED_VALUE, (name, value))
+            connection.execute(q.KEEP_FIRST_SHARED_VALUE, (name, sealed))
             saved: str = connection.execute(q.READ_SHARED_VALUE, (name,)).fetchone()[0]
             return saved
+
+        return self._keyring.open(await self._db.write(work))
+
+    async def reseal_secrets(self) -> Resealed:
+        return await reseal(self._keyring, self._sealed_page, self._reseal_page)
+
+    async def _sealed_page(self, column: str, after: str, limit: int) -> list[tuple[str, str]]:
+        sql = _SEALED_QUERIES[column][0]
+        rows = await self._db.read(
+            lambda connection: connection.execute(sql, (after, limit)).fetchall()
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    async def _reseal_page(self, column: str, changes: Sequence[tuple[str, str, str]]) -> int:
+        sql = _SEALED_QUERIES[column][1]
+        params = [(new, key, old) for key, old, new in changes]
+
+        def work(connection: sqlite3.Connection) -> int:
+            return sum(connection.execute(sql, values).rowcount for values in params)
 
         return await self._db.write(work)
 
@@ -263,14 +286,14 @@ class SqliteStore(Store):
     # -- contacts ------------------------------------------------------------------------------
 
     async def add_contact(self, contact: Contact) -> None:
-        values = contact_values(contact, _us)
+        values = contact_values(contact, _us, self._keyring)
         await self._db.write(lambda connection: connection.execute(q.INSERT_CONTACT, values))
 
     async def get_contact(self, contact_id: str) -> Contact | None:
         row = await self._db.read(
             lambda connection: connection.execute(q.GET_CONTACT, (contact_id,)).fetchone()
         )
-        return None if row is None else contact_from(row, _utc)
+        return None if row is None else contact_from(row, _utc, self._keyring)
 
     async def list_contacts(
         self,
@@ -289,7 +312,7 @@ class SqliteStore(Store):
         rows = await self._db.read(
             lambda connection: connection.execute(q.LIST_CONTACTS, params).fetchall()
         )
-        return [contact_from(row, _utc) for row in rows]
+        return [contact_from(row, _utc, self._keyring) for row in rows]
 
     async def update_contact(self, contact: Contact) -> Contact | None:
         params = {
@@ -303,7 +326,7 @@ class SqliteStore(Store):
         row = await self._db.write(
             lambda connection: connection.execute(q.UPDATE_CONTACT, params).fetchone()
         )
-        return None if row is None else contact_from(row, _utc)
+        return None if row is None else contact_from(row, _utc, self._keyring)
 
     async def delete_contact(self, contact_id: str) -> bool:
         row = await self._db.write(
@@ -327,7 +350,7 @@ class SqliteStore(Store):
         rows = await self._db.read(
             lambda connection: connection.execute(q.DESTINATIONS, (pairs,)).fetchall()
         )
-        return by_owner_and_kind(contact_from(row, _utc) for row in rows)
+        return by_owner_and_kind(contact_from(row, _utc, self._keyring) for row in rows)
 
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
         rows = await self._db.read(
