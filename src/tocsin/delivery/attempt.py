@@ -43,7 +43,11 @@ class Deliverer:
             )
         result = await self._send(firing, (firing.deadline - now).total_seconds())
         decision = self._policy.decide(
-            result, attempt=number, now=self._clock.now(), deadline=firing.deadline
+            result,
+            attempt=number,
+            now=self._clock.now(),
+            due=firing.due_at,
+            deadline=firing.deadline,
         )
         return self._result(firing, number, now, result.outcome, decision, result.provider_id)
 
