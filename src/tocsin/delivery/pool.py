@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from itertools import count
 
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
+from tocsin.delivery.line import Line
 from tocsin.delivery.recorder import Recorder
 from tocsin.domain import Firing, FiringState
 
@@ -28,12 +26,13 @@ YIELD_EVERY = 200
 class DeliveryPool:
     """Sends firings this worker holds (`sending`), `concurrency` at a time.
 
-    The line is a heap keyed by deadline: under a backlog the firing closest to going stale
-    goes first. A sender takes the next firing without a hand-off through a future, and only
-    idle senders are woken. `room` lets the claimer wait *before* claiming until the line has
-    space, so claiming slows to what delivery carries and a claimed firing does not wait in
-    memory past its hold. One whose hold ran out before its turn anyway is left alone —
-    another sender (or this one's pickup) takes it over.
+    The line gives out the firing closest to its deadline first (`Line`): under a backlog,
+    what goes stale soonest goes first. A sender takes the next firing without a hand-off
+    through a future, and only idle senders are woken. `room` lets the claimer wait
+    *before* claiming until the line has space, so claiming slows to what delivery carries
+    and a claimed firing does not wait in memory past its hold. One whose hold ran out
+    before its turn anyway is left alone — another sender (or this one's pickup) takes it
+    over.
     """
 
     def __init__(
@@ -53,13 +52,7 @@ class DeliveryPool:
         self._concurrency = concurrency
         self._max = max_queued
         self._max_wait = None if lease is None else lease / 2
-        # (deadline, arrival, firing): the arrival number breaks ties in arrival order.
-        self._line: list[tuple[datetime, int, Firing]] = []
-        self._arrivals = count()
-        # (arrival, hold end) of the lined-up firings in arrival order, for the oldest hold:
-        # holds are handed out in arrival order, so it is the first one.
-        self._holds: deque[tuple[int, datetime | None]] = deque()
-        self._taken: set[int] = set()  # taken out of the line, still behind an older hold
+        self._line = Line()
         self._ready = asyncio.Event()  # set while the line has firings
         self._spare = asyncio.Event()  # set while the line is below `max_queued`
         self._spare.set()
@@ -86,9 +79,8 @@ class DeliveryPool:
         firing in the line has less than half its hold left (the line is longer than the
         channel sends in that time — with a slow channel, `max_queued` alone would let held
         firings time out in line, be taken over by pickup, time out again…)."""
-        holds = self._holds
-        if holds and self._max_wait is not None:
-            oldest = holds[0][1]
+        if self._max_wait is not None:
+            oldest = self._line.oldest_hold()
             if oldest is not None and oldest - self._clock.now() < self._max_wait:
                 return 0
         return max(0, self._max - self.held)
@@ -108,28 +100,12 @@ class DeliveryPool:
             await self._spare.wait()
 
     async def submit(self, firings: Iterable[Firing]) -> None:
-        """Line these firings up to be sent, closest deadline first; waits while the line is
-        full."""
-        line, holds, arrivals = self._line, self._holds, self._arrivals
-        for firing in firings:
-            if firing.state is FiringState.SENDING:
-                arrival = next(arrivals)
-                heapq.heappush(line, (firing.deadline, arrival, firing))
-                holds.append((arrival, firing.lease_until))
+        """Line these firings up to be sent; waits while the line is full."""
+        line = self._line
+        line.extend(f for f in firings if f.state is FiringState.SENDING)
         if line:
             self._ready.set()
         await self.room(1)
-
-    def _next(self) -> Firing:
-        _, arrival, firing = heapq.heappop(self._line)
-        holds, taken = self._holds, self._taken
-        if holds[0][0] == arrival:  # the common case: deadlines come in arrival order
-            holds.popleft()
-            while holds and holds[0][0] in taken:
-                taken.remove(holds.popleft()[0])
-        else:
-            taken.add(arrival)  # leaves `_holds` when the older holds before it do
-        return firing
 
     async def drain(self, grace: float) -> list[str]:
         """Finish what is lined up and being sent, for up to `grace` seconds; then stop.
@@ -140,11 +116,9 @@ class DeliveryPool:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        left = [*self._sending, *(firing.id for _, _, firing in self._line)]
+        left = [*self._sending, *(firing.id for firing in self._line)]
         self._sending.clear()
         self._line.clear()
-        self._holds.clear()
-        self._taken.clear()
         return left
 
     async def _finished(self) -> None:
@@ -159,7 +133,7 @@ class DeliveryPool:
             while not line:
                 self._ready.clear()
                 await self._ready.wait()
-            firing = self._next()
+            firing = line.pop()
             self._sending.add(firing.id)
             try:
                 await self._deliver(firing)
