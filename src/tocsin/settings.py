@@ -49,7 +49,12 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(default=10.0, gt=0, description="Scheduler part lease time.")
     sweep_seconds: float = Field(default=2.0, gt=0, description="How often held parts are swept.")
     delivery_concurrency: int = Field(default=256, ge=1)
-    max_attempts: int = Field(default=8, ge=1)
+    max_attempts: int = Field(
+        default=100,
+        ge=1,
+        description="A safety cap on delivery attempts per firing: retries end at the "
+        "firing's deadline (due + freshness), which needs ~70 tries at most.",
+    )
     webhook_url: str | None = Field(
         default=None, description="Where webhook rings go when their app has no URL of its own."
     )

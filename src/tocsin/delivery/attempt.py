@@ -173,7 +173,11 @@ class Deliverer:
 
     def _decide(self, result: DeliveryResult, firing: Firing, now: datetime) -> Decision:
         return self._policy.decide(
-            result, attempt=firing.attempts + 1, now=self._clock.now(), deadline=firing.deadline
+            result,
+            attempt=firing.attempts + 1,
+            now=self._clock.now(),
+            due=firing.due_at,
+            deadline=firing.deadline,
         )
 
     def _unsent(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
+from tocsin.delivery.line import Line
 from tocsin.delivery.recorder import Recorder
 from tocsin.domain import Firing, FiringState
 
@@ -26,11 +26,13 @@ YIELD_EVERY = 200
 class DeliveryPool:
     """Sends firings this worker holds (`sending`), `concurrency` at a time.
 
-    The line is a plain deque: a sender takes the next firing without a hand-off through a
-    future, and only idle senders are woken. `room` lets the claimer wait *before* claiming
-    until the line has space, so claiming slows to what delivery carries and a claimed firing
-    does not wait in memory past its hold. One whose hold ran out before its turn anyway is
-    left alone — another sender (or this one's pickup) takes it over.
+    The line gives out the firing closest to its deadline first (`Line`): under a backlog,
+    what goes stale soonest goes first. A sender takes the next firing without a hand-off
+    through a future, and only idle senders are woken. `room` lets the claimer wait
+    *before* claiming until the line has space, so claiming slows to what delivery carries
+    and a claimed firing does not wait in memory past its hold. One whose hold ran out
+    before its turn anyway is left alone — another sender (or this one's pickup) takes it
+    over.
     """
 
     def __init__(
@@ -50,7 +52,7 @@ class DeliveryPool:
         self._concurrency = concurrency
         self._max = max_queued
         self._max_wait = None if lease is None else lease / 2
-        self._line: deque[Firing] = deque()
+        self._line = Line()
         self._ready = asyncio.Event()  # set while the line has firings
         self._spare = asyncio.Event()  # set while the line is below `max_queued`
         self._spare.set()
@@ -73,14 +75,13 @@ class DeliveryPool:
 
     @property
     def free(self) -> int:
-        """How many more firings the pool takes without waiting: none while the firing at
-        the head of the line has less than half its hold left (the line is longer than the
+        """How many more firings the pool takes without waiting: none while the longest-held
+        firing in the line has less than half its hold left (the line is longer than the
         channel sends in that time — with a slow channel, `max_queued` alone would let held
         firings time out in line, be taken over by pickup, time out again…)."""
-        line = self._line
-        if line and self._max_wait is not None:
-            head = line[0].lease_until
-            if head is not None and head - self._clock.now() < self._max_wait:
+        if self._max_wait is not None:
+            oldest = self._line.oldest_hold()
+            if oldest is not None and oldest - self._clock.now() < self._max_wait:
                 return 0
         return max(0, self._max - self.held)
 
@@ -100,8 +101,9 @@ class DeliveryPool:
 
     async def submit(self, firings: Iterable[Firing]) -> None:
         """Line these firings up to be sent; waits while the line is full."""
-        self._line.extend(f for f in firings if f.state is FiringState.SENDING)
-        if self._line:
+        line = self._line
+        line.extend(f for f in firings if f.state is FiringState.SENDING)
+        if line:
             self._ready.set()
         await self.room(1)
 
@@ -131,7 +133,7 @@ class DeliveryPool:
             while not line:
                 self._ready.clear()
                 await self._ready.wait()
-            firing = line.popleft()
+            firing = line.pop()
             self._sending.add(firing.id)
             try:
                 await self._deliver(firing)

@@ -258,9 +258,10 @@ class Store(ABC):
     ) -> list[Firing]:
         """Firings that need a sender: `queued` with `next_attempt_at <= now`, or `sending`
         with `lease_until < now` (its sender vanished), in `shards` when given. Those past
-        their deadline (`deadline <= now`) are set `expired` instead and not returned. The
-        rest become `sending` held by `sender` until `now + lease` and are returned — each to
-        one caller only, even with many callers at once."""
+        their deadline (`deadline <= now`) are set `expired` instead, `last_error` saying so
+        (all of them, or at least `limit`, per call), and not returned. Of the rest, the
+        `limit` with the earliest deadlines become `sending` held by `sender` until
+        `now + lease` and are returned — each to one caller only, even with many callers at once."""
 
     @abstractmethod
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:

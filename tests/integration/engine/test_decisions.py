@@ -1,17 +1,14 @@
-"""The engine's pure decisions: claims (fresh, stale, missed series), the retry policy, the
-timeline's bookkeeping, and Retry-After. No I/O: these pin the rules down one by one."""
+"""The engine's pure decisions: claims (fresh, stale, missed series), the timeline's
+bookkeeping, and Retry-After headers (the retry policy: tests/unit/test_retry.py). No I/O:
+these pin the rules down one by one."""
 
 from __future__ import annotations
 
-import random
-import statistics
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tocsin.channels import DeliveryResult
 from tocsin.channels.webhook import parse_retry_after
-from tocsin.delivery.retry import RetryPolicy
 from tocsin.domain import FiringState, Schedule
 from tocsin.scheduler.planning import plan, plan_one
 from tocsin.scheduler.timeline import Entry, Timeline
@@ -120,57 +117,7 @@ def test_the_timeline_holds_an_edited_row_beside_the_loaded_one() -> None:
     assert [e.version for e in timeline.take_due(SIX)] == [1, 2]
 
 
-# -- retries ---------------------------------------------------------------------------------
-
-
-def policy() -> RetryPolicy:
-    return RetryPolicy(max_attempts=5, base_seconds=1, cap_seconds=60, rng=random.Random(1))
-
-
-def test_backoff_is_full_jitter_under_a_doubling_ceiling() -> None:
-    retry = policy()
-    assert [retry.ceiling(n) for n in (1, 2, 3, 4, 8)] == [1, 2, 4, 8, 60]
-    for attempt in (1, 2, 3, 4):
-        waits = [retry.backoff(attempt) for _ in range(2000)]
-        assert min(waits) >= 0
-        assert max(waits) <= retry.ceiling(attempt)
-        assert statistics.mean(waits) == pytest.approx(retry.ceiling(attempt) / 2, rel=0.1)
-
-
-def test_a_retryable_error_is_queued_for_later() -> None:
-    decision = policy().decide(
-        DeliveryResult.retry("HTTP 503"), attempt=1, now=SIX, deadline=SIX + minutes(10)
-    )
-    assert decision.state is FiringState.QUEUED
-    assert decision.next_attempt_at is not None
-    assert SIX <= decision.next_attempt_at <= SIX + timedelta(seconds=1)
-
-
-def test_retry_after_is_honoured() -> None:
-    result = DeliveryResult.retry("HTTP 429", retry_after=30)
-    decision = policy().decide(result, attempt=1, now=SIX, deadline=SIX + minutes(10))
-    assert decision.next_attempt_at == SIX + timedelta(seconds=30)
-
-
-def test_a_retry_that_would_come_after_the_deadline_expires_now() -> None:
-    result = DeliveryResult.retry("HTTP 429", retry_after=700)
-    decision = policy().decide(result, attempt=1, now=SIX, deadline=SIX + minutes(10))
-    assert decision.state is FiringState.EXPIRED
-
-
-def test_the_last_attempt_fails_and_says_why() -> None:
-    decision = policy().decide(
-        DeliveryResult.retry("timeout"), attempt=5, now=SIX, deadline=SIX + minutes(10)
-    )
-    assert decision.state is FiringState.FAILED
-    assert decision.error == "gave up after 5 attempts: timeout"
-
-
-def test_a_permanent_error_fails_at_once() -> None:
-    decision = policy().decide(
-        DeliveryResult.failed("HTTP 400"), attempt=1, now=SIX, deadline=SIX + minutes(10)
-    )
-    assert (decision.state, decision.error) == (FiringState.FAILED, "HTTP 400")
+# -- Retry-After -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """Delivery through the webhook channel to a real local receiver (its own process): signed
-bodies, retries with growing gaps, Retry-After, expiry, 410, permanent errors, and channels
-that are not configured."""
+bodies, retries with growing gaps until the deadline (a receiver down for a while, or back
+just before the deadline), Retry-After, expiry, 410, permanent errors, and channels that are
+not configured."""
 
 from __future__ import annotations
 
@@ -150,19 +151,67 @@ async def test_retry_after_is_honoured(store: Store) -> None:
     assert 2.0 <= (second.at - first.at).total_seconds() < 3.5
 
 
+async def outage(
+    store: Store, *, count: int, freshness: int, down_for: float, seed: int
+) -> list[Firing]:
+    """`count` webhook rings due together while the receiver fails for `down_for` seconds
+    from their due time and then takes them: each must be sent once, after the receiver came
+    back and before its deadline. Their firings."""
+    due, webhook = soon(2), Channel.WEBHOOK
+    many = [
+        reminder(f"owner-{n}", now=clock.now(), at=due, channel=webhook, freshness=freshness)
+        for n in range(count)
+    ]
+    back = due + timedelta(seconds=down_for)
+    with receiver("--fail-until", str(back.timestamp())) as sink:
+        await store.add_reminders(many)
+        async with running(store, settings(webhook_url=sink.url), clock, rng=random.Random(seed)):
+            firings = await final(store, many, within=freshness + 20)
+        stats = await sink.astats()
+    for firing in firings:
+        assert firing.state is FiringState.SENT, firing.last_error
+        assert firing.sent_at is not None
+        assert back <= firing.sent_at < firing.deadline
+        outcomes = [a.outcome for a in firing.history]
+        assert outcomes == [Outcome.RETRY] * (len(outcomes) - 1) + [Outcome.SENT]
+    assert (stats["unique"], stats["duplicates"], stats["accepted"]) == (count, 0, count)
+    return firings
+
+
+async def test_a_receiver_down_for_a_while_gets_every_ring_before_its_deadline(
+    store: Store,
+) -> None:
+    """Down for half the freshness: by then most firings made more than the 8 attempts that
+    used to be the limit (base 0.2 s: ~12.7 s on average), yet every one is sent."""
+    firings = await outage(store, count=40, freshness=20, down_for=10, seed=7)
+    assert max(len(f.history) for f in firings) > 8, "some needed more than the old limit"
+
+
+async def test_a_receiver_back_just_before_the_deadline_still_gets_the_last_try(
+    store: Store,
+) -> None:
+    """Back 1.5 s before the deadline (freshness 10 s: the last try is 1 s before it). The
+    backoff's draws reach past the deadline by then (up to 6.4 s): each is cut to the last
+    try instead of giving up."""
+    await outage(store, count=20, freshness=10, down_for=8.5, seed=3)
+
+
 async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(store: Store) -> None:
     with receiver("--fail-first", "1000") as sink:
-        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, freshness=3)
+        one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, freshness=10)
         await store.add_reminders([one])
         async with running(store, settings(webhook_url=sink.url), clock):
-            (firing,) = await final(store, [one], within=15)
+            (firing,) = await final(store, [one], within=25)
         stats = await sink.astats(ids=True)
     assert firing.state is FiringState.EXPIRED
     assert firing.sent_at is None
+    assert firing.last_error is not None
+    assert firing.last_error.startswith("expired: the last try before its deadline failed")
     arrivals = stats["arrivals"][firing.id]
-    assert len(arrivals) >= 2, "it was retried meanwhile"
+    assert len(arrivals) == len(firing.history) >= 2, "it was retried meanwhile"
     assert all(status == 503 for _, status in arrivals)
-    assert max(at for at, _ in arrivals) < firing.deadline.timestamp()
+    last_try = firing.deadline.timestamp() - 1
+    assert last_try <= max(at for at, _ in arrivals) < firing.deadline.timestamp()
     assert stats["accepted"] == 0
 
 

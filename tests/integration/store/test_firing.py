@@ -296,14 +296,7 @@ async def test_take_deliveries_hands_out_retries_due_and_stale_sends(store: Stor
     retry_at = NOW + timedelta(seconds=10)
     await store.record_attempts(
         [
-            result(
-                fa.id,
-                sender="w1",
-                state=FiringState.QUEUED,
-                outcome=Outcome.RETRY,
-                error="503",
-                next_attempt_at=retry_at,
-            ),
+            _to_retry(fa.id, error="503", at=retry_at),
             result(fb.id, sender="w1"),
         ]
     )
@@ -329,6 +322,8 @@ async def test_take_deliveries_expires_firings_past_their_deadline(store: Store)
     await store.add_reminders([one_off])
     [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
 
+    await store.record_attempts([_to_retry(firing.id, error="HTTP 503", at=NOW + MINUTE)])
+
     late = firing.deadline + timedelta(seconds=1)
     taken = await store.take_deliveries(sender="w2", shards=None, now=late, lease=LEASE, limit=5)
 
@@ -336,6 +331,56 @@ async def test_take_deliveries_expires_firings_past_their_deadline(store: Store)
     [expired] = await store.list_firings(one_off.id)
     assert expired.state is FiringState.EXPIRED
     assert expired.sender is None
+    assert expired.last_error == (
+        "expired: its deadline passed before it could be sent (last error: HTTP 503)"
+    )
+
+
+async def test_take_deliveries_takes_the_closest_deadlines_first(store: Store) -> None:
+    """Retries due and sends whose sender vanished, in one order: by deadline."""
+    queued = [reminder(f"queued-{s}", freshness=s) for s in (600, 300, 900)]
+    abandoned = [reminder(f"abandoned-{s}", freshness=s) for s in (450, 700)]
+    await store.add_reminders(queued + abandoned)
+    await store.claim(
+        [claim(r, state=FiringState.QUEUED) for r in queued], sender="w1", now=NOW, lease=LEASE
+    )
+    await store.claim([claim(r) for r in abandoned], sender="w1", now=NOW, lease=LEASE)
+    later = NOW + LEASE + timedelta(seconds=1)
+
+    rounds = [
+        await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=2)
+        for _ in range(3)
+    ]
+
+    def seconds(firings: list[Firing]) -> set[int]:
+        return {int((f.deadline - f.due_at).total_seconds()) for f in firings}
+
+    assert [seconds(taken) for taken in rounds] == [{300, 450}, {600, 700}, {900}]
+
+
+async def test_take_deliveries_expires_the_overdue_without_crowding_out_the_fresh(
+    store: Store,
+) -> None:
+    stale = [reminder(f"stale-{n}", freshness=60) for n in range(3)]
+    fresh = [reminder(f"fresh-{n}", freshness=3600) for n in range(2)]
+    await store.add_reminders(stale + fresh)
+    firings = await store.claim(
+        [claim(r, state=FiringState.QUEUED) for r in stale + fresh],
+        sender="w1",
+        now=NOW,
+        lease=LEASE,
+    )
+    now = max(f.deadline for f in firings if f.reminder_id == stale[0].id) + MINUTE
+
+    taken = await store.take_deliveries(sender="w2", shards=None, now=now, lease=LEASE, limit=2)
+    again = await store.take_deliveries(sender="w2", shards=None, now=now, lease=LEASE, limit=2)
+
+    assert {f.reminder_id for f in taken} == {r.id for r in fresh}
+    assert again == []
+    for one in stale:
+        [expired] = await store.list_firings(one.id)
+        assert expired.state is FiringState.EXPIRED
+        assert expired.last_error == "expired: its deadline passed before it could be sent"
 
 
 async def test_take_deliveries_filters_by_shard_and_limit(store: Store) -> None:
@@ -434,18 +479,7 @@ async def test_failed_attempts_keep_their_history(store: Store) -> None:
     await store.add_reminders([one_off])
     [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
     retry = NOW + timedelta(seconds=3)
-    await store.record_attempts(
-        [
-            result(
-                firing.id,
-                state=FiringState.QUEUED,
-                outcome=Outcome.RETRY,
-                error="timeout",
-                next_attempt_at=retry,
-                sender="w1",
-            )
-        ]
-    )
+    await store.record_attempts([_to_retry(firing.id, error="timeout", at=retry)])
     [again] = await store.take_deliveries(sender="w2", shards=None, now=retry, lease=LEASE, limit=1)
     await store.record_attempts(
         [
@@ -538,6 +572,18 @@ async def test_load_due_pages_by_keyset(store: Store) -> None:
     by_key = sorted(same_second, key=lambda r: r.id)
     assert [r.reminder_id for r in first + second] == [r.id for r in by_key]
     assert [r.reminder_id for r in third] == [later.id]
+
+
+def _to_retry(firing_id: str, *, error: str, at: datetime) -> AttemptResult:
+    """Worker w1's first attempt at `firing_id` failed: retry `at`."""
+    return result(
+        firing_id,
+        sender="w1",
+        state=FiringState.QUEUED,
+        outcome=Outcome.RETRY,
+        error=error,
+        next_attempt_at=at,
+    )
 
 
 def _in_order(reminders: list[Reminder], firings: list[Firing]) -> list[Firing]:

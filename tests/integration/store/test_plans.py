@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from tests.integration.store.factories import NOW, reminder
-from tocsin.domain import Claim, FiringState, ReminderStatus
+from tocsin.domain import AttemptResult, Claim, FiringState, ReminderStatus
 from tocsin.store import Store, open_store
 from tocsin.store.codec import bucket_of
 from tocsin.store.postgres import queries as pg
@@ -171,11 +171,7 @@ def _sqlite_plan(connection: sqlite3.Connection, sql: str, params: dict[str, Any
 
 @pytest.mark.postgres
 async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_url: str) -> None:
-    store = await open_store(pg_migrated_url)
-    try:
-        await _fill(store)
-    finally:
-        await store.close()
+    await _filled(pg_migrated_url)
     connection = await asyncpg.connect(pg_migrated_url)
     try:
         await connection.execute("ANALYZE reminders")
@@ -208,6 +204,80 @@ async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_ur
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
     for plan in (custom, paged):  # in index order: the page stops at its size, unsorted
         assert not any(n["Node Type"] == "Sort" for n in _nodes(json.loads(plan)[0]["Plan"])), plan
+
+
+async def _filled(url: str, *, firings: bool = False) -> None:
+    """Fill the migrated database at `url`: reminders, and firings when asked."""
+    store = await open_store(url)
+    try:
+        await _fill(store)
+        if firings:
+            await _fill_firings(store)
+    finally:
+        await store.close()
+
+
+async def _fill_firings(store: Store) -> None:
+    """A firings table as a busy worker leaves it: most sent, some being sent, some retries
+    waiting, a few due (claimed from the reminders of `_fill`)."""
+    due = await store.load_due(
+        shards=range(1024), first_bucket=0, last_bucket=bucket_of(NOW) + BUCKETS, limit=10_000
+    )
+    claims = [
+        Claim(
+            reminder_id=r.reminder_id,
+            due_at=r.due_at,
+            version=r.version,
+            next_due_at=None,
+            state=state,
+        )
+        for n, r in enumerate(due)
+        for state in [FiringState.QUEUED if n % 10 == 0 else FiringState.SENDING]
+    ]
+    firings = await store.claim(claims, sender="w", now=NOW, lease=timedelta(seconds=30))
+    results = [
+        AttemptResult(
+            firing_id=f.id,
+            sender="w",
+            attempt=None,
+            state=FiringState.QUEUED if n % 7 == 0 else FiringState.SENT,
+            next_attempt_at=NOW + timedelta(minutes=5),
+        )
+        for n, f in enumerate(firings)
+        if f.state is FiringState.SENDING and n % 5
+    ]
+    await store.record_attempts(results)
+
+
+@pytest.mark.postgres
+async def test_postgres_takes_deliveries_through_the_firings_indexes(
+    pg_migrated_url: str,
+) -> None:
+    """The delivery queue is read by range scans of its two partial indexes, however many
+    firings are final or not due yet — for the custom plan and the generic one."""
+    await _filled(pg_migrated_url, firings=True)
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        await connection.execute("ANALYZE firings")
+        args = (NOW + timedelta(seconds=10), 0, 1023, 1000, "w2", NOW + timedelta(minutes=1))
+        custom = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.TAKE_DELIVERIES, *args)
+        await connection.execute(
+            "PREPARE take (timestamptz, integer, integer, integer, text, timestamptz) AS "
+            + pg.TAKE_DELIVERIES
+        )
+        await connection.execute("SET plan_cache_mode = force_generic_plan")
+        now, until = args[0].isoformat(), args[5].isoformat()
+        generic = await connection.fetchval(
+            f"EXPLAIN (FORMAT JSON) EXECUTE take ('{now}', 0, 1023, 1000, 'w2', '{until}')"
+        )
+    finally:
+        await connection.close()
+
+    for plan in (custom, generic):
+        nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
+        indexes = {n.get("Index Name") for n in nodes}
+        assert {"firings_queued", "firings_sending"} <= indexes, plan
+        assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
 
 
 def _nodes(node: dict[str, Any]) -> Any:

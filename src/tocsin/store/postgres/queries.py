@@ -387,27 +387,44 @@ RETURNING id, reminder_id, owner, shard, due_at, deadline, channel, text, metada
 """
 
 # Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
-# whose sender's lease ran out (partial indexes firings_queued and firings_sending). Rows
-# another caller is taking are skipped (SKIP LOCKED), so each goes to one caller. Those past
-# their deadline ($1 = now) become `expired` instead.
+# whose sender's lease ran out — closest deadline first, so a backlog goes out in the order
+# it goes stale. Each kind is a range scan of its partial index (firings_queued on
+# next_attempt_at, firings_sending on lease_until) over what is due now, then sorted by
+# deadline: an index keyed by deadline would instead be read across every firing not due yet
+# (all the retries waiting out an outage) to find the due ones. Rows another caller is
+# taking are skipped (SKIP LOCKED), so each goes to one caller. Those past their deadline
+# ($1 = now) become `expired` instead, up to $4 of them per call, taken apart from the fresh
+# ones, which they would otherwise crowd out of the limit by sorting first. The rows taken
+# are updated by primary key (`= ANY(ARRAY(…))`): joined to the CTE instead, the planner
+# hashed the whole table when it expected a few hundred candidates.
 TAKE_DELIVERIES = """
-WITH candidate AS (
-    SELECT id, deadline FROM firings
+WITH overdue AS (
+    SELECT id FROM firings
     WHERE ((state = 'queued' AND next_attempt_at <= $1)
            OR (state = 'sending' AND lease_until < $1))
+      AND deadline <= $1
       AND shard BETWEEN $2 AND $3
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ), expired AS (
     UPDATE firings AS f
-    SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL
-    FROM candidate
-    WHERE f.id = candidate.id AND candidate.deadline <= $1
+    SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL,
+        last_error = 'expired: its deadline passed before it could be sent'
+            || coalesce(' (last error: ' || f.last_error || ')', '')
+    WHERE f.id = ANY(ARRAY(SELECT id FROM overdue))
+), candidate AS (
+    SELECT id FROM firings
+    WHERE ((state = 'queued' AND next_attempt_at <= $1)
+           OR (state = 'sending' AND lease_until < $1))
+      AND deadline > $1
+      AND shard BETWEEN $2 AND $3
+    ORDER BY deadline
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
 )
 UPDATE firings AS f
 SET state = 'sending', sender = $5, lease_until = $6, next_attempt_at = NULL
-FROM candidate
-WHERE f.id = candidate.id AND candidate.deadline > $1
+WHERE f.id = ANY(ARRAY(SELECT id FROM candidate))
 RETURNING f.*
 """
 

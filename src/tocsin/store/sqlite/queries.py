@@ -308,11 +308,13 @@ WHERE reminders.id = json_extract(c.value, '$[1]') AND reminders.status = 'pendi
   ))
 """
 
-# Firings that need a sender but are past their deadline become expired (partial indexes
-# firings_queued and firings_sending).
+# Firings that need a sender but are past their deadline become expired, saying so
+# (partial indexes firings_queued and firings_sending).
 EXPIRE_OVERDUE = """
 UPDATE firings
-SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL
+SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL,
+    last_error = 'expired: its deadline passed before it could be sent'
+        || coalesce(' (last error: ' || last_error || ')', '')
 WHERE id IN (
     SELECT id FROM firings
     WHERE state = 'queued' AND next_attempt_at <= :now AND deadline <= :now
@@ -325,18 +327,23 @@ WHERE id IN (
 """
 
 # Firings whose retry time came or whose sender vanished, still fresh, become held by the
-# caller.
+# caller — closest deadline first: each kind is a range scan of its partial index over what
+# is due now, then sorted by deadline (see the PostgreSQL statement for why not an index on
+# deadline).
 TAKE_DELIVERIES = """
 UPDATE firings
 SET state = 'sending', sender = :sender, lease_until = :lease_until, next_attempt_at = NULL
 WHERE id IN (
-    SELECT id FROM firings
-    WHERE state = 'queued' AND next_attempt_at <= :now AND deadline > :now
-      AND shard BETWEEN :first_shard AND :last_shard
-    UNION ALL
-    SELECT id FROM firings
-    WHERE state = 'sending' AND lease_until < :now AND deadline > :now
-      AND shard BETWEEN :first_shard AND :last_shard
+    SELECT id FROM (
+        SELECT id, deadline FROM firings
+        WHERE state = 'queued' AND next_attempt_at <= :now AND deadline > :now
+          AND shard BETWEEN :first_shard AND :last_shard
+        UNION ALL
+        SELECT id, deadline FROM firings
+        WHERE state = 'sending' AND lease_until < :now AND deadline > :now
+          AND shard BETWEEN :first_shard AND :last_shard
+    )
+    ORDER BY deadline
     LIMIT :limit
 )
 RETURNING *
