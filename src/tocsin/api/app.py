@@ -20,6 +20,7 @@ from tocsin.api.routes import contacts, health, reminders
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.auth import is_loopback
+from tocsin.channels import configured_channels
 from tocsin.clock import Clock
 from tocsin.settings import Settings
 from tocsin.store import Store
@@ -44,7 +45,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         settings=settings,
         clock=clock,
         auth=auth,
-        reminders=ReminderService(store, clock),
+        reminders=ReminderService(store, clock, configured=configured_channels(settings)),
         contacts=ContactService(store, clock, allow_private_urls=settings.allow_private_urls),
         limits=RateLimits.of(
             key_per_second=settings.rate_limit_key_per_second,

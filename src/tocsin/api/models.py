@@ -192,6 +192,11 @@ class ReminderOut(BaseModel):
     updated_at: str
     last_firing: LastFiringOut | None = None
     snoozed_from: str | None = None
+    warnings: list[dict[str, str]] | None = Field(
+        default=None,
+        description="On a create: what the caller should know, e.g. an owner with no contact "
+        "of the channel's kind yet (`field`, `message`).",
+    )
 
 
 class ReminderListOut(BaseModel):

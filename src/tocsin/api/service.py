@@ -27,23 +27,60 @@ from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_onc
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.security import Principal
+from tocsin.channels import CONTACT_MODULES, enabled_by
 from tocsin.clock import Clock
-from tocsin.domain import Firing, FiringState, Reminder, ReminderStatus
+from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus
 from tocsin.errors import ExpansionBudgetExceeded
 from tocsin.store import Store
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
 
 _RINGING = (FiringState.QUEUED, FiringState.SENDING)
+# The channels that ring an owner's contacts (a webhook also rings the app's endpoint).
+CONTACT_KINDS = frozenset(module.KIND for module in CONTACT_MODULES)
 _RETRIES = 3
 
 
 class ReminderService:
-    """The reminders API's use cases, for one store and clock."""
+    """The reminders API's use cases, for one store and clock. `configured` are the channels
+    this deployment can ring (a reminder on another is refused: it could only fail)."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, *, configured: frozenset[Channel] = frozenset(Channel)
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.configured = configured
+
+    def check_channel(self, channel: Channel, field: str = "channel") -> None:
+        """422 naming `field` when `channel` is not configured here, and how to enable it."""
+        if channel not in self.configured:
+            message = (
+                f"the {channel} channel is not configured on this server "
+                f"(it needs {enabled_by(channel)})"
+            )
+            raise invalid([FieldError(field, message)])
+
+    async def warnings(self, reminders: Sequence[Reminder]) -> dict[str, list[dict[str, str]]]:
+        """By reminder id, what the caller should know: an owner with no contact of the
+        reminder's kind yet (it is saved; at ring time it fails `no-destination` unless one
+        is added by then). One query for all."""
+        wanted = {(r.owner, r.channel) for r in reminders if r.channel in CONTACT_KINDS}
+        if not wanted:
+            return {}
+        found = await self.store.destinations(sorted(wanted))
+        return {
+            r.id: [
+                {
+                    "field": "channel",
+                    "message": f"{r.owner} has no {r.channel} contact yet: add one "
+                    f"(POST /v1/owners/{r.owner}/contacts) before it rings, or the ring "
+                    "fails with no-destination",
+                }
+            ]
+            for r in reminders
+            if (r.owner, r.channel) in wanted and not found.get((r.owner, r.channel))
+        }
 
     # -- create ------------------------------------------------------------------------------
 
@@ -55,11 +92,16 @@ class ReminderService:
             return earlier
         now = self.clock.now()
         owner = owner_for(principal, item.owner)
+        self.check_channel(item.channel)
         made = await off_loop(
             lambda: changes.new_reminder(item, owner=owner, source=principal.source, now=now),
             field="repeat",
         )
-        answer = Answer(201, orjson.dumps(render.reminder(made)))
+        body = render.reminder(made)
+        warned = await self.warnings([made])
+        if warned:
+            body["warnings"] = warned[made.id]
+        answer = Answer(201, orjson.dumps(body))
         return await save_once(self.store, [made], answer, key=key, now=now)
 
     async def create_batch(
@@ -76,6 +118,11 @@ class ReminderService:
             seconds=BATCH_SECONDS,
             what="checking the batch's schedules",
         )
+        warned = await self.warnings(made)
+        if warned:
+            for result in results:
+                if result.get("id") in warned:
+                    result["warnings"] = warned[result["id"]]
         summary = {"created": len(made), "invalid": len(items) - len(made), "items": results}
         answer = Answer(200, orjson.dumps(summary))
         if not made:
@@ -113,6 +160,7 @@ class ReminderService:
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
+            self.check_channel(item.channel)
             return changes.new_reminder(
                 item, owner=owner_for(principal, item.owner), source=principal.source, now=now
             )
@@ -200,6 +248,8 @@ class ReminderService:
             )
         if not render.etag_matches(if_match, current.version):
             raise stale(current)
+        if patch.channel is not None:
+            self.check_channel(patch.channel)
         now = self.clock.now()
         updated = await off_loop(lambda: changes.edited(current, patch, now=now), field="repeat")
         saved = await self.store.update_reminder(updated, expected_version=current.version)
