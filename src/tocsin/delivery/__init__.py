@@ -18,6 +18,7 @@ from tocsin.channels import Channels
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
 from tocsin.delivery.destinations import Destinations
+from tocsin.delivery.isolation import Isolation
 from tocsin.delivery.pickup import Pickup
 from tocsin.delivery.pool import DeliveryPool
 from tocsin.delivery.recorder import Recorder
@@ -67,7 +68,10 @@ class Delivery:
             batch=tuning.record_batch,
             interval=tuning.record_seconds,
         )
-        deliverer = Deliverer(channels, destinations, policy, clock, sender=sender)
+        self.isolation = Isolation(concurrency=tuning.concurrency)
+        deliverer = Deliverer(
+            channels, destinations, policy, clock, sender=sender, isolation=self.isolation
+        )
         self.pool = DeliveryPool(
             deliverer,
             self.recorder,

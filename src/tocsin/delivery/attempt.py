@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from tocsin.channels import Channels, DeliveryResult, Destination, DestinationSender, enabled_by
 from tocsin.clock import Clock
 from tocsin.delivery.destinations import Destinations, Nowhere
+from tocsin.delivery.isolation import Isolation, provider
 from tocsin.delivery.retry import Decision, RetryPolicy
 from tocsin.domain import Attempt, AttemptResult, Firing, FiringState, Outcome
 from tocsin.errors import StoreError
@@ -41,8 +42,10 @@ class Deliverer:
         clock: Clock,
         *,
         sender: str,
+        isolation: Isolation | None = None,
     ) -> None:
         self._channels = channels
+        self._isolation = isolation or Isolation(concurrency=256)
         self._destinations = destinations
         self._policy = policy
         self._clock = clock
@@ -95,12 +98,21 @@ class Deliverer:
     async def _send(
         self, sender: DestinationSender, firing: Firing, destination: Destination, limit: float
     ) -> DeliveryResult:
-        try:
-            return await sender.send(firing, destination, time_limit=limit)
-        except Exception as error:
-            # A bug in one channel must not stop the pool; the firing is retried.
-            logger.exception("channel %s raised", firing.channel, extra={"firing_id": firing.id})
-            return DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
+        key = provider(firing.channel, destination)
+        refused = self._isolation.refusal(key)
+        if refused is not None:
+            return refused
+        async with self._isolation.slot(key):
+            try:
+                result = await sender.send(firing, destination, time_limit=limit)
+            except Exception as error:
+                # A bug in one channel must not stop the pool; the firing is retried.
+                logger.exception(
+                    "channel %s raised", firing.channel, extra={"firing_id": firing.id}
+                )
+                result = DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
+        self._isolation.record(key, result)
+        return result
 
     async def _gone(self, destination: Destination, result: DeliveryResult) -> None:
         reason = result.error or "the provider called it gone"

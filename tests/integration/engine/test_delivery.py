@@ -9,6 +9,7 @@ import random
 import statistics
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import standardwebhooks
 
@@ -23,6 +24,7 @@ from tests.integration.engine.support import (
 from tocsin.auth import new_app
 from tocsin.channels.signing import new_secret, secret_key, sign
 from tocsin.clock import SystemClock
+from tocsin.delivery.isolation import FAILURES_TO_OPEN
 from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder
 from tocsin.store import Store
 
@@ -278,3 +280,34 @@ async def test_a_private_webhook_url_is_refused_at_send_time(store: Store) -> No
     assert firing.last_error is not None
     assert "TOCSIN_ALLOW_PRIVATE_URLS" in firing.last_error
     assert stats["total"] == 0
+
+
+async def test_a_failing_provider_opens_its_breaker_and_the_others_ring_on(store: Store) -> None:
+    """One app's receiver fails every request; after FAILURES_TO_OPEN in a row its host's
+    breaker opens (its firings' history says so) while another host's rings go out."""
+    with receiver("--fail-first", "100000") as down, receiver() as up:
+        await webhook_app(store, f"{down.url}/hook", name="down")
+        await webhook_app(store, f"{up.url.replace('127.0.0.1', 'localhost')}/hook", name="up")
+        bad = [
+            reminder(f"a{n}", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, source="down")
+            for n in range(FAILURES_TO_OPEN + 5)
+        ]
+        good = [
+            reminder(f"b{n}", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, source="up")
+            for n in range(5)
+        ]
+        await store.add_reminders([*bad, *good])
+        async with running(store, settings(), clock) as engine:
+            sent = await final(store, good)
+
+            async def breaker_shown() -> bool:
+                for one in bad:
+                    for firing in await store.list_firings(one.id):
+                        if any("circuit breaker open" in (a.error or "") for a in firing.history):
+                            return True
+                return False
+
+            await eventually(breaker_shown, within=20)
+            open_now = engine.delivery.isolation.open_breakers()
+    assert all(firing.state is FiringState.SENT for firing in sent)
+    assert open_now == [f"webhook:{urlsplit(down.url).hostname}"]
