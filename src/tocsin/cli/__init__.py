@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 from tocsin import __version__
 
-COMMANDS = ("serve", "api", "worker", "migrate", "keys", "bench")
+# `client` registers the commands that call a server's API: add, list, show, snooze, edit,
+# cancel, next, firings, contacts, import, export.
+COMMANDS = ("serve", "api", "worker", "migrate", "keys", "bench", "client")
 
 
 def build_parser() -> argparse.ArgumentParser:
