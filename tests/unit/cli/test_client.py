@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tocsin.auth import sign_owner_token
-from tocsin.cli import build_parser
+from tocsin.cli import CLIENT_COMMANDS, build_parser
 from tocsin.cli.client_command import owner_of
 from tocsin.cli.client_format import problem_lines, relative
 from tocsin.cli.client_http import REFUSED, UNAVAILABLE, USAGE, Api, ClientError, Target
@@ -21,7 +21,7 @@ from tocsin.cli.client_records import Line, read_records
 from tocsin.cli.client_reminders import edit_reminder
 from tocsin.cli.client_time import resolve_at
 
-CLIENT_COMMANDS = (
+WITH_HELP = (
     ("add",),
     ("list",),
     ("show",),
@@ -163,7 +163,7 @@ def test_problems_read_as_sentences_with_one_line_per_field() -> None:
     assert lines == ["tocsin add: Unprocessable Entity (422): see zone", "  zone: unknown"]
 
 
-@pytest.mark.parametrize("command", CLIENT_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("command", WITH_HELP, ids=" ".join)
 def test_every_client_command_has_examples_and_exit_statuses_in_its_help(
     command: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -173,3 +173,15 @@ def test_every_client_command_has_examples_and_exit_statuses_in_its_help(
     shown = capsys.readouterr().out
     assert "examples:\n  tocsin " in shown
     assert "exit status: 0 done; 1 " in shown
+
+
+def test_the_client_commands_are_the_ones_main_loads_alone() -> None:
+    everything = build_parser()
+    client_only = build_parser(("client",))
+    assert {*_commands(client_only)} == CLIENT_COMMANDS
+    assert {*_commands(everything)} > CLIENT_COMMANDS
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(subparsers.choices)
