@@ -16,7 +16,7 @@ from tocsin.cli import CLIENT_COMMANDS, build_parser
 from tocsin.cli.client_command import owner_of
 from tocsin.cli.client_format import problem_lines, relative
 from tocsin.cli.client_http import REFUSED, UNAVAILABLE, USAGE, Api, ClientError, Target
-from tocsin.cli.client_import import BATCH_ITEMS, batches
+from tocsin.cli.client_import import BATCH_ITEMS, Progress, batches
 from tocsin.cli.client_records import Line, read_records
 from tocsin.cli.client_reminders import edit_reminder
 from tocsin.cli.client_time import resolve_at
@@ -185,3 +185,11 @@ def test_the_client_commands_are_the_ones_main_loads_alone() -> None:
 def _commands(parser: argparse.ArgumentParser) -> list[str]:
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return list(subparsers.choices)
+
+
+def test_the_progress_bar_shows_only_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    shown = Progress(total=4000, shown=True)
+    shown.advance(1000)
+    shown.done()
+    Progress(total=4000, shown=False).advance(1000)
+    assert capsys.readouterr().err == f"\rimporting [{'#' * 7}{'.' * 23}] 1,000/4,000\n"
