@@ -1,0 +1,256 @@
+"""`tocsin add | list | show | snooze | edit | cancel`: one owner's reminders over the API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from typing import Any
+
+from tocsin.cli import client_format as fmt
+from tocsin.cli.client_command import add_command, owner_of, owner_option
+from tocsin.cli.client_http import OK, Api, ClientError, usage_error
+from tocsin.cli.client_time import default_zone, is_clock_time, resolve_at
+from tocsin.domain import Channel, ReminderStatus
+
+DEFAULT_CHANNEL = "log"  # the one channel every server has: it writes the ring to its log
+CHANNELS = [c.value for c in Channel]
+
+
+def register(subparsers: Any) -> None:
+    _register_add(subparsers)
+    _register_list(subparsers)
+    show = add_command(
+        subparsers,
+        "show",
+        show_reminder,
+        summary="show one reminder",
+        examples="  tocsin show 06gnwn92027gfgz1\n  tocsin show 06gnwn92027gfgz1 --json | jq .next",
+    )
+    show.add_argument("id", help="the reminder's id")
+    _register_snooze(subparsers)
+    _register_edit(subparsers)
+    cancel = add_command(
+        subparsers,
+        "cancel",
+        cancel_reminder,
+        summary="cancel a pending reminder (for a series, every ring still to come)",
+        examples="  tocsin cancel 06gnwn92027gfgz1",
+    )
+    cancel.add_argument("id", help="the reminder's id")
+
+
+def schedule_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """`--at`, `--repeat`, `--zone`: the schedule, as `add`, `edit` and `next` take it."""
+    parser.add_argument(
+        "--at",
+        help="when: 18:00 (the next one in the zone), +2h (from now), 2026-12-24T18:00 "
+        "(local to the zone) or an instant (2026-12-24T17:00Z); with --repeat, its first day",
+    )
+    parser.add_argument("--repeat", help='a phrase ("every Monday 9:00") or an RRULE')
+    zone_default = " (default TOCSIN_ZONE, else this machine's zone, else UTC)" if defaults else ""
+    parser.add_argument("--zone", help=f"an IANA time zone: Europe/Paris{zone_default}")
+
+
+def _register_add(subparsers: Any) -> None:
+    parser = add_command(
+        subparsers,
+        "add",
+        add_reminder,
+        summary="save a reminder",
+        examples="""\
+  tocsin add "call mom" --at 18:00 --zone Europe/Paris --channel email --owner ana
+  tocsin add "water the plants" --repeat "every Monday 9:00"
+  tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id""",
+    )
+    parser.add_argument("text", help="what to say when it rings")
+    schedule_options(parser, defaults=True)
+    parser.add_argument(
+        "--channel",
+        choices=CHANNELS,
+        help=f"how it rings (default TOCSIN_CHANNEL, else {DEFAULT_CHANNEL})",
+    )
+    owner_option(parser, "reminder")
+    parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
+    parser.add_argument("--metadata", help="your own JSON object, returned as given")
+
+
+def add_reminder(api: Api, args: argparse.Namespace) -> int:
+    if args.at is None and args.repeat is None:
+        raise usage_error("give --at, --repeat or both")
+    zone = args.zone or default_zone()
+    body: dict[str, Any] = {
+        "text": args.text,
+        "channel": args.channel or os.environ.get("TOCSIN_CHANNEL") or DEFAULT_CHANNEL,
+        "zone": zone,
+        "owner": owner_of(args, api),
+        "at": resolve_at(args.at, zone) if args.at else None,
+        "repeat": args.repeat,
+        "freshness": args.freshness,
+        "metadata": metadata(args.metadata),
+    }
+    # A fresh key per run makes a retry after a lost answer safe: the server replays its
+    # first answer instead of saving the reminder twice.
+    saved = api.request(
+        "POST",
+        "/v1/reminders",
+        json={k: v for k, v in body.items() if v is not None},
+        headers={"Idempotency-Key": f"cli-add-{uuid.uuid4()}"},
+        retry=True,
+    ).body
+    for line in fmt.warnings_lines(saved):
+        print(line, file=sys.stderr)
+    return print_reminder(saved, args)
+
+
+def metadata(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise usage_error(f"--metadata is not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise usage_error('--metadata must be a JSON object: {"key": "value"}')
+    return value
+
+
+def print_reminder(reminder: dict[str, Any], args: argparse.Namespace) -> int:
+    if args.json:
+        fmt.emit_json(reminder)
+    else:
+        print(fmt.reminder_details(reminder))
+    return OK
+
+
+def _register_list(subparsers: Any) -> None:
+    parser = add_command(
+        subparsers,
+        "list",
+        list_reminders,
+        summary="list an owner's reminders, oldest first",
+        examples="""\
+  tocsin list --owner ana
+  tocsin list --owner ana --status pending --all
+  tocsin list --owner ana --json | jq -r '.reminders[].id'""",
+    )
+    owner_option(parser, "reminders")
+    parser.add_argument("--status", choices=[s.value for s in ReminderStatus])
+    parser.add_argument("--all", action="store_true", help="every page, not only the first")
+    parser.add_argument(
+        "--limit", type=int, default=50, help="reminders a page, 1-200 (default 50)"
+    )
+    parser.add_argument("--cursor", help="the page to start from (printed after a page)")
+
+
+def list_reminders(api: Api, args: argparse.Namespace) -> int:
+    query = {"owner": owner_of(args, api), "status": args.status}
+    if args.all:
+        found = list(api.pages("/v1/reminders", "reminders", **query))
+        cursor = None
+    else:
+        page = api.get("/v1/reminders", limit=args.limit, cursor=args.cursor, **query).body
+        found, cursor = page["reminders"], page["next_cursor"]
+    answer = {"reminders": found, "next_cursor": cursor}
+    fmt.print_found(answer, found, fmt.reminders_table, empty="no reminders", as_json=args.json)
+    if cursor and not args.json:
+        print(f"more: tocsin list --cursor {cursor} (or --all)", file=sys.stderr)
+    return OK
+
+
+def show_reminder(api: Api, args: argparse.Namespace) -> int:
+    return print_reminder(api.get(f"/v1/reminders/{args.id}").body, args)
+
+
+def _register_snooze(subparsers: Any) -> None:
+    parser = add_command(
+        subparsers,
+        "snooze",
+        snooze_reminder,
+        summary="ring a reminder again later (a series gets a new one-off reminder)",
+        examples="""\
+  tocsin snooze 06gnwn92027gfgz1 10m
+  tocsin snooze 06gnwn92027gfgz1 --until 18:00     # the next 18:00 in the reminder's zone
+  tocsin snooze 06gnwn92027gfgz1 --until 2026-12-24T09:00""",
+    )
+    parser.add_argument("id", help="the reminder's id")
+    parser.add_argument("duration", nargs="?", help="how long: 90s, 10m, 1h30m, 2d")
+    parser.add_argument("--until", help="when instead: 18:00, a local time or an instant")
+
+
+def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
+    if (args.duration is None) == (args.until is None):
+        raise usage_error("give a duration (10m) or --until, not both")
+    if args.duration is not None:
+        body = {"snooze": args.duration}
+    else:
+        body = {"snooze_until": _until(api, args.id, args.until)}
+    answer = api.request("PATCH", f"/v1/reminders/{args.id}", json=body)
+    if not args.json:
+        new = answer.status == 201
+        print(f"snoozed into a new reminder {answer.body['id']}" if new else "moved")
+    return print_reminder(answer.body, args)
+
+
+def _until(api: Api, reminder_id: str, until: str) -> str:
+    if not is_clock_time(until):
+        return resolve_at(until, "UTC")  # a delay or a full time: no zone needed
+    # A bare clock time is on the reminder's own zone's clock: read which zone that is.
+    zone = api.get(f"/v1/reminders/{reminder_id}").body["zone"]
+    return resolve_at(until, zone)
+
+
+EDITABLE = ("text", "at", "repeat", "zone", "channel", "freshness")
+
+
+def _register_edit(subparsers: Any) -> None:
+    parser = add_command(
+        subparsers,
+        "edit",
+        edit_reminder,
+        summary="change a reminder (refused if someone else changed it since it was read)",
+        examples="""\
+  tocsin edit 06gnwn92027gfgz1 --repeat "daily 18:00"
+  tocsin edit 06gnwn92027gfgz1 --text "call mom and dad" --at 19:30 --zone Europe/Paris""",
+    )
+    parser.add_argument("id", help="the reminder's id")
+    parser.add_argument("--text", help="what to say")
+    schedule_options(parser, defaults=False)
+    parser.add_argument("--channel", choices=CHANNELS)
+    parser.add_argument("--freshness", help="how late a ring may still go out")
+    parser.add_argument("--metadata", help="a JSON object (null clears it)")
+
+
+def edit_reminder(api: Api, args: argparse.Namespace) -> int:
+    """Read for the version (ETag), then change with If-Match: an edit made from a stale
+    read is refused (412), not applied over someone else's."""
+    changes = {name: getattr(args, name) for name in EDITABLE if getattr(args, name) is not None}
+    if args.metadata is not None:
+        changes["metadata"] = None if args.metadata == "null" else metadata(args.metadata)
+    if not changes:
+        raise usage_error("nothing to change: give --text, --at, --repeat, --zone, --channel …")
+    current = api.get(f"/v1/reminders/{args.id}")
+    if "at" in changes:
+        changes["at"] = resolve_at(changes["at"], changes.get("zone") or current.body["zone"])
+    headers = {"If-Match": current.headers.get("ETag", "")}
+    try:
+        saved = api.request("PATCH", f"/v1/reminders/{args.id}", json=changes, headers=headers)
+    except ClientError as error:
+        if error.problem.get("status") == 412:
+            error.problem["detail"] = (
+                "someone changed it after it was read; nothing was saved: "
+                f"look again (tocsin show {args.id}) and retry"
+            )
+        raise
+    return print_reminder(saved.body, args)
+
+
+def cancel_reminder(api: Api, args: argparse.Namespace) -> int:
+    api.request("DELETE", f"/v1/reminders/{args.id}")
+    if args.json:
+        fmt.emit_json({"id": args.id, "status": "cancelled"})
+    else:
+        print(f"cancelled {args.id}")
+    return OK

@@ -1,0 +1,317 @@
+"""The CLI client end to end: `tocsin add | list | … | import | export` run as real processes
+against a running `tocsin serve`, their `--json` parsed, their errors and exit statuses
+checked as a script would see them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.processes import clean_env, free_port, running, tocsin
+from tocsin.cli.client_http import OK, PARTIAL, REFUSED, UNAVAILABLE, USAGE
+
+pytestmark = pytest.mark.slow
+
+IMPORT_LINES = 10_000
+# Lines of the big import that are wrong, and the field the report must name for each.
+BAD_LINES = {17: "line", 2500: "zone", 7001: "text", 9999: "repeat"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Run:
+    status: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+    def problem(self) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.err)
+        return found
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Server:
+    base: str
+    db: Path
+
+    def env(self, **settings: str) -> dict[str, str]:
+        return clean_env(TOCSIN_URL=self.base, TOCSIN_ZONE="Europe/Paris", **settings)
+
+    def cli(self, *args: str, **settings: str) -> Run:
+        done = tocsin(*args, env=self.env(**settings))
+        return Run(status=done.returncode, out=done.stdout, err=done.stderr)
+
+    def ok(self, *args: str, **settings: str) -> Any:
+        """The parsed `--json` answer of a command that must succeed."""
+        run = self.cli(*args, "--json", **settings)
+        assert run.status == OK, run
+        return run.json()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("cli")
+    db = folder / "tocsin.db"
+    with running("serve", "--db", str(db), log=folder / "serve.log") as (base, _):
+        yield Server(base=base, db=db)
+
+
+def test_a_reminder_is_added_listed_shown_edited_snoozed_and_cancelled(server: Server) -> None:
+    made = server.ok("add", "call mom", "--at", "18:00", "--zone", "Europe/Paris", "--owner", "ana")
+    assert made["text"] == "call mom"
+    assert made["zone"] == "Europe/Paris"
+    assert made["next_local"][11:16] == "18:00"  # the next 18:00 on Paris's clock
+    series = server.ok("add", "water the plants", "--repeat", "every Monday 9:00", "--owner", "ana")
+    assert series["rule"] == "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0"
+    assert series["zone"] == "Europe/Paris"  # TOCSIN_ZONE
+
+    listed = server.ok("list", "--owner", "ana", "--status", "pending")
+    assert [r["id"] for r in listed["reminders"]] == [made["id"], series["id"]]
+    table = server.cli("list", "--owner", "ana")
+    assert table.status == OK
+    assert "call mom" in table.out
+    assert "in " in table.out
+    assert server.ok("show", made["id"])["id"] == made["id"]
+
+    edited = server.ok("edit", made["id"], "--text", "call mom and dad", "--at", "19:30")
+    assert edited["text"] == "call mom and dad"
+    assert edited["next_local"][11:16] == "19:30"
+    moved = server.ok("snooze", made["id"], "10m")
+    assert moved["next_local"][11:16] == "19:40"  # a one-off moves, counted from its due time
+
+    cancelled = server.cli("cancel", made["id"])
+    assert cancelled.status == OK
+    assert f"cancelled {made['id']}" in cancelled.out
+    again = server.cli("cancel", made["id"], "--json")
+    assert again.status == REFUSED
+    assert again.problem()["type"] == "urn:tocsin:problem:already-cancelled"
+
+
+def test_a_phrase_previews_and_a_bad_one_names_its_field(server: Server) -> None:
+    preview = server.ok(
+        "next", "monthly on the last Friday at 17:00", "--zone", "Europe/Lisbon", "--count", "3"
+    )
+    assert len(preview["occurrences"]) == 3
+    assert all(o["local"][11:16] == "17:00" for o in preview["occurrences"])
+
+    bad = server.cli("add", "x", "--repeat", "every blursday", "--owner", "ana")
+    assert bad.status == REFUSED
+    assert bad.out == ""
+    assert "(422)" in bad.err
+    assert "  repeat: " in bad.err
+    assert "blursday" in bad.err
+    as_json = server.cli("next", "every blursday", "--json")
+    assert as_json.status == REFUSED
+    assert [e["field"] for e in as_json.problem()["errors"]] == ["repeat"]
+
+
+def test_errors_have_exit_statuses_scripts_can_trust(server: Server) -> None:
+    missing = server.cli("show", "0000000000000000", "--json")
+    assert missing.status == REFUSED
+    assert missing.problem()["status"] == 404
+
+    nobody = server.cli("list", "--owner", "ana", "--url", f"http://127.0.0.1:{free_port()}")
+    assert nobody.status == UNAVAILABLE
+    assert "cannot reach" in nobody.err
+
+    assert server.cli("add", "x", "--owner", "ana").status == USAGE  # neither --at nor --repeat
+    assert server.cli("snooze", "0000000000000000").status == USAGE
+    assert server.cli("add", "x", "--channel", "pigeon").status == USAGE  # argparse's own
+    assert server.cli("import", "/nonexistent.jsonl").status == USAGE
+
+
+def test_a_ring_shows_in_its_firings(server: Server) -> None:
+    made = server.ok("add", "tea", "--at", "+1s", "--owner", "bo")
+    give_up = time.monotonic() + 20
+    while time.monotonic() < give_up:
+        firings = server.ok("firings", made["id"])["firings"]
+        if firings and firings[0]["state"] == "sent":
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError(f"no sent firing: {firings}")
+    assert firings[0]["channel"] == "log"
+    table = server.cli("firings", made["id"])
+    assert table.status == OK
+    assert "sent" in table.out
+
+
+def test_contacts_are_added_listed_and_removed(server: Server) -> None:
+    email = server.ok("contacts", "add", "--owner", "cy", "email", "cy@example.org")
+    sms = server.ok("contacts", "add", "--owner", "cy", "sms", "+33612345678", "--label", "mobile")
+    assert email["address"] == {"address": "cy@example.org"}
+    assert sms["label"] == "mobile"
+    private = server.cli("contacts", "add", "--owner", "cy", "webhook", "http://127.0.0.1/x")
+    assert private.status == REFUSED
+    assert "  url: " in private.err
+
+    listed = server.ok("contacts", "list", "--owner", "cy")["contacts"]
+    assert {c["id"] for c in listed} == {email["id"], sms["id"]}
+    assert server.ok("contacts", "remove", "--owner", "cy", email["id"])["removed"] is True
+    assert [c["id"] for c in server.ok("contacts", "list", "--owner", "cy")["contacts"]] == [
+        sms["id"]
+    ]
+    assert server.cli("contacts", "list").status == USAGE  # whose?
+
+
+def write_import(path: Path, owner: str) -> None:
+    with path.open("w") as out:
+        for number in range(1, IMPORT_LINES + 1):
+            item = {"owner": owner, "text": f"item {number}", "repeat": "every day at 9:00"}
+            if number == 17:
+                out.write("{not json\n")
+                continue
+            if number == 2500:
+                item["zone"] = "Mars/Olympus"
+            if number == 7001:
+                del item["text"]
+            if number == 9999:
+                item["repeat"] = "every blursday"
+            out.write(json.dumps(item) + "\n")
+
+
+def exported_texts(server: Server, owner: str) -> list[str]:
+    run = server.cli("export", "--owner", owner)
+    assert run.status == OK, run.err
+    return [json.loads(line)["text"] for line in run.out.splitlines()]
+
+
+def test_an_import_of_10000_lines_reports_the_bad_ones_and_saves_nothing_twice(
+    server: Server, tmp_path: Path
+) -> None:
+    path = tmp_path / "big.jsonl"
+    write_import(path, "imp")
+
+    first = server.cli("import", str(path), "--json")
+    assert first.status == PARTIAL, first.err
+    report = first.json()
+    assert report["lines"] == IMPORT_LINES
+    assert report["saved"] == IMPORT_LINES - len(BAD_LINES)
+    assert {r["line"]: r["field"] for r in report["refused"]} == BAD_LINES
+    good = {f"item {n}" for n in range(1, IMPORT_LINES + 1) if n not in BAD_LINES}
+    texts = exported_texts(server, "imp")
+    assert len(texts) == len(good)
+    assert set(texts) == good
+
+    again = server.cli("import", str(path), "--json")
+    assert again.status == PARTIAL
+    assert (again.json()["saved"], again.json()["replayed"]) == (0, len(good))
+    assert len(exported_texts(server, "imp")) == len(good)
+
+    human = server.cli("import", str(path))
+    assert "line 2500: zone: " in human.err
+    assert "line 7001: text: " in human.err
+    assert f"saved {len(good)} of {IMPORT_LINES} lines" in human.out
+
+
+def test_an_import_killed_half_way_resumes_without_saving_twice(
+    server: Server, tmp_path: Path
+) -> None:
+    path = tmp_path / "big.jsonl"
+    write_import(path, "crash")
+    importing = subprocess.Popen(
+        [sys.executable, "-m", "tocsin", "import", str(path)],
+        env=server.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        give_up = time.monotonic() + 30
+        while time.monotonic() < give_up and importing.poll() is None:
+            page = httpx.get(f"{server.base}/v1/reminders", params={"owner": "crash", "limit": 1})
+            if page.json()["reminders"]:
+                importing.send_signal(signal.SIGKILL)  # a batch is in: crash now
+                break
+            time.sleep(0.02)
+    finally:
+        importing.wait(timeout=30)
+
+    resumed = server.cli("import", str(path), "--json")
+    assert resumed.status == PARTIAL, resumed.err
+    report = resumed.json()
+    good = IMPORT_LINES - len(BAD_LINES)
+    assert report["saved"] + report["replayed"] == good
+    texts = exported_texts(server, "crash")
+    assert len(texts) == len(set(texts)) == good
+
+
+def test_a_csv_import_names_the_line_of_each_bad_row(server: Server, tmp_path: Path) -> None:
+    path = tmp_path / "few.csv"
+    path.write_text(
+        "text,repeat,metadata\n"
+        'stretch,weekdays at 8:30,"{""room"": 1}"\n'
+        "tea,every blursday,\n"
+        "water,every day at 7:00,{oops\n"
+        '"two\nlines",every day at 6:00,\n'
+    )
+    run = server.cli("import", str(path), "--owner", "csv", "--json")
+    assert run.status == PARTIAL, run.err
+    assert [(r["line"], r["field"]) for r in run.json()["refused"]] == [
+        (3, "repeat"),
+        (4, "metadata"),
+    ]
+    texts = sorted(exported_texts(server, "csv"))
+    assert texts == ["stretch", "two\nlines"]
+
+
+def test_an_export_imports_into_another_server_as_it_was(server: Server, tmp_path: Path) -> None:
+    server.ok("add", "one", "--repeat", "weekdays at 8:30", "--owner", "dee", "--channel", "log")
+    server.ok("add", "two", "--at", "2030-01-02T03:04", "--owner", "dee", "--metadata", '{"a": 1}')
+    gone = server.ok("add", "three", "--at", "21:00", "--owner", "dee")
+    server.ok("cancel", gone["id"])
+    export = tmp_path / "dee.jsonl"
+    export.write_text(server.cli("export", "--owner", "dee").out)
+
+    kept = ("owner", "text", "channel", "zone", "at", "repeat", "rule", "next", "metadata")
+    with running("serve", "--db", str(tmp_path / "other.db"), log=tmp_path / "other.log") as (
+        base,
+        _,
+    ):
+        other = Server(base=base, db=tmp_path / "other.db")
+        run = other.cli("import", str(export), "--json")
+        assert run.status == PARTIAL  # the cancelled one is refused: it would ring again
+        assert [(r["line"], r["field"]) for r in run.json()["refused"]] == [(3, "status")]
+        copied = other.ok("list", "--owner", "dee")["reminders"]
+    original = server.ok("list", "--owner", "dee", "--status", "pending")["reminders"]
+
+    # Sorted: the ids of one batch's items need not follow the items' order.
+    def fields(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(({k: r[k] for k in kept} for r in found), key=lambda r: str(r["text"]))
+
+    assert fields(copied) == fields(original)
+
+
+def test_keys_and_owner_tokens(tmp_path: Path) -> None:
+    db = tmp_path / "keys.db"
+    with running("serve", "--db", str(db), log=tmp_path / "serve.log") as (base, _):
+        server = Server(base=base, db=db)
+        made = tocsin("keys", "create", "--app", "cli", "--db", str(db))
+        key = made.stdout.splitlines()[1]
+        token = tocsin("keys", "owner-token", "eve", "--db", str(db)).stdout.strip()
+
+        keyless = server.cli("list", "--owner", "eve", "--json")
+        assert keyless.status == REFUSED
+        assert keyless.problem()["status"] == 401
+        assert server.ok("add", "k", "--at", "+1h", "--owner", "eve", TOCSIN_KEY=key)["source"] == (
+            "cli"
+        )
+        # With an owner token the owner is the token's: no --owner anywhere.
+        mine = server.ok("add", "t", "--at", "+1h", TOCSIN_KEY=token)
+        assert mine["owner"] == "eve"
+        assert [r["text"] for r in server.ok("list", TOCSIN_KEY=token)["reminders"]] == ["k", "t"]
+        assert server.ok("contacts", "list", TOCSIN_KEY=token) == {"contacts": []}
+        other = server.cli("list", "--owner", "fay", "--key", token, "--json")
+        assert other.status == REFUSED
+        assert other.problem()["status"] == 403
