@@ -211,6 +211,8 @@ class _Reader:
             raise self.stop()
 
     def every(self) -> None:
+        if self.nth_weekday():  # "every last Friday": monthly
+            return
         interval = self.count()
         unit = self.word()
         singular = unit[:-1] if unit.endswith("s") and unit[:-1] in _UNITS else unit
@@ -228,6 +230,27 @@ class _Reader:
             self.draft.interval = 2
         if not self.weekday_set():
             raise self.stop("expected a unit or a weekday")
+
+    def nth_weekday(self) -> bool:
+        """`every last Friday`, `every first Monday and Thursday`: the nth weekday(s) of
+        every month. Not `every second Tuesday`: many read it as every other Tuesday, so it
+        stays an error that asks for one or the other."""
+        following = self.word(1)
+        if _DAYS.get(following, _DAYS.get(following[:-1])) is None:
+            return False
+        if self.word() == "second":
+            raise self.stop(
+                f"say 'every other {following}' (every two weeks) or "
+                f"'monthly on the second {following}'"
+            )
+        ordinal = _ORDINALS.get(self.word())
+        if ordinal is None:
+            return False
+        self.index += 1
+        days = self.day_names()
+        self.draft.freq, self.draft.interval = "MONTHLY", 1
+        self.draft.byday.extend((ordinal, day) for day in days)
+        return True
 
     def count(self) -> int | None:
         token = self.peek()

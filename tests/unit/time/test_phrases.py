@@ -71,6 +71,8 @@ NEIGHBOURS = [
     ("every 3 months on the 1st", "FREQ=MONTHLY;INTERVAL=3;BYMONTHDAY=1"),
     ("quarterly on the 1st at 9:00", "FREQ=MONTHLY;INTERVAL=3;BYMONTHDAY=1;BYHOUR=9;BYMINUTE=0"),
     ("monthly on the last Friday of the month", "FREQ=MONTHLY;BYDAY=-1FR"),
+    ("every last Friday 17:00", "FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0"),
+    ("every first Monday and Thursday at 9", "FREQ=MONTHLY;BYDAY=1MO,1TH;BYHOUR=9;BYMINUTE=0"),
     ("yearly on March 3rd", "FREQ=YEARLY;BYMONTH=3;BYMONTHDAY=3"),
     ("every year on 3 March at 9", "FREQ=YEARLY;BYMONTH=3;BYMONTHDAY=3;BYHOUR=9;BYMINUTE=0"),
     ("annually on the 3rd of March", "FREQ=YEARLY;BYMONTH=3;BYMONTHDAY=3"),
