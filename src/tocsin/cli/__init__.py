@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from tocsin import __version__
 
-COMMANDS = ("serve", "api", "worker", "migrate", "keys", "bench")
+COMMANDS = ("serve", "api", "worker", "migrate", "keys", "bench", "chaos")
 
 
 def build_parser() -> argparse.ArgumentParser:
