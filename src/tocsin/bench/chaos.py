@@ -40,7 +40,7 @@ from tocsin.bench.processes import (
 from tocsin.bench.progress import note
 from tocsin.channels.signing import new_secret
 
-INITIAL_LEAD = 15  # seconds from the end of the set-up to the first due instant
+INITIAL_LEAD = 10  # seconds from the end of the set-up to the first due instant
 LEASE_WAIT_SECONDS = 60.0
 KILL_CONSEQUENCE = 15.0  # seconds after a kill its parts may sit unheld: the lease (10 s) and some
 SETTLE_POLL = 2.0
@@ -166,7 +166,20 @@ def _tasks(
         tasks.append(faults.kill_workers(stage.crew, timetable, rng))
     if outage is not None:
         tasks.append(outage.run(timetable))
+    tasks.append(_heartbeat(timetable, stage.crew, ledger))
     return tasks
+
+
+async def _heartbeat(timetable: Plan, crew: faults.Crew, ledger: Ledger) -> None:
+    """A line on stderr now and then, so a long run shows it is alive."""
+    every = max(10.0, timetable.duration / 10)
+    while time.time() < timetable.last_due:
+        await asyncio.sleep(every)
+        into = time.time() - timetable.first_due
+        note(
+            f"chaos: {into:+.0f} s: {len(ledger.due):,} created, {len(crew.kills)} kills, "
+            f"{len(ledger.races)} races"
+        )
 
 
 async def _gather(coroutines: list[Coroutine[Any, Any, None]]) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import sys
 from typing import Any
 
+from tocsin.bench.chaos_plan import FAULTS
 from tocsin.errors import InvalidInput
 from tocsin.time.durations import parse_duration
 
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
         "--skip",
         action="append",
         default=[],
-        choices=("kills", "postgres", "receiver", "races"),
+        choices=FAULTS,
         help="leave a fault out (repeatable)",
     )
     parser.add_argument("--seed", type=int, default=1, help="which workers die, and when")
