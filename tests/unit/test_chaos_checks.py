@@ -7,7 +7,7 @@ import pytest
 
 from tocsin.bench.chaos_checks import Firing, Records, judge
 from tocsin.bench.chaos_plan import ChaosSpec, Window, plan
-from tocsin.bench.chaos_report import NO_FAULT, lateness_by_fault
+from tocsin.bench.chaos_report import NO_FAULT, SEVERAL, lateness_by_fault
 from tocsin.bench.chaos_workload import Ledger, Race
 
 DUE = 1_800_000_000
@@ -131,7 +131,12 @@ def test_lateness_is_split_by_the_fault_windows_the_due_falls_in() -> None:
     )
     cost = lateness_by_fault(seen, [Window("receiver 503", DUE - 1, DUE + 10)])
     assert cost["receiver 503"]["late_s"]["max"] == 5.0
+    assert cost["receiver 503"]["latest"] == [f"a.{DUE} +5.0 s"]
     assert cost[NO_FAULT]["late_s"]["max"] == 0.5
+    both = [Window("receiver 503", DUE - 1, DUE + 10), Window("worker killed", DUE, DUE + 1)]
+    cost = lateness_by_fault(seen, both)
+    assert cost[SEVERAL]["rang"] == 1, "a ring due in two faults' windows counts once"
+    assert cost["worker killed"]["rang"] == cost["receiver 503"]["rang"] == 0
 
 
 def test_the_timetable_scales_from_the_ten_minute_run() -> None:

@@ -42,7 +42,10 @@ from tocsin.channels.signing import new_secret
 
 INITIAL_LEAD = 10  # seconds from the end of the set-up to the first due instant
 LEASE_WAIT_SECONDS = 60.0
-KILL_CONSEQUENCE = 15.0  # seconds after a kill its parts may sit unheld: the lease (10 s) and some
+# Seconds after a fault during which rings due may still pay for it: a killed worker's parts
+# are taken over up to one lease (10 s) after the kill; after an outage, the backlog it left
+# is claimed and sent first.
+CONSEQUENCE = 15.0
 SETTLE_POLL = 2.0
 SETTLE_MARGIN = 30.0  # past the last deadline, before giving up on the settle
 _UNFINISHED = """
@@ -255,12 +258,13 @@ async def _settle(url: str, give_up: float) -> bool:
 def _windows(
     timetable: Plan, crew: faults.Crew, outage: faults.PostgresOutage | None, spec: ChaosSpec
 ) -> list[Window]:
-    windows = faults.kill_windows(crew, KILL_CONSEQUENCE)
+    """Each fault's window, with its CONSEQUENCE after it."""
+    windows = faults.kill_windows(crew)
     if outage is not None and outage.held is not None:
         windows.append(outage.held)
     if "receiver" not in spec.skip:
         windows.append(timetable.receiver)
-    return windows
+    return [Window(w.name, w.start, w.end + CONSEQUENCE) for w in windows]
 
 
 def _faults(

@@ -79,9 +79,9 @@ def _retire(crew: Crew, worker: Process) -> None:
     worker.stop()  # closes its log
 
 
-def kill_windows(crew: Crew, lasting: float) -> list[Window]:
-    """Each kill's window of consequence: until a survivor may have taken its parts over."""
-    return [Window("worker killed", k["at"], k["at"] + lasting) for k in crew.kills]
+def kill_windows(crew: Crew) -> list[Window]:
+    """Each kill, as an instant."""
+    return [Window("worker killed", k["at"], k["at"]) for k in crew.kills]
 
 
 @dataclass(frozen=True)

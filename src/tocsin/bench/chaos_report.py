@@ -13,30 +13,40 @@ from tocsin.bench.report import flatten
 from tocsin.bench.stats import spread
 
 NO_FAULT = "no fault"
+SEVERAL = "several at once"
+WORST = 5  # the latest rings shown per group
 
 
 def lateness_by_fault(records: Records, windows: Sequence[Window]) -> dict[str, Any]:
-    """For the firings due inside each fault's windows, and for those due outside all of
-    them: how many, p50/p90/p99/max seconds from due to the first accepted arrival, and how
-    many never arrived (expired or failed)."""
-    late: dict[str, list[float]] = defaultdict(list)
+    """For the firings due inside one fault's windows only, inside windows of several
+    faults at once, and outside all of them: how many, p50/p90/p99/max seconds from due to
+    the first accepted arrival, how many never arrived (expired or failed), and the latest."""
+    late: dict[str, list[tuple[float, str]]] = defaultdict(list)
     unsent: dict[str, int] = defaultdict(int)
     names = sorted({window.name for window in windows})
     for firing in records.firings.values():
-        groups = {w.name for w in windows if w.holds(firing.due)} or {NO_FAULT}
+        group = _group({w.name for w in windows if w.holds(firing.due)})
         arrived = [t for t, status in records.arrivals.get(firing.id, ()) if status < 300]
-        for group in groups:
-            if arrived:
-                late[group].append(min(arrived) - firing.due)
-            else:
-                unsent[group] += 1
+        if arrived:
+            late[group].append((min(arrived) - firing.due, firing.id))
+        else:
+            unsent[group] += 1
+    return {group: _cost(late[group], unsent[group]) for group in [*names, SEVERAL, NO_FAULT]}
+
+
+def _group(faults: set[str]) -> str:
+    if not faults:
+        return NO_FAULT
+    return faults.pop() if len(faults) == 1 else SEVERAL
+
+
+def _cost(late: list[tuple[float, str]], unsent: int) -> dict[str, Any]:
+    late.sort()
     return {
-        group: {
-            "rang": len(late[group]),
-            "not_sent": unsent[group],
-            "late_s": {k: round(v, 3) for k, v in spread(late[group]).items()},
-        }
-        for group in [*names, NO_FAULT]
+        "rang": len(late),
+        "not_sent": unsent,
+        "late_s": {k: round(v, 3) for k, v in spread([s for s, _ in late]).items()},
+        "latest": [f"{identity} +{seconds:.1f} s" for seconds, identity in late[-WORST:]],
     }
 
 
