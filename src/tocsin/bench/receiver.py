@@ -6,11 +6,13 @@ Run it as its own process — the real peer of the engine's tests and of the ben
 
 Every POST is one delivery attempt: its `webhook-id` and arrival time are recorded, and it
 is answered 204 — or `--status` (503 unless told) while failing: for the first `--fail-first`
-attempts of each id, and for everything before the epoch second `--fail-until`. With
+attempts of each id, and for everything before the epoch second `--fail-until` (and from
+`--fail-from`, when given: a window of failure that starts after the receiver did). With
 `--secret`, a request whose Standard Webhooks signature does not verify is answered 401 and
 counted `invalid`. `GET /stats` reports the counts (`?ids=1` adds each id's arrivals, as
 `[epoch seconds, status]` pairs, and `?bodies=1` each id's last body when `--keep-bodies`);
-`POST /reset` forgets everything.
+`POST /reset` forgets everything; `POST /fail?from=EPOCH&until=EPOCH` sets the window of
+failure of a receiver already running.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Behaviour:
 
     key: bytes | None = None
     fail_first: int = 0
+    fail_from: float = 0.0
     fail_until: float = 0.0
     status: int = 503
     retry_after: str | None = None
@@ -93,6 +96,11 @@ class Receiver:
         if method == "POST" and path == "/reset":
             self.tally = Tally()
             await _answer(send, 204)
+        elif method == "POST" and path == "/fail":
+            query = parse_qs(scope.get("query_string", b"").decode())
+            self.behaviour.fail_from = float(query.get("from", ["0"])[0])
+            self.behaviour.fail_until = float(query.get("until", ["0"])[0])
+            await _answer(send, 204)
         elif method == "GET" and path == "/stats":
             query = parse_qs(scope.get("query_string", b"").decode(), keep_blank_values=True)
             stats = self.tally.stats(ids="ids" in query, bodies="bodies" in query)
@@ -118,7 +126,8 @@ class Receiver:
             return 401
         seen = tally.arrivals.setdefault(message_id, [])
         status = 204
-        if len(seen) < behaviour.fail_first or arrived < behaviour.fail_until:
+        failing = behaviour.fail_from <= arrived < behaviour.fail_until
+        if len(seen) < behaviour.fail_first or failing:
             status = behaviour.status
         seen.append((arrived, status))
         if status >= 300:
@@ -179,6 +188,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
     parser.add_argument("--secret", help="whsec_… : verify signatures")
     parser.add_argument("--fail-first", type=int, default=0, metavar="N")
+    parser.add_argument("--fail-from", type=float, default=0.0, metavar="EPOCH")
     parser.add_argument("--fail-until", type=float, default=0.0, metavar="EPOCH")
     parser.add_argument("--status", type=int, default=503, help="the failing answer")
     parser.add_argument("--retry-after", help="Retry-After header sent with 5xx answers")
@@ -190,6 +200,7 @@ async def serve(args: argparse.Namespace) -> None:
     behaviour = Behaviour(
         key=secret_key(args.secret) if args.secret else None,
         fail_first=args.fail_first,
+        fail_from=args.fail_from,
         fail_until=args.fail_until,
         status=args.status,
         retry_after=args.retry_after,

@@ -1,0 +1,228 @@
+"""The verdict of a chaos run: every reminder and every race checked against what the
+database recorded and what the webhook receiver saw arrive, as counts and violations."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from tocsin.bench.chaos_workload import Ledger, Race
+
+FINAL = {"sent", "failed", "expired"}
+EXAMPLES = 10  # ids shown per violation
+
+_REMINDERS = """
+SELECT id, status, floor(extract(epoch FROM due_at))::bigint AS due, snoozed_from
+FROM reminders
+"""
+_FIRINGS = """
+SELECT id, reminder_id, floor(extract(epoch FROM due_at))::bigint AS due,
+       extract(epoch FROM deadline)::float8 AS deadline, state, last_error
+FROM firings
+"""
+
+# What each violation means, for the report.
+VIOLATIONS = {
+    "never_rang": "neither arrived at the receiver nor recorded expired/failed with a reason",
+    "still_pending": "still pending after its deadline",
+    "sent_not_received": "recorded sent, but its identity never arrived",
+    "after_deadline": "an attempt arrived after the firing's deadline",
+    "unknown_identity": "an identity arrived that the database has no firing for",
+    "invalid_signature": "a request arrived whose signature did not verify",
+    "cancelled_rang": "a cancel answered 204, yet the reminder has a firing or an arrival",
+    "moved_rang_old": "an edit or snooze answered 200, yet it rang at its old due second",
+    "moved_not_at_new": "an edit or snooze answered 200, yet no firing at its new due second",
+    "snooze_no_follow_up": "a snooze answered 201, yet its follow-up never rang nor is recorded",
+}
+
+
+@dataclass(frozen=True)
+class Firing:
+    id: str
+    reminder_id: str
+    due: int
+    deadline: float
+    state: str
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class Records:
+    """What the database holds at the end, and every arrival at the receiver."""
+
+    status: dict[str, str]  # reminder id → status
+    due: dict[str, int | None]  # pending reminders' due second
+    firings: dict[str, Firing]
+    arrivals: dict[str, list[tuple[float, int]]]  # identity → (epoch, status answered)
+    invalid: int
+
+    def firings_of(self) -> dict[str, list[Firing]]:
+        found: dict[str, list[Firing]] = defaultdict(list)
+        for firing in self.firings.values():
+            found[firing.reminder_id].append(firing)
+        return found
+
+    def accepted(self, identity: str) -> bool:
+        return any(status < 300 for _, status in self.arrivals.get(identity, ()))
+
+
+async def read_records(url: str, receiver_stats: dict[str, Any]) -> Records:
+    connection = await asyncpg.connect(url)
+    try:
+        reminders = await connection.fetch(_REMINDERS)
+        firings = await connection.fetch(_FIRINGS)
+    finally:
+        await connection.close()
+    arrivals = {k: [(t, s) for t, s in v] for k, v in receiver_stats["arrivals"].items()}
+    return Records(
+        status={row["id"]: row["status"] for row in reminders},
+        due={row["id"]: row["due"] for row in reminders},
+        firings={row["id"]: Firing(**dict(row)) for row in firings},
+        arrivals=arrivals,
+        invalid=int(receiver_stats["invalid"]),
+    )
+
+
+@dataclass
+class Verdict:
+    counts: dict[str, Any] = field(default_factory=dict)
+    violations: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def flag(self, kind: str, what: str) -> None:
+        self.violations[kind].append(what)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            kind: {"count": len(found), "meaning": VIOLATIONS[kind], "examples": found[:EXAMPLES]}
+            for kind, found in sorted(self.violations.items())
+            if found
+        }
+
+    @property
+    def total(self) -> int:
+        return sum(len(found) for found in self.violations.values())
+
+
+def judge(ledger: Ledger, records: Records, now: float) -> Verdict:
+    """Check every reminder in the database (the run's own, and snoozes' follow-ups), every
+    arrival and every race."""
+    verdict = Verdict()
+    firings_of = records.firings_of()
+    cancelled = {r.reminder_id for r in ledger.races if r.kind == "cancel" and r.status == 204}
+    _check_rings(verdict, records, firings_of, cancelled, now)
+    _check_arrivals(verdict, records)
+    _check_races(verdict, ledger.races, records, firings_of)
+    verdict.counts |= _counts(ledger, records)
+    return verdict
+
+
+def _check_rings(
+    verdict: Verdict,
+    records: Records,
+    firings_of: dict[str, list[Firing]],
+    cancelled: set[str],
+    now: float,
+) -> None:
+    """(1) every reminder rang at least once, or is recorded expired/failed with a reason;
+    a firing recorded sent arrived."""
+    for reminder_id, status in records.status.items():
+        if reminder_id in cancelled or status == "cancelled":
+            continue  # (a cancel that got no answer may have landed: only ours cancel)
+        if status == "pending":
+            due = records.due[reminder_id]
+            verdict.flag("still_pending", f"{reminder_id} due {due}")
+            continue
+        mine = firings_of.get(reminder_id, [])
+        if not any(_rang_or_recorded(records, firing) for firing in mine):
+            verdict.flag("never_rang", f"{reminder_id} ({status}, {len(mine)} firing(s))")
+        for firing in mine:
+            if firing.state == "sent" and not records.accepted(firing.id):
+                verdict.flag("sent_not_received", firing.id)
+            if firing.state not in FINAL and now > firing.deadline:
+                verdict.flag("still_pending", f"{firing.id} {firing.state}")
+
+
+def _rang_or_recorded(records: Records, firing: Firing) -> bool:
+    if records.accepted(firing.id):
+        return True
+    return firing.state in ("expired", "failed") and bool(firing.last_error)
+
+
+def _check_arrivals(verdict: Verdict, records: Records) -> None:
+    """(2) nothing arrived after its deadline; (3) every identity has a firing."""
+    for identity, seen in records.arrivals.items():
+        firing = records.firings.get(identity)
+        if firing is None:
+            verdict.flag("unknown_identity", identity)
+            continue
+        for arrived, _ in seen:
+            if arrived > firing.deadline:
+                late = arrived - firing.deadline
+                verdict.flag("after_deadline", f"{identity} +{late:.3f} s past its deadline")
+    for n in range(records.invalid):
+        verdict.flag("invalid_signature", f"request {n + 1}")
+
+
+def _check_races(
+    verdict: Verdict, races: list[Race], records: Records, firings_of: dict[str, list[Firing]]
+) -> None:
+    """(4) a 204 cancel never rang; (5) a 200 edit or snooze rang only at its new due; a 201
+    snooze's follow-up rang or is recorded."""
+    arrived = {identity.rpartition(".")[0] for identity in records.arrivals}
+    for race in races:
+        mine = firings_of.get(race.reminder_id, [])
+        if race.kind == "cancel" and race.status == 204:
+            if mine or race.reminder_id in arrived:
+                verdict.flag("cancelled_rang", race.reminder_id)
+        elif race.kind in ("edit", "snooze") and race.status == 200:
+            dues = {firing.due for firing in mine}
+            if race.due in dues:
+                verdict.flag("moved_rang_old", f"{race.kind} {race.reminder_id}.{race.due}")
+            if race.new_due not in dues:
+                verdict.flag("moved_not_at_new", f"{race.kind} {race.reminder_id}→{race.new_due}")
+        elif race.kind == "snooze" and race.status == 201 and race.new_id is not None:
+            follow_up = firings_of.get(race.new_id, [])
+            if not any(_rang_or_recorded(records, firing) for firing in follow_up):
+                verdict.flag("snooze_no_follow_up", race.new_id)
+
+
+def _counts(ledger: Ledger, records: Records) -> dict[str, Any]:
+    states = Counter(firing.state for firing in records.firings.values())
+    attempts = [status for seen in records.arrivals.values() for _, status in seen]
+    accepted = sum(1 for status in attempts if status < 300)
+    reasons = Counter(
+        _reason(firing.last_error)
+        for firing in records.firings.values()
+        if firing.state in ("expired", "failed")
+    )
+    return {
+        "created": len(ledger.due),
+        "not_created": ledger.not_created,
+        "batch_retries": ledger.batch_retries,
+        "reminders_checked": len(records.status),
+        "firings": dict(sorted(states.items())),
+        "not_sent_reasons": dict(reasons.most_common(5)),
+        "arrivals": len(attempts),
+        "accepted": accepted,
+        "identities_accepted": sum(1 for i in records.arrivals if records.accepted(i)),
+        "repeats": accepted - sum(1 for i in records.arrivals if records.accepted(i)),
+        "refused_by_receiver": len(attempts) - accepted,
+        "races": _race_counts(ledger.races),
+    }
+
+
+def _reason(error: str | None) -> str:
+    """The kind of an error, without its ids and numbers."""
+    if not error:
+        return "(no reason)"
+    return "".join("#" if ch.isdigit() else ch for ch in error)[:120]
+
+
+def _race_counts(races: list[Race]) -> dict[str, dict[str, int]]:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for race in races:
+        counts[race.kind][str(race.status) if race.status else "no answer"] += 1
+    return {kind: dict(sorted(found.items())) for kind, found in sorted(counts.items())}
