@@ -145,3 +145,16 @@ async def test_a_worker_refuses_an_old_schema(pg_url: str, tmp_path: Path) -> No
         status = await asyncio.to_thread(worker.process.wait, 30)
     assert status == 1
     assert "tocsin migrate" in worker.output()
+
+
+@pytest.mark.timeout(60)
+async def test_a_worker_started_while_the_database_is_down_waits_for_it(tmp_path: Path) -> None:
+    """A worker started during a database restart or failover waits, rather than exit (its
+    supervisor would otherwise restart it in a loop)."""
+    with workers(tmp_path) as started:
+        waiting = started.start("postgresql://postgres@127.0.0.1:1/tocsin", "early")
+        await asyncio.sleep(3)
+        alive = waiting.process.poll() is None
+        output = waiting.output()
+    assert alive, output
+    assert "cannot reach the database yet" in output

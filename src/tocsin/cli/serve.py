@@ -183,7 +183,13 @@ async def serve_api(
         await store.close()
 
 
-async def open_ready_store(settings: Settings, *, migrate: bool, make_key: bool = False) -> Store:
+_FIRST_PAUSE = 0.5
+_MAX_PAUSE = 5.0
+
+
+async def open_ready_store(
+    settings: Settings, *, migrate: bool, make_key: bool = False, wait: bool = False
+) -> Store:
     """The store, with its schema current (SQLite migrates itself, PostgreSQL only when
     asked, `migrate`, and otherwise refuses an old schema) and a secret key that opens the
     secrets it keeps. Every process that opens a store this way reads or writes secrets, so
@@ -196,12 +202,23 @@ async def open_ready_store(settings: Settings, *, migrate: bool, make_key: bool 
         keyring, made = load_keyring(settings, make=make_key)
     except SecretKeyError as error:
         raise StartupError(str(error)) from error
-    try:
-        store = await open_store(url, keyring=keyring)
-    except StoreUnavailable as error:
-        raise StartupError(f"cannot reach the database {_redacted(url)}: {error}") from error
-    except ValueError as error:
-        raise StartupError(str(error)) from error
+    pause = _FIRST_PAUSE
+    while True:
+        try:
+            store = await open_store(url, keyring=keyring)
+            break
+        except StoreUnavailable as error:
+            if not wait:
+                raise StartupError(
+                    f"cannot reach the database {_redacted(url)}: {error}"
+                ) from error
+            # A worker started during a database restart or failover waits for it rather
+            # than exit: its parts are waiting too.
+            log.warning("cannot reach the database yet (%s); trying again in %.1f s", error, pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _MAX_PAUSE)
+        except ValueError as error:
+            raise StartupError(str(error)) from error
     try:
         await _ready_schema(store, settings, migrate=migrate)
         await _check_secret_key(store, seal_all=made)

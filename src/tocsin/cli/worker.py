@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _work(settings: Settings, args: argparse.Namespace) -> None:
-    store = await open_ready_store(settings, migrate=args.migrate)
+    store = await open_ready_store(settings, migrate=args.migrate, wait=True)
     try:
         clock = DatabaseClock()  # rings by the database's clock, which judges the leases
         channels = build_channels(settings, clock, null=args.null_channels)
