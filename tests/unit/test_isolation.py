@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from tocsin.channels import DeliveryResult, Destination
-from tocsin.delivery.isolation import FAILURES_TO_OPEN, FIRST_COOL_DOWN, Isolation, provider
+from tocsin.delivery.isolation import (
+    FAILURES_TO_OPEN,
+    FIRST_COOL_DOWN,
+    OUTAGE_SECONDS,
+    Isolation,
+    provider,
+)
 from tocsin.domain import Channel
 
 FAIL = DeliveryResult.retry("HTTP 503")
@@ -30,29 +36,33 @@ def test_the_breaker_opens_after_failures_in_a_row_then_probes() -> None:
     ticks = Ticks()
     isolation = Isolation(concurrency=8, monotonic=ticks)
     for _ in range(FAILURES_TO_OPEN - 1):
-        assert isolation.refusal("p") is None
+        assert isolation.refusal("p", 600) is None
         isolation.record("p", FAIL)
     isolation.record("p", DeliveryResult.sent())  # an answer resets the count
     for _ in range(FAILURES_TO_OPEN):
         isolation.record("p", FAIL)
+    assert isolation.refusal("p", 600) is None  # a burst meeting one bad second: not an outage
+    ticks.now += OUTAGE_SECONDS
+    isolation.record("p", FAIL)
 
-    refused = isolation.refusal("p")
+    refused = isolation.refusal("p", 600)
     assert refused is not None
     assert refused.error is not None
     assert "circuit breaker open for p" in refused.error
     assert refused.retry_after == FIRST_COOL_DOWN
-    assert isolation.refusal("other") is None  # other providers go on
+    assert isolation.refusal("other", 600) is None  # other providers go on
     assert isolation.open_breakers() == ["p"]
+    assert isolation.refusal("p", FIRST_COOL_DOWN) is None  # its last chance goes anyway
 
     ticks.now += FIRST_COOL_DOWN
-    assert isolation.refusal("p") is None  # the probe
-    assert isolation.refusal("p") is not None  # only one
+    assert isolation.refusal("p", 600) is None  # the probe
+    assert isolation.refusal("p", 600) is not None  # only one
     isolation.record("p", FAIL)  # the probe failed: twice as long
-    again = isolation.refusal("p")
+    again = isolation.refusal("p", 600)
     assert again is not None
     assert again.retry_after == 2 * FIRST_COOL_DOWN
     ticks.now += 2 * FIRST_COOL_DOWN
-    assert isolation.refusal("p") is None
+    assert isolation.refusal("p", 600) is None
     isolation.record("p", DeliveryResult.failed("HTTP 400"))  # an answer: closed
-    assert isolation.refusal("p") is None
+    assert isolation.refusal("p", 600) is None
     assert isolation.open_breakers() == []

@@ -99,7 +99,7 @@ class Deliverer:
         self, sender: DestinationSender, firing: Firing, destination: Destination, limit: float
     ) -> DeliveryResult:
         key = provider(firing.channel, destination)
-        refused = self._isolation.refusal(key)
+        refused = self._isolation.refusal(key, limit)
         if refused is not None:
             return refused
         async with self._isolation.slot(key):

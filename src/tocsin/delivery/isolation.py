@@ -6,10 +6,13 @@ the others' rings.
   (default three quarters): a provider that answers slowly fills its share, and the other
   quarter keeps every other provider's rings going. A send over the share waits for a slot.
 - **Circuit breaker.** After `FAILURES_TO_OPEN` retryable failures in a row (timeouts,
-  connection errors, 5xx, 429), a provider's breaker opens for a cool-down (5 s, doubling to
-  30 s while it keeps failing): sends to it are not made, but recorded as retries saying the
-  breaker is open (the firing's history shows it), due again when it closes. After the
-  cool-down one probe goes through; an answer that is not a retryable failure closes it.
+  connection errors, 5xx, 429) spanning at least `OUTAGE_SECONDS` — an outage, not a burst
+  of rings meeting one bad second — a provider's breaker opens for a cool-down (2 s,
+  doubling to 15 s while it keeps failing): sends to it are not made, but recorded as retries
+  saying the breaker is open (the firing's history shows it), due again when it closes.
+  After the cool-down one probe goes through; an answer that is not a retryable failure
+  closes it. The cool-down stays short because a ring waits on it: a provider back from an
+  outage is found within 15 s.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from urllib.parse import urlsplit
 from tocsin.channels import DeliveryResult, Destination
 from tocsin.domain import Channel, Outcome
 
-FAILURES_TO_OPEN = 20
-FIRST_COOL_DOWN = 5.0
-MAX_COOL_DOWN = 30.0
+FAILURES_TO_OPEN = 50
+OUTAGE_SECONDS = 5.0  # and the failures in a row span this long: an outage, not a blip
+FIRST_COOL_DOWN = 2.0
+MAX_COOL_DOWN = 15.0
+LAST_CHANCE = 2.0  # seconds: a send this close to its deadline skips an open breaker
 SHARE = 0.75
 
 
 @dataclass(slots=True)
 class _Breaker:
+    first: float  # when the failures in a row began
     failures: int = 0  # retryable failures in a row
     open_until: float = 0.0
     cool_down: float = FIRST_COOL_DOWN
@@ -60,18 +66,22 @@ class Isolation:
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._breakers: dict[str, _Breaker] = {}
 
-    def refusal(self, key: str) -> DeliveryResult | None:
-        """A retry saying the provider's breaker is open, or None: the send may go."""
+    def refusal(self, key: str, time_left: float) -> DeliveryResult | None:
+        """A retry saying the provider's breaker is open, or None: the send may go. A send
+        with `time_left` to its deadline shorter than the cool-down left goes anyway: it is
+        the ring's last chance, and a breaker must not be what makes a ring stale."""
         breaker = self._breakers.get(key)
-        if breaker is None or breaker.failures < FAILURES_TO_OPEN:
+        if breaker is None or not breaker.open_until:
             return None
         left = breaker.open_until - self._monotonic()
+        if left + LAST_CHANCE >= time_left:
+            return None
         if left <= 0 and not breaker.probing:
             breaker.probing = True  # this send is the probe
             return None
         return DeliveryResult.retry(
             f"circuit breaker open for {key}: {breaker.failures} failures in a row; not tried",
-            retry_after=max(left, 1.0),
+            retry_after=max(left, 0.5),
         )
 
     def slot(self, key: str) -> asyncio.Semaphore:
@@ -88,20 +98,22 @@ class Isolation:
             if breaker is not None:
                 del self._breakers[key]
             return
+        now = self._monotonic()
         if breaker is None:
-            breaker = self._breakers[key] = _Breaker()
+            breaker = self._breakers[key] = _Breaker(first=now)
         breaker.failures += 1
-        if breaker.probing or breaker.failures == FAILURES_TO_OPEN:
-            if breaker.probing:  # the probe failed: wait longer
-                breaker.cool_down = min(breaker.cool_down * 2, MAX_COOL_DOWN)
-            breaker.open_until = self._monotonic() + breaker.cool_down
+        if breaker.probing:  # the probe failed: wait longer
+            breaker.cool_down = min(breaker.cool_down * 2, MAX_COOL_DOWN)
+            breaker.open_until = now + breaker.cool_down
             breaker.probing = False
+        elif (
+            not breaker.open_until
+            and breaker.failures >= FAILURES_TO_OPEN
+            and now - breaker.first >= OUTAGE_SECONDS
+        ):
+            breaker.open_until = now + breaker.cool_down
 
     def open_breakers(self) -> list[str]:
         """The providers whose breaker is open now."""
         now = self._monotonic()
-        return sorted(
-            key
-            for key, b in self._breakers.items()
-            if b.failures >= FAILURES_TO_OPEN and b.open_until > now
-        )
+        return sorted(key for key, b in self._breakers.items() if b.open_until > now)
