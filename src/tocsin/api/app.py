@@ -15,7 +15,7 @@ from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
 from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
-from tocsin.api.models import BatchIn, ReminderIn
+from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
 from tocsin.api.routes import contacts, health, reminders
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
@@ -57,7 +57,8 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(health.router)
     app.include_router(reminders.router)
     app.include_router(contacts.router)
-    openapi.add_request_models(app, [ReminderIn, BatchIn])  # the create routes' bodies
+    # The create routes' bodies, and the problem every error answer is.
+    openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)
     app.add_middleware(LoopbackGuard, is_open=auth.is_open)
     app.add_middleware(AccessLog)

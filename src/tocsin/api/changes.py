@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TypeVar
 
-from tocsin.api.models import ReminderIn, ReminderPatch
+from tocsin.api.models import NOT_NULL, SNOOZE_FIELDS, ReminderIn, ReminderPatch
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
@@ -24,8 +24,6 @@ FRESHNESS_MAX = 7 * 86400
 SNOOZE_MIN = 1
 SNOOZE_MAX = 366 * 86400
 SCHEDULE_FIELDS = frozenset({"at", "repeat", "zone"})
-SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
-NOT_NULL = ("text", "channel", "zone", "freshness")
 
 T = TypeVar("T")
 

@@ -10,13 +10,17 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict, JsonValue
 
+from tocsin.channels.contacts import VALIDATORS
 from tocsin.domain import Channel, FiringState, Outcome, ReminderStatus
 
 OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
 MAX_METADATA_BYTES = 4096
 MAX_BATCH = 1000
 DEFAULT_FRESHNESS = "10m"
+SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
+NOT_NULL = ("text", "channel", "zone", "freshness")  # in an edit (`changes.check_patch`)
 
 
 def _no_nul(value: str) -> str:
@@ -56,7 +60,11 @@ def _has_nul(value: object) -> bool:
     return False
 
 
-Text = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_not_blank)]
+Text = Annotated[
+    str,
+    Field(min_length=1, max_length=1000, examples=["Water the plants"]),
+    AfterValidator(_not_blank),
+]
 Owner = Annotated[str, Field(pattern=OWNER_PATTERN, examples=["ana"])]
 Label = Annotated[str, Field(max_length=100, examples=["Ana's phone"]), AfterValidator(_no_nul)]
 Zone = Annotated[
@@ -74,8 +82,35 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# The schema of a body that needs `at`, `repeat` or both, not null (`changes.schedule_of`):
+# "not (`at` absent or null, and `repeat` absent or null)". Said with `not` rather than
+# `anyOf` because openapi-python-client turns a top-level `anyOf` into one class per branch
+# holding only that branch's field, losing every other field of the body.
+_AT_OR_REPEAT: JsonDict = {
+    "not": {"properties": {"at": {"type": "null"}, "repeat": {"type": "null"}}},
+}
+
+
 class ReminderIn(_Request):
-    """A reminder to save. `owner` may be left out with an owner token (it is the token's)."""
+    """A reminder to save: `at`, `repeat` or both. `owner` is required with an API key; with
+    an owner token it may be left out (it is the token's) or must be the token's (else 403).
+    The schema cannot make a field's presence depend on the credential, so it lists `owner`
+    as optional: a create with an API key and no `owner` is answered 422 naming `owner`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            **_AT_OR_REPEAT,
+            "examples": [
+                {
+                    "owner": "ana",
+                    "text": "Water the plants",
+                    "channel": "log",
+                    "zone": "America/New_York",
+                    "repeat": "every Monday 09:00",
+                }
+            ],
+        }
+    )
 
     owner: Owner | None = None
     text: Annotated[Text, AfterValidator(_no_nul)]
@@ -97,8 +132,32 @@ class BatchIn(_Request):
     )
 
 
+def _snooze_or_edit(schema: JsonDict) -> None:
+    """The schema of what `changes.check_patch` accepts: exactly one of `snooze` and
+    `snooze_until` alone, or an edit of one or more other fields, of which `NOT_NULL` may
+    not be null. (The model itself allows all of them, so that FastAPI's validation answers
+    first and `check_patch` then names each field at fault.)"""
+    properties = schema["properties"]
+    assert isinstance(properties, dict)
+    for name in (*SNOOZE_FIELDS, *NOT_NULL):
+        field = properties[name]
+        assert isinstance(field, dict)
+        branches = field.pop("anyOf")
+        assert isinstance(branches, list)
+        not_null = [branch for branch in branches if branch != {"type": "null"}]
+        assert isinstance(not_null[0], dict)
+        field.update(not_null[0])
+    # A snooze field is alone in its body; any body has a field. (A `oneOf` of the three
+    # shapes says the same, but openapi-python-client then types the body as `Any`.)
+    schema["minProperties"] = 1
+    schema["dependentSchemas"] = {name: {"maxProperties": 1} for name in sorted(SNOOZE_FIELDS)}
+
+
 class ReminderPatch(_Request):
-    """Either a snooze (`snooze` or `snooze_until`) or an edit (any other fields), not both."""
+    """Either a snooze (`snooze` or `snooze_until`, one of them) or an edit (any other
+    fields; it needs `If-Match`), not both."""
+
+    model_config = ConfigDict(json_schema_extra=_snooze_or_edit)
 
     snooze: Duration | None = Field(default=None, description="How long to snooze: `10m`.")
     snooze_until: At | None = Field(default=None, description="When to ring again.")
@@ -112,12 +171,23 @@ class ReminderPatch(_Request):
 
 
 class OccurrencesIn(_Request):
-    """A schedule to preview without saving it."""
+    """A schedule to preview without saving it: `at`, `repeat` or both."""
+
+    model_config = ConfigDict(json_schema_extra=_AT_OR_REPEAT)
 
     zone: Zone
     at: At | None = None
     repeat: Repeat | None = None
     count: int = Field(default=10, ge=1, le=100)
+
+
+def _contact_kinds(schema: JsonDict) -> None:
+    """Only the channels that ring contacts are kinds of contact (`inapp` and `log` ring
+    none: `validate_contact` refuses them)."""
+    properties = schema["properties"]
+    assert isinstance(properties, dict)
+    kinds: list[JsonValue] = [kind.value for kind in sorted(VALIDATORS)]
+    properties["kind"] = {"type": "string", "enum": kinds, "examples": ["email"]}
 
 
 class ContactIn(BaseModel):
@@ -126,7 +196,7 @@ class ContactIn(BaseModel):
     PushSubscription JSON), `address` (email), `number` (sms, E.164), `url` (apprise,
     webhook)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_contact_kinds)
 
     kind: Channel = Field(examples=["email"])
     label: Label | None = None
@@ -204,12 +274,36 @@ class ReminderListOut(BaseModel):
     next_cursor: str | None
 
 
+class FieldErrorOut(BaseModel):
+    field: str = Field(description="A dotted path: `zone`, `items.3.at`, `Idempotency-Key`.")
+    message: str
+
+
+class ConflictFiringOut(BaseModel):
+    id: str
+    state: FiringState
+
+
 class ProblemOut(BaseModel):
-    type: str
+    """An RFC 9457 problem: `type` is `urn:tocsin:problem:<slug>`, `detail` says what
+    happened. Some problems carry more members (listed below)."""
+
+    type: str = Field(examples=["urn:tocsin:problem:invalid-input"])
     title: str
     status: int
     detail: str
-    errors: list[dict[str, str]] | None = None
+    errors: list[FieldErrorOut] | None = Field(
+        default=None, description="The fields at fault (400, 413, 415, 422)."
+    )
+    reminder_status: ReminderStatus | None = Field(
+        default=None, description="A cancel that could not be (409): the reminder's status."
+    )
+    last_firing: ConflictFiringOut | None = Field(
+        default=None, description="A cancel that could not be (409): its latest ring."
+    )
+    snoozed_by: str | None = Field(
+        default=None, description="A ring snoozed already (409): the reminder it became."
+    )
 
 
 class BatchItemOut(BaseModel):

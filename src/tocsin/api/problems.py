@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from tocsin.errors import InvalidInput, StoreError, StoreUnavailable
 
@@ -23,6 +24,7 @@ PROBLEM_TYPE = "urn:tocsin:problem:"
 MEDIA_TYPE = "application/problem+json"
 RETRY_AFTER_SECONDS = 5
 _LOCATIONS = ("body", "query", "path", "header", "cookie")
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +143,26 @@ async def _on_http(request: Request, exc: Exception) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such resource: {request.url.path}"
+    headers = exc.headers
     if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}"
-    return Problem(exc.status_code, slug, detail, headers=exc.headers).response()
+        headers = {**(headers or {}), "Allow": _allowed(request)}
+    return Problem(exc.status_code, slug, detail, headers=headers).response()
+
+
+def _allowed(request: Request) -> str:
+    """Every method the path answers. Starlette's 405 names those of the first route that
+    matched the path alone, but `GET` and `PATCH /v1/reminders/{id}` are two routes; each
+    method is tried against the routes instead (FastAPI wraps included routers, so the
+    routes' own method sets are not at hand)."""
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    )
 
 
 async def _on_store_unavailable(request: Request, exc: Exception) -> Response:

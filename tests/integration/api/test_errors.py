@@ -123,3 +123,56 @@ def test_no_route_or_dependency_runs_in_a_thread() -> None:
             assert inspect.iscoroutinefunction(dependant.call), dependant.call
         pending.extend(dependant.dependencies)
     assert len(seen) > 10
+
+
+async def test_openapi_names_each_operation_and_who_may_call_it(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    operations = {
+        operation["operationId"]: operation
+        for path in spec["paths"].values()
+        for operation in path.values()
+    }
+
+    assert set(operations) >= {
+        "createReminder",
+        "createReminders",
+        "listReminders",
+        "getReminder",
+        "changeReminder",
+        "cancelReminder",
+        "reminderOccurrences",
+        "previewOccurrences",
+        "reminderFirings",
+        "createContact",
+        "listContacts",
+        "getContact",
+        "changeContact",
+        "deleteContact",
+        "health",
+        "ready",
+    }
+    scheme = spec["components"]["securitySchemes"]["bearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    assert "tk_" in scheme["description"]
+    assert "to_" in scheme["description"]
+    for name, operation in operations.items():
+        public = name in ("health", "ready")
+        assert ("security" not in operation) is public, name
+        assert ("429" not in operation["responses"]) is public, name
+        for status, response in operation["responses"].items():
+            if status >= "400":
+                assert list(response["content"]) == ["application/problem+json"], (name, status)
+
+
+async def test_a_405_names_every_method_of_the_path(client: httpx.AsyncClient) -> None:
+    response = await client.request("OPTIONS", "/v1/reminders/06h2t78nsp7knvtqapke")
+
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, PATCH, DELETE"
+
+
+async def test_the_interactive_docs_still_load(client: httpx.AsyncClient) -> None:
+    response = await client.get("/docs")
+
+    assert response.status_code == 200
+    assert "/openapi.json" in response.text

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from starlette.responses import Response
 
-from tocsin.api import render
+from tocsin.api import openapi, render
 from tocsin.api.context import Caller, Context
 from tocsin.api.models import (
     OWNER_PATTERN,
@@ -15,28 +15,33 @@ from tocsin.api.models import (
     ContactListOut,
     ContactOut,
     ContactPatch,
-    ProblemOut,
 )
 from tocsin.domain import Channel
 
-_PROBLEM: dict[str, Any] = {"model": ProblemOut, "content": {"application/problem+json": {}}}
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {**_PROBLEM, "description": text}
-    for code, text in {
-        400: "Malformed JSON",
-        401: "Missing or bad API key or owner token",
-        404: "No such owner (for this token) or contact",
-        422: "Invalid input, naming each field at fault",
-        503: "Database unavailable (see Retry-After)",
-    }.items()
-}
+_NOT_FOUND = {404: "No such contact, or an owner token's other owner."}
 
-router = APIRouter(prefix="/v1/owners/{owner}/contacts", tags=["contacts"], responses=_ERRORS)
+# Every contact route can answer 404 (an owner token sees its own owner only) and 422 (an
+# `owner` in the path that is not an owner name).
+router = APIRouter(
+    prefix="/v1/owners/{owner}/contacts",
+    tags=["contacts"],
+    responses=openapi.problems(*openapi.AUTHENTICATED, 422, notes=_NOT_FOUND),
+)
 
 Owner = Annotated[str, Path(pattern=OWNER_PATTERN)]
 
 
-@router.post("", status_code=201, response_model=ContactOut, summary="Add a contact")
+@router.post(
+    "",
+    status_code=201,
+    response_model=ContactOut,
+    summary="Add a contact",
+    operation_id="createContact",
+    responses={
+        201: {"headers": openapi.CREATED_HEADERS, "links": openapi.CONTACT_LINKS},
+        **openapi.problems(*openapi.WITH_BODY),
+    },
+)
 async def create_contact(
     owner: Owner, item: ContactIn, context: Context, caller: Caller
 ) -> Response:
@@ -48,7 +53,12 @@ async def create_contact(
     )
 
 
-@router.get("", response_model=ContactListOut, summary="One page of an owner's contacts")
+@router.get(
+    "",
+    response_model=ContactListOut,
+    summary="One page of an owner's contacts",
+    operation_id="listContacts",
+)
 async def list_contacts(
     owner: Owner,
     context: Context,
@@ -63,12 +73,20 @@ async def list_contacts(
     return render.JSON({"contacts": [render.contact(c) for c in page], "next_cursor": next_cursor})
 
 
-@router.get("/{contact_id}", response_model=ContactOut, summary="One contact")
+@router.get(
+    "/{contact_id}", response_model=ContactOut, summary="One contact", operation_id="getContact"
+)
 async def get_contact(owner: Owner, contact_id: str, context: Context, caller: Caller) -> Response:
     return render.JSON(render.contact(await context.contacts.get(caller, owner, contact_id)))
 
 
-@router.patch("/{contact_id}", response_model=ContactOut, summary="Change a contact")
+@router.patch(
+    "/{contact_id}",
+    response_model=ContactOut,
+    summary="Change a contact",
+    operation_id="changeContact",
+    responses=openapi.problems(*openapi.WITH_BODY),
+)
 async def change_contact(
     owner: Owner, contact_id: str, patch: ContactPatch, context: Context, caller: Caller
 ) -> Response:
@@ -76,7 +94,9 @@ async def change_contact(
     return render.JSON(render.contact(saved))
 
 
-@router.delete("/{contact_id}", status_code=204, summary="Delete a contact")
+@router.delete(
+    "/{contact_id}", status_code=204, summary="Delete a contact", operation_id="deleteContact"
+)
 async def delete_contact(
     owner: Owner, contact_id: str, context: Context, caller: Caller
 ) -> Response:

@@ -14,12 +14,12 @@ from tocsin.api.context import Caller, Context, get_context, get_principal
 from tocsin.api.idempotency import Answer, IdempotencyKey
 from tocsin.api.models import (
     OWNER_PATTERN,
+    SNOOZE_FIELDS,
     BatchIn,
     BatchOut,
     FiringsOut,
     OccurrencesIn,
     OccurrencesOut,
-    ProblemOut,
     ReminderIn,
     ReminderListOut,
     ReminderOut,
@@ -28,25 +28,22 @@ from tocsin.api.models import (
 from tocsin.domain import Reminder, ReminderStatus
 from tocsin.time import Occurrence, format_utc
 
-_PROBLEM: dict[str, Any] = {
-    "model": ProblemOut,
-    "content": {"application/problem+json": {}},
-}
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {**_PROBLEM, "description": text}
-    for code, text in {
-        400: "Malformed JSON",
-        401: "Missing or bad API key or owner token",
-        413: "Body over 64 KiB",
-        415: "Not JSON",
-        422: "Invalid input, naming each field at fault",
-        503: "Database unavailable (see Retry-After)",
-    }.items()
-}
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {**_PROBLEM, "description": "No such reminder"}}
-_CONFLICT: dict[int | str, dict[str, Any]] = {409: {**_PROBLEM, "description": "See `detail`"}}
+_NOT_FOUND = {404: "No such reminder, or not this caller's."}
+# A reminder's answer carries its version and address.
+_REMINDER: dict[int | str, Any] = {200: {"headers": openapi.REMINDER_HEADERS}}
+_CHANGE_409 = (
+    "A cancelled reminder (`cancelled`: neither edited nor snoozed), a series that has not "
+    "rung (`not-rung`), a ring snoozed already (`already-snoozed`, with `snoozed_by`), or a "
+    "reminder that kept changing."
+)
+_CANCEL_409 = (
+    "Not pending (`ringing`, `already-rang`, `ended`, `already-cancelled`), with "
+    "`reminder_status` and `last_firing`."
+)
 
-router = APIRouter(prefix="/v1", tags=["reminders"], responses=_ERRORS)
+router = APIRouter(
+    prefix="/v1", tags=["reminders"], responses=openapi.problems(*openapi.AUTHENTICATED)
+)
 
 
 # The two create routes, the busiest, read the caller and then the body themselves, and say
@@ -56,6 +53,13 @@ router = APIRouter(prefix="/v1", tags=["reminders"], responses=_ERRORS)
     status_code=201,
     response_model=ReminderOut,
     summary="Save a reminder",
+    operation_id="createReminder",
+    responses={
+        201: {"headers": openapi.REMINDER_HEADERS, "links": openapi.REMINDER_LINKS},
+        **openapi.problems(
+            *openapi.WITH_BODY, notes={403: "An owner token acting for another owner."}
+        ),
+    },
     openapi_extra=openapi.body_and_key(ReminderIn),
 )
 async def create_reminder(request: Request) -> Response:
@@ -74,6 +78,8 @@ async def create_reminder(request: Request) -> Response:
     "/reminders:batch",
     response_model=BatchOut,
     summary="Save up to 1,000 reminders; each item is created or says why not",
+    operation_id="createReminders",
+    responses=openapi.problems(*openapi.WITH_BODY),
     openapi_extra=openapi.body_and_key(BatchIn),
 )
 async def create_batch(request: Request) -> Response:
@@ -85,7 +91,13 @@ async def create_batch(request: Request) -> Response:
 
 
 @router.get(
-    "/reminders", response_model=ReminderListOut, summary="One page of an owner's reminders"
+    "/reminders",
+    response_model=ReminderListOut,
+    summary="One page of an owner's reminders",
+    operation_id="listReminders",
+    responses=openapi.problems(
+        422, notes={422: "A bad query parameter, or no `owner` with an API key."}
+    ),
 )
 async def list_reminders(
     context: Context,
@@ -103,7 +115,13 @@ async def list_reminders(
     )
 
 
-@router.get("/reminders/{reminder_id}", response_model=ReminderOut, responses=_NOT_FOUND)
+@router.get(
+    "/reminders/{reminder_id}",
+    response_model=ReminderOut,
+    summary="One reminder, with its ETag",
+    operation_id="getReminder",
+    responses={**_REMINDER, **openapi.problems(notes=_NOT_FOUND)},
+)
 async def get_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
     return _reminder(await context.reminders.get(caller, reminder_id))
 
@@ -112,12 +130,16 @@ async def get_reminder(reminder_id: str, context: Context, caller: Caller) -> Re
     "/reminders/{reminder_id}",
     response_model=ReminderOut,
     summary="Snooze (200 moved, or 201 a new one-off) or edit (needs If-Match)",
+    operation_id="changeReminder",
     responses={
-        **_NOT_FOUND,
-        **_CONFLICT,
-        201: {"model": ReminderOut, "description": "Snoozed into a new one-off reminder"},
-        412: {**_PROBLEM, "description": "If-Match is stale"},
-        428: {**_PROBLEM, "description": "An edit without If-Match"},
+        **_REMINDER,
+        201: {
+            "model": ReminderOut,
+            "description": "Snoozed into a new one-off reminder (a ring that went off, or a "
+            "series): the new reminder",
+            "headers": openapi.REMINDER_HEADERS,
+        },
+        **openapi.problems(*openapi.WITH_BODY, 412, 428, notes={**_NOT_FOUND, 409: _CHANGE_409}),
     },
 )
 async def change_reminder(
@@ -128,7 +150,7 @@ async def change_reminder(
     if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     changes.check_patch(patch)
-    if patch.model_fields_set & changes.SNOOZE_FIELDS:
+    if patch.model_fields_set & SNOOZE_FIELDS:
         status, saved = await context.reminders.snooze(caller, reminder_id, patch)
         return _reminder(saved, status)
     return _reminder(await context.reminders.edit(caller, reminder_id, patch, if_match))
@@ -138,7 +160,8 @@ async def change_reminder(
     "/reminders/{reminder_id}",
     status_code=204,
     summary="Cancel a pending reminder",
-    responses={**_NOT_FOUND, **_CONFLICT},
+    operation_id="cancelReminder",
+    responses=openapi.problems(notes={**_NOT_FOUND, 409: _CANCEL_409}),
 )
 async def cancel_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
     await context.reminders.cancel(caller, reminder_id)
@@ -146,7 +169,11 @@ async def cancel_reminder(reminder_id: str, context: Context, caller: Caller) ->
 
 
 @router.get(
-    "/reminders/{reminder_id}/occurrences", response_model=OccurrencesOut, responses=_NOT_FOUND
+    "/reminders/{reminder_id}/occurrences",
+    response_model=OccurrencesOut,
+    summary="The next rings of a reminder",
+    operation_id="reminderOccurrences",
+    responses=openapi.problems(422, notes=_NOT_FOUND),
 )
 async def reminder_occurrences(
     reminder_id: str,
@@ -158,12 +185,24 @@ async def reminder_occurrences(
     return _occurrences(found)
 
 
-@router.post("/occurrences", response_model=OccurrencesOut, summary="Preview a schedule")
+@router.post(
+    "/occurrences",
+    response_model=OccurrencesOut,
+    summary="Preview a schedule",
+    operation_id="previewOccurrences",
+    responses=openapi.problems(*openapi.WITH_BODY),
+)
 async def preview_occurrences(body: OccurrencesIn, context: Context, caller: Caller) -> Response:
     return _occurrences(await context.reminders.preview(body))
 
 
-@router.get("/reminders/{reminder_id}/firings", response_model=FiringsOut, responses=_NOT_FOUND)
+@router.get(
+    "/reminders/{reminder_id}/firings",
+    response_model=FiringsOut,
+    summary="A reminder's rings and how each was delivered",
+    operation_id="reminderFirings",
+    responses=openapi.problems(422, notes=_NOT_FOUND),
+)
 async def reminder_firings(
     reminder_id: str,
     context: Context,
