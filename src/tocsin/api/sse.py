@@ -51,6 +51,8 @@ class EventStream(StreamingResponse):
     each write to say so before the iterator resumes.
     """
 
+    media_type = MEDIA_TYPE
+
     def __init__(self, chunks: AsyncIterator[bytes], *, on_disconnect: Callable[[], None]):
         super().__init__(chunks, media_type=MEDIA_TYPE, headers=HEADERS)
         self._chunks = chunks

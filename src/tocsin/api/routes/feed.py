@@ -13,7 +13,15 @@ from tocsin.api.models import OWNER_PATTERN, ProblemOut
 from tocsin.api.problems import Problem
 from tocsin.api.sse import MEDIA_TYPE, EventStream
 
-_PROBLEM: dict[str, Any] = {"model": ProblemOut, "content": {"application/problem+json": {}}}
+# Errors are problem+json, not the route's event stream: the schema is named here rather
+# than through `model`, which FastAPI would put under `text/event-stream`.
+_PROBLEM: dict[str, Any] = {
+    "content": {
+        "application/problem+json": {
+            "schema": {"$ref": f"#/components/schemas/{ProblemOut.__name__}"}
+        }
+    }
+}
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events, one per ring: `id` is the firing's delivery "
@@ -38,6 +46,7 @@ Owner = Annotated[str, Path(pattern=OWNER_PATTERN)]
 
 @router.get(
     "",
+    status_code=200,
     response_class=EventStream,
     responses=_RESPONSES,
     summary="The owner's rings as they happen (server-sent events)",
