@@ -60,6 +60,12 @@ class Settings(BaseSettings):
     )
     webhook_secret: str | None = None
     webhook_timeout_seconds: float = 10.0
+    feed_heartbeat_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        description="How often an idle in-app feed connection gets a comment line, so that "
+        "proxies and load balancers (idle timeouts of 30-60 s) keep it open.",
+    )
     rate_limit_key_per_second: float = Field(
         default=200.0,
         ge=0,

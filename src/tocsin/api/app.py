@@ -13,10 +13,11 @@ from tocsin.api import openapi, problems
 from tocsin.api.body import BodyGuard
 from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
+from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
-from tocsin.api.routes import contacts, health, reminders
+from tocsin.api.routes import contacts, feed, health, reminders
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.auth import is_loopback
@@ -52,11 +53,13 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
             owner_per_second=settings.rate_limit_owner_per_second,
             failures_per_minute=settings.rate_limit_auth_failures_per_minute,
         ),
+        feed=Feed(store, clock, heartbeat=settings.feed_heartbeat_seconds),
     )
     problems.install(app)
     app.include_router(health.router)
     app.include_router(reminders.router)
     app.include_router(contacts.router)
+    app.include_router(feed.router)
     # The create routes' bodies, and the problem every error answer is.
     openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)

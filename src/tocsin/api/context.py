@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from tocsin.api.contacts import ContactService
+from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits, too_many
 from tocsin.api.problems import Problem
 from tocsin.api.security import Authenticator, Principal
@@ -30,6 +31,7 @@ class ApiContext:
     reminders: ReminderService
     limits: RateLimits
     contacts: ContactService
+    feed: Feed
 
 
 async def get_context(request: Request) -> ApiContext:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from tocsin.channels import apns, apprise, email, fcm, sms, webpush
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
+from tocsin.channels.inapp import Announce, InappSender
 from tocsin.channels.log import LogSender
 from tocsin.channels.null import NullSender
 from tocsin.channels.webhook import WebhookSender
@@ -37,7 +38,6 @@ logger = logging.getLogger(__name__)
 CONTACT_MODULES = (apns, fcm, webpush, email, sms, apprise)
 
 _ENABLED_BY: dict[Channel, str] = {module.KIND: module.ENABLED_BY for module in CONTACT_MODULES}
-_ENABLED_BY[Channel.INAPP] = "the in-app feed (not available in this version)"
 
 
 def enabled_by(channel: Channel) -> str:
@@ -66,10 +66,14 @@ class Channels:
             await sender.close()
 
 
-def build_channels(settings: Settings, clock: Clock, *, null: bool = False) -> Channels:
+def build_channels(
+    settings: Settings, clock: Clock, *, null: bool = False, announce: Announce | None = None
+) -> Channels:
     """The channels this deployment can use. With `null`, every channel only counts (for
     benchmarks of the engine without a peer). A channel whose settings are there only in part
-    raises ValueError naming what is missing: better not to start than to fail every ring."""
+    raises ValueError naming what is missing: better not to start than to fail every ring.
+    `announce` (the store's `announce_feed`) is how in-app rings reach the API processes;
+    the in-app channel is always there, but sends only with it."""
     if null:
         return Channels(dict.fromkeys(Channel, NullSender()), null=True)
     senders: dict[Channel, DestinationSender] = {
@@ -79,6 +83,7 @@ def build_channels(settings: Settings, clock: Clock, *, null: bool = False) -> C
             max_connections=settings.delivery_concurrency,
             allow_private=settings.allow_private_urls,
         ),
+        Channel.INAPP: InappSender(announce),
     }
     for module in CONTACT_MODULES:
         sender = module.build(settings, clock)

@@ -18,7 +18,10 @@ class DeliveryResult:
     `provider_id` is the peer's id for the message when it gives one. `gone` (with
     `Outcome.FAILED`) says the provider called the destination itself gone for good (APNs
     410 / `Unregistered`, FCM `UNREGISTERED`, Web Push 404/410): delivery disables that
-    contact, with `error` as the reason, and the next ring skips it.
+    contact, with `error` as the reason, and the next ring skips it. `held` (with
+    `Outcome.RETRY`) says the destination took the ring in and keeps it until the firing's
+    deadline, and whoever hands it on settles the firing (the in-app feed: a connected page
+    marks it `sent`): the firing waits `queued` until its deadline, then expires.
     """
 
     outcome: Outcome
@@ -26,6 +29,7 @@ class DeliveryResult:
     retry_after: float | None = None
     provider_id: str | None = None
     gone: bool = False
+    held: bool = False
 
     @classmethod
     def sent(cls, provider_id: str | None = None) -> DeliveryResult:
@@ -40,6 +44,11 @@ class DeliveryResult:
     @classmethod
     def failed(cls, error: str) -> DeliveryResult:
         return cls(outcome=Outcome.FAILED, error=error)
+
+    @classmethod
+    def held_until_deadline(cls, note: str) -> DeliveryResult:
+        """Taken in by a destination that settles the firing itself before its deadline."""
+        return cls(outcome=Outcome.RETRY, error=note, held=True)
 
     @classmethod
     def destination_gone(cls, error: str) -> DeliveryResult:

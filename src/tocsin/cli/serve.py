@@ -178,7 +178,10 @@ async def serve_api(
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
         services = [make(store, settings, clock) for make in factories]
-        await run_services(_Server(config, sockets), services)
+        # Feed connections never end by themselves: ended at the stop signal, their pages
+        # reconnect (to another process) and the server drains in time.
+        feed = app.state.tocsin.feed
+        await run_services(_Server(config, sockets), services, on_stop=feed.close)
     finally:
         await store.close()
 
@@ -285,13 +288,19 @@ async def check_auth(store: Store, host: str) -> None:
     )
 
 
-async def run_services(server: uvicorn.Server, services: Sequence[Service]) -> None:
-    """Start `services`, serve until told to stop (SIGINT/SIGTERM), then stop the services
-    in reverse order — each one that started, even when another failed."""
+async def run_services(
+    server: uvicorn.Server,
+    services: Sequence[Service],
+    *,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """Start `services`, serve until told to stop (SIGINT/SIGTERM; `on_stop` is called
+    then), then stop the services in reverse order — each one that started, even when
+    another failed."""
     started: list[Service] = []
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, _stopper(server))
+        loop.add_signal_handler(sig, _stopper(server, on_stop))
     try:
         for service in services:
             await service.start()
@@ -304,8 +313,10 @@ async def run_services(server: uvicorn.Server, services: Sequence[Service]) -> N
             await service.stop()
 
 
-def _stopper(server: uvicorn.Server) -> Callable[[], None]:
+def _stopper(server: uvicorn.Server, on_stop: Callable[[], None] | None) -> Callable[[], None]:
     def stop() -> None:
+        if on_stop is not None:
+            on_stop()
         if server.should_exit:
             server.force_exit = True  # a second signal: stop waiting for open requests
         server.should_exit = True

@@ -84,7 +84,9 @@ async def _work(settings: Settings, args: argparse.Namespace) -> None:
     store = await open_ready_store(settings, migrate=args.migrate, wait=True)
     try:
         clock = DatabaseClock()  # rings by the database's clock, which judges the leases
-        channels = build_channels(settings, clock, null=args.null_channels)
+        channels = build_channels(
+            settings, clock, null=args.null_channels, announce=store.announce_feed
+        )
         worker_id = args.worker_id or new_worker_id()
         engine = Engine(store, settings, clock, worker_id=worker_id, channels=channels)
         stop = asyncio.Event()

@@ -1,6 +1,8 @@
 """Where a firing goes: its destinations, worked out by delivery so that a channel only sends.
 
 - `log`: the log itself, one destination.
+- `inapp`: the owner's feed, one destination: whichever pages are open (the owner needs no
+  contact; an API process holding a connection settles the firing).
 - `webhook`: the endpoint of the reminder's app (`tocsin keys create --webhook-url`), else the
   deployment-wide `TOCSIN_WEBHOOK_URL`, and the owner's own webhook contacts.
 - every other channel: the owner's enabled contacts of that kind (a phone and a tablet).
@@ -24,6 +26,7 @@ from tocsin.store.base import Store
 APP_CACHE_SECONDS = 30.0
 LOG = Destination(id="log", kind=Channel.LOG, address={})
 NULL = Destination(id="null", kind=Channel.LOG, address={})
+FEED = Destination(id="feed", kind=Channel.INAPP, address={})
 APP_PREFIX = "app:"
 DEFAULT = "default"  # the deployment-wide webhook endpoint
 
@@ -67,6 +70,8 @@ class Destinations:
             return [NULL]
         if firing.channel is Channel.LOG:
             return [LOG]
+        if firing.channel is Channel.INAPP:
+            return [FEED]
         found: list[Destination] = []
         why = f"no-destination: {firing.owner} has no {firing.channel} contact to ring"
         if firing.channel is Channel.WEBHOOK:
@@ -93,7 +98,7 @@ class Destinations:
             name = destination.id.removeprefix(APP_PREFIX)
             await self._store.disable_webhook(name)
             self._apps.pop(name, None)
-        elif destination.id not in (DEFAULT, LOG.id, NULL.id):
+        elif destination.id not in (DEFAULT, LOG.id, NULL.id, FEED.id):
             await self._store.disable_contact(destination.id, reason=reason, now=now)
 
     async def _endpoint(self, source: str | None, why: str) -> tuple[Destination | None, str]:

@@ -94,7 +94,7 @@ class Isolation:
     def record(self, key: str, result: DeliveryResult) -> None:
         """Count an answer: retryable failures open the breaker, anything else closes it."""
         breaker = self._breakers.get(key)
-        if result.outcome is not Outcome.RETRY:
+        if result.outcome is not Outcome.RETRY or result.held:  # held: taken in, no failure
             if breaker is not None:
                 del self._breakers[key]
             return

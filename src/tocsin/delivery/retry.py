@@ -91,6 +91,10 @@ class RetryPolicy:
             return SENT
         if result.outcome is Outcome.FAILED:
             return Decision(state=FiringState.FAILED, error=result.error)
+        if result.held:
+            # Settled by the destination (a page that received it) or expired by pickup at
+            # the deadline: no retry of ours could do more.
+            return Decision(state=FiringState.QUEUED, next_attempt_at=deadline, error=result.error)
         if attempt >= self.max_attempts:
             error = f"gave up after {attempt} attempts (the most allowed): {result.error}"
             return Decision(state=FiringState.FAILED, error=error)

@@ -208,5 +208,5 @@ def make_engine(store: Store, settings: Settings, clock: Clock) -> Engine:
     beside the API. A real clock is kept in step with the database's (`DatabaseClock`)."""
     if isinstance(clock, SystemClock):
         clock = DatabaseClock()
-    channels = build_channels(settings, clock)
+    channels = build_channels(settings, clock, announce=store.announce_feed)
     return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)

@@ -36,6 +36,10 @@ from tocsin.domain import (
 DueListener = Callable[[int, datetime], None]
 """Called with (shard, due_at) when a reminder became due soon; see `Store.listen_due`."""
 
+FeedListener = Callable[[str, str], None]
+"""Called with (owner, firing id) when an in-app ring waits for the owner's feed; see
+`Store.listen_feed`."""
+
 WAKE_HORIZON = timedelta(minutes=2)
 """A write wakes `listen_due` listeners only for a pending reminder due this soon after its
 `updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
@@ -318,3 +322,44 @@ class Store(ABC):
         second; a batch announces each distinct (shard, second) once. Wake-ups may be missed
         while a connection is re-made and may repeat: they are hints, the sweep is the
         guarantee. Return a function that stops listening. Listeners must not block."""
+
+    # -- the in-app feed -------------------------------------------------------------------
+
+    @abstractmethod
+    async def announce_feed(self, rings: Sequence[tuple[str, str]]) -> None:
+        """Tell `listen_feed` listeners that these (owner, firing id) in-app rings wait for
+        the owner's feed — in this process, and on PostgreSQL in every process (one NOTIFY
+        `tocsin_feed` each, in one statement). Hints, like `listen_due`: a missed one stays
+        `queued` and is read by `feed_firings` when a page (re)connects."""
+
+    @abstractmethod
+    async def listen_feed(
+        self, listener: FeedListener, *, on_gap: Callable[[], None]
+    ) -> Callable[[], None]:
+        """Call `listener(owner, firing_id)` for every `announce_feed` ring, and `on_gap()`
+        after announcements may have been missed (the LISTEN connection was made again), so
+        the listener re-reads what its pages wait for. Return a function that stops
+        listening. Listeners must not block."""
+
+    @abstractmethod
+    async def feed_firings(
+        self, owner: str, *, now: datetime, after: str | None = None, limit: int = 500
+    ) -> list[Firing]:
+        """The owner's `inapp` firings still fresh (`deadline > now`) that wait for a page
+        (`queued` or `sending`) and, with `after` (the id of one of the owner's firings, a
+        page's last event), those `sent` already that come after it in (`due_at`, `id`)
+        order — ordered so, at most `limit`, without history. One index range scan of the
+        owner's in-app firings by deadline (`firings_feed`)."""
+
+    @abstractmethod
+    async def feed_rings(self, firing_ids: Sequence[str], *, now: datetime) -> list[Firing]:
+        """Those of these firings that are `inapp`, still fresh (`deadline > now`) and not
+        `failed` or `expired`: what an announcement may put on a page (by primary key)."""
+
+    @abstractmethod
+    async def mark_feed_sent(self, firing_ids: Sequence[str], *, at: datetime) -> int:
+        """A page received these in-app firings: each one still fresh at `at` and not final
+        (`queued`, or `sending` whoever holds it) becomes `sent` at `at` with one more
+        attempt (outcome `sent`, destination `feed`). A final one (sent to another page,
+        expired) is left as it is; a worker's later result for one sent here no longer
+        applies (it is not `sending` any more). Return how many changed."""

@@ -13,6 +13,7 @@ from tocsin.store.base import WAKE_HORIZON
 DUE_CHANNEL = "tocsin_due"
 LEASES_CHANNEL = "tocsin_leases"  # payload: the worker that joined or let parts go
 """The PostgreSQL NOTIFY channel for wake-ups; the payload is `shard:epoch_seconds`."""
+FEED_CHANNEL = "tocsin_feed"  # payload: `<owner> <firing id>` (see `feed_payload`)
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -97,3 +98,16 @@ def parse_wake_payload(payload: str) -> tuple[int, datetime]:
     """The (shard, due_at) of a NOTIFY payload; ValueError when it is not one of ours."""
     shard, _, second = payload.partition(":")
     return int(shard), datetime.fromtimestamp(int(second), UTC)
+
+
+def feed_payload(owner: str, firing_id: str) -> str:
+    """An in-app ring's NOTIFY payload. Neither an owner nor a firing id has a space."""
+    return f"{owner} {firing_id}"
+
+
+def parse_feed_payload(payload: str) -> tuple[str, str]:
+    """The (owner, firing id) of a feed payload; ValueError when it is not one of ours."""
+    owner, space, firing_id = payload.partition(" ")
+    if not space or not owner or not firing_id:
+        raise ValueError(payload)
+    return owner, firing_id

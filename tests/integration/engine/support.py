@@ -103,7 +103,7 @@ async def running(
         config,
         clock,
         worker_id=worker_id,
-        channels=channels or build_channels(config, clock),
+        channels=channels or build_channels(config, clock, announce=store.announce_feed),
         tuning=tuning,
         **kwargs,
     )

@@ -573,3 +573,47 @@ UPDATE leases SET watermark = $3
 WHERE part = $2 AND holder = $1 AND (watermark IS NULL OR watermark < $3)
 RETURNING part
 """
+
+# -- the in-app feed ------------------------------------------------------------------------------
+
+# One NOTIFY per announced ring ($1: payloads `<owner> <firing id>`), in one statement.
+ANNOUNCE_FEED = "SELECT pg_notify('tocsin_feed', payload) FROM unnest($1::text[]) AS payload"
+
+# The owner's in-app firings still fresh that wait for a page, and those sent after the
+# page's last event ($3, none when NULL or not the owner's): a range scan of firings_feed
+# over (owner, deadline > now), the few rows found filtered and sorted.
+FEED_FIRINGS = """
+SELECT * FROM firings
+WHERE owner = $1 AND channel = 'inapp' AND deadline > $2
+  AND (state IN ('queued', 'sending')
+       OR (state = 'sent'
+           AND (due_at, id) > (SELECT due_at, id FROM firings WHERE id = $3 AND owner = $1)))
+ORDER BY due_at, id
+LIMIT $4
+"""
+
+# Announced firings that may still go on a page (by primary key).
+FEED_RINGS = """
+SELECT * FROM firings
+WHERE id = ANY($1::text[]) AND channel = 'inapp' AND deadline > $2
+  AND state IN ('queued', 'sending', 'sent')
+"""
+
+# A page received these: each one still fresh and not final becomes `sent` with one more
+# attempt (whoever held it: a worker's later result no longer applies). Two pages marking
+# one firing at once: the second finds it `sent` and changes nothing.
+MARK_FEED_SENT = """
+WITH sent AS (
+    UPDATE firings
+    SET state = 'sent', sent_at = $2, attempts = attempts + 1, sender = NULL,
+        lease_until = NULL, next_attempt_at = NULL, last_error = NULL
+    WHERE id = ANY($1::text[]) AND channel = 'inapp' AND state IN ('queued', 'sending')
+      AND deadline > $2
+    RETURNING id, attempts
+), recorded AS (
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, destination)
+    SELECT id, attempts, $2, 'inapp', 'sent', 'feed' FROM sent
+    ON CONFLICT (firing_id, number) DO NOTHING
+)
+SELECT count(*) FROM sent
+"""

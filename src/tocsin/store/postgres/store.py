@@ -38,7 +38,7 @@ from tocsin.errors import (
 from tocsin.ids import SHARDS
 from tocsin.keyring import Keyring
 from tocsin.store import codec
-from tocsin.store.base import DueListener, Resealed, Store
+from tocsin.store.base import DueListener, FeedListener, Resealed, Store
 from tocsin.store.migrations import migrations_for
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
@@ -537,6 +537,36 @@ class PostgresStore(Store):
     async def listen_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
         with boundary():
             return await self._wakeups.add_leases(listener)
+
+    # -- the in-app feed ---------------------------------------------------------------------
+
+    async def announce_feed(self, rings: Sequence[tuple[str, str]]) -> None:
+        if rings:
+            await self._fetch(q.ANNOUNCE_FEED, [codec.feed_payload(*ring) for ring in rings])
+
+    async def listen_feed(
+        self, listener: FeedListener, *, on_gap: Callable[[], None]
+    ) -> Callable[[], None]:
+        with boundary():
+            return await self._wakeups.add_feed(listener, on_gap)
+
+    async def feed_firings(
+        self, owner: str, *, now: datetime, after: str | None = None, limit: int = 500
+    ) -> list[Firing]:
+        rows = await self._fetch(q.FEED_FIRINGS, owner, now, after, limit)
+        return [firing_from(row, (), _as_is) for row in rows]
+
+    async def feed_rings(self, firing_ids: Sequence[str], *, now: datetime) -> list[Firing]:
+        if not firing_ids:
+            return []
+        rows = await self._fetch(q.FEED_RINGS, list(firing_ids), now)
+        return [firing_from(row, (), _as_is) for row in rows]
+
+    async def mark_feed_sent(self, firing_ids: Sequence[str], *, at: datetime) -> int:
+        if not firing_ids:
+            return 0
+        row = await self._fetchrow(q.MARK_FEED_SENT, list(firing_ids), at)
+        return 0 if row is None else int(row[0])
 
 
 # -- transactions -------------------------------------------------------------------------------

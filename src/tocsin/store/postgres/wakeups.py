@@ -1,9 +1,12 @@
 """Wake-ups across processes: one dedicated connection LISTENing on `tocsin_due` (a reminder
-became due soon) and `tocsin_leases` (a worker joined or let parts go).
+became due soon), `tocsin_leases` (a worker joined or let parts go) and `tocsin_feed` (an
+in-app ring waits for its owner's pages) — each channel only once this process listens to
+it, so an API process hears the feed alone and a worker no feed.
 
 The connection is made when the first listener subscribes, pinged every few seconds, and made
 again (with growing pauses) whenever it is lost, e.g. when the database restarts. Wake-ups
-sent while it was down are missed: the scheduler's periodic sweep catches those reminders.
+sent while it was down are missed: the scheduler's periodic sweep catches those reminders,
+and feed listeners are told (`on_gap`) to re-read what their pages wait for.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import TypeVar
 import asyncpg
 
 from tocsin.store import codec
-from tocsin.store.base import DueListener
+from tocsin.store.base import DueListener, FeedListener
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +29,7 @@ _RETRY_FIRST = 0.1
 _RETRY_MAX = 5.0
 
 T = TypeVar("T")
+_LOST = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
@@ -37,6 +41,13 @@ class Wakeups:
         self._connect = connect
         self._listeners: list[DueListener] = []
         self._lease_listeners: list[Callable[[], None]] = []
+        self._feed_listeners: list[tuple[FeedListener, Callable[[], None]]] = []
+        self._handlers = {
+            codec.DUE_CHANNEL: self._on_notify,
+            codec.LEASES_CHANNEL: self._on_leases,
+            codec.FEED_CHANNEL: self._on_feed,
+        }
+        self._wanted: set[str] = set()  # the channels LISTENed to
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
         self._starting = asyncio.Lock()
@@ -44,17 +55,30 @@ class Wakeups:
     async def add(self, listener: DueListener) -> Callable[[], None]:
         """Subscribe `listener` to due wake-ups; the first subscription waits until LISTEN
         is active."""
-        return await self._subscribe(self._listeners, listener)
+        return await self._subscribe(codec.DUE_CHANNEL, self._listeners, listener)
 
     async def add_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Subscribe `listener` to lease changes."""
-        return await self._subscribe(self._lease_listeners, listener)
+        return await self._subscribe(codec.LEASES_CHANNEL, self._lease_listeners, listener)
 
-    async def _subscribe(self, listeners: list[T], listener: T) -> Callable[[], None]:
+    async def add_feed(
+        self, listener: FeedListener, on_gap: Callable[[], None]
+    ) -> Callable[[], None]:
+        """Subscribe `listener` to in-app rings; `on_gap` is called after a reconnection."""
+        return await self._subscribe(codec.FEED_CHANNEL, self._feed_listeners, (listener, on_gap))
+
+    async def _subscribe(self, channel: str, listeners: list[T], listener: T) -> Callable[[], None]:
         async with self._starting:
+            new = channel not in self._wanted
+            self._wanted.add(channel)
             if self._task is None:
                 connection = await self._listen()  # fails loudly when the database is down
                 self._task = asyncio.create_task(self._supervise(connection), name="tocsin-listen")
+            elif new and self._connection is not None:
+                # A lost connection is the supervisor's: it LISTENs to every wanted channel
+                # when it makes the connection again.
+                with contextlib.suppress(*_LOST):
+                    await self._connection.add_listener(channel, self._handlers[channel])
         listeners.append(listener)
 
         def stop() -> None:
@@ -66,6 +90,7 @@ class Wakeups:
     async def close(self) -> None:
         self._listeners.clear()
         self._lease_listeners.clear()
+        self._feed_listeners.clear()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -76,8 +101,8 @@ class Wakeups:
     async def _listen(self) -> asyncpg.Connection:
         connection = await self._connect()
         try:
-            await connection.add_listener(codec.DUE_CHANNEL, self._on_notify)
-            await connection.add_listener(codec.LEASES_CHANNEL, self._on_leases)
+            for channel in sorted(self._wanted):
+                await connection.add_listener(channel, self._handlers[channel])
         except BaseException:
             connection.terminate()
             raise
@@ -91,6 +116,8 @@ class Wakeups:
             log.warning("lost the LISTEN connection for due wake-ups; reconnecting")
             connection = await self._reconnect()
             log.info("LISTEN connection for due wake-ups is back")
+            for _, on_gap in list(self._feed_listeners):
+                on_gap()
 
     async def _watch(self, connection: asyncpg.Connection) -> None:
         """Return once the connection is lost (closed by the server or not answering)."""
@@ -141,3 +168,17 @@ class Wakeups:
                 listener(shard, due_at)
             except Exception:
                 log.exception("a due listener failed", extra={"shard": shard})
+
+    def _on_feed(
+        self, _connection: asyncpg.Connection, _pid: int, _channel: str, payload: str
+    ) -> None:
+        try:
+            owner, firing_id = codec.parse_feed_payload(payload)
+        except ValueError:
+            log.warning("ignored a malformed feed announcement", extra={"payload": payload})
+            return
+        for listener, _ in list(self._feed_listeners):
+            try:
+                listener(owner, firing_id)
+            except Exception:
+                log.exception("a feed listener failed", extra={"owner": owner})

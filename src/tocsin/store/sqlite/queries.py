@@ -476,3 +476,44 @@ ADVANCE_WATERMARK = """
 UPDATE leases SET watermark = :bucket
 WHERE part = :part AND holder = :worker AND (watermark IS NULL OR watermark < :bucket)
 """
+
+# -- the in-app feed ------------------------------------------------------------------------------
+
+# The owner's in-app firings still fresh that wait for a page, and those sent after the
+# page's last event (:after, none when NULL or not the owner's): a range scan of firings_feed
+# over (owner, deadline > now), the few rows found filtered and sorted.
+FEED_FIRINGS = """
+SELECT * FROM firings
+WHERE owner = :owner AND channel = 'inapp' AND deadline > :now
+  AND (state IN ('queued', 'sending')
+       OR (state = 'sent'
+           AND (due_at, id) > (SELECT due_at, id FROM firings
+                               WHERE id = :after AND owner = :owner)))
+ORDER BY due_at, id
+LIMIT :limit
+"""
+
+# Announced firings that may still go on a page (:ids is a JSON array).
+FEED_RINGS = """
+SELECT * FROM firings
+WHERE id IN (SELECT value FROM json_each(:ids)) AND channel = 'inapp' AND deadline > :now
+  AND state IN ('queued', 'sending', 'sent')
+"""
+
+# A page received these: each one still fresh and not final becomes `sent` with one more
+# attempt (whoever held it: a worker's later result no longer applies). Answers the attempt
+# number each took, for RECORD_FEED_ATTEMPT.
+MARK_FEED_SENT = """
+UPDATE firings
+SET state = 'sent', sent_at = :at, attempts = attempts + 1, sender = NULL,
+    lease_until = NULL, next_attempt_at = NULL, last_error = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND channel = 'inapp'
+  AND state IN ('queued', 'sending') AND deadline > :at
+RETURNING id, attempts
+"""
+
+RECORD_FEED_ATTEMPT = """
+INSERT INTO attempts (firing_id, number, at, channel, outcome, destination)
+VALUES (?, ?, ?, 'inapp', 'sent', 'feed')
+ON CONFLICT (firing_id, number) DO NOTHING
+"""

@@ -31,7 +31,7 @@ from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
-from tocsin.store.base import DueListener, Resealed, Store
+from tocsin.store.base import DueListener, FeedListener, Resealed, Store
 from tocsin.store.migrations import migrations_for, sqlite_statements
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
@@ -85,6 +85,7 @@ class SqliteStore(Store):
         self._keyring = keyring
         self._listeners: list[DueListener] = []
         self._lease_listeners: list[Callable[[], None]] = []
+        self._feed_listeners: list[FeedListener] = []
 
     @classmethod
     async def connect(cls, url: str, *, keyring: Keyring) -> SqliteStore:
@@ -112,6 +113,7 @@ class SqliteStore(Store):
     async def close(self) -> None:
         self._listeners.clear()
         self._lease_listeners.clear()
+        self._feed_listeners.clear()
         await self._db.close()
 
     # -- reminders -----------------------------------------------------------------------------
@@ -519,6 +521,60 @@ class SqliteStore(Store):
                 self._lease_listeners.remove(listener)
 
         return stop
+
+    # -- the in-app feed ---------------------------------------------------------------------
+
+    async def announce_feed(self, rings: Sequence[tuple[str, str]]) -> None:
+        # One process holds the file's API and engine (`tocsin serve`): its listeners are
+        # every page there is. Nothing is missed in-process, so `on_gap` is never called.
+        for owner, ring in rings:
+            for listener in list(self._feed_listeners):
+                try:
+                    listener(owner, ring)
+                except Exception:
+                    log.exception("a feed listener failed", extra={"owner": owner})
+
+    async def listen_feed(
+        self, listener: FeedListener, *, on_gap: Callable[[], None]
+    ) -> Callable[[], None]:
+        self._feed_listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._feed_listeners:
+                self._feed_listeners.remove(listener)
+
+        return stop
+
+    async def feed_firings(
+        self, owner: str, *, now: datetime, after: str | None = None, limit: int = 500
+    ) -> list[Firing]:
+        params = {"owner": owner, "now": _us(now), "after": after, "limit": limit}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.FEED_FIRINGS, params).fetchall()
+        )
+        return [firing_from(row, (), _utc) for row in rows]
+
+    async def feed_rings(self, firing_ids: Sequence[str], *, now: datetime) -> list[Firing]:
+        if not firing_ids:
+            return []
+        params = {"ids": orjson.dumps(list(firing_ids)).decode(), "now": _us(now)}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.FEED_RINGS, params).fetchall()
+        )
+        return [firing_from(row, (), _utc) for row in rows]
+
+    async def mark_feed_sent(self, firing_ids: Sequence[str], *, at: datetime) -> int:
+        if not firing_ids:
+            return 0
+        at_us = _us(at)
+        params = {"ids": orjson.dumps(list(firing_ids)).decode(), "at": at_us}
+
+        def work(connection: sqlite3.Connection) -> int:
+            sent = connection.execute(q.MARK_FEED_SENT, params).fetchall()
+            connection.executemany(q.RECORD_FEED_ATTEMPT, [(row[0], row[1], at_us) for row in sent])
+            return len(sent)
+
+        return await self._db.write(work)
 
     def _leases_changed(self) -> None:
         for listener in list(self._lease_listeners):

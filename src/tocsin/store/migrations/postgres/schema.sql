@@ -134,6 +134,7 @@ CREATE TABLE workers (
 );
 
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
+CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX reminders_due ON public.reminders USING btree (bucket, due_at, id, shard) WHERE (status = 'pending'::text);

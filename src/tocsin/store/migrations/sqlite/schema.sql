@@ -121,6 +121,8 @@ CREATE TABLE workers (
 
 CREATE INDEX contacts_owner_kind ON contacts (owner, kind, id);
 
+CREATE INDEX firings_feed ON firings (owner, deadline) WHERE channel = 'inapp';
+
 CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';

@@ -1,0 +1,71 @@
+"""`GET /v1/owners/{owner}/feed`: the in-app channel, as server-sent events."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path
+from starlette.responses import Response
+
+from tocsin.api.context import Caller, Context
+from tocsin.api.feed import events
+from tocsin.api.models import OWNER_PATTERN, ProblemOut
+from tocsin.api.problems import Problem
+from tocsin.api.sse import MEDIA_TYPE, EventStream
+
+# Errors are problem+json, not the route's event stream: the schema is named here rather
+# than through `model`, which FastAPI would put under `text/event-stream`.
+_PROBLEM: dict[str, Any] = {
+    "content": {
+        "application/problem+json": {
+            "schema": {"$ref": f"#/components/schemas/{ProblemOut.__name__}"}
+        }
+    }
+}
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events, one per ring: `id` is the firing's delivery "
+        "identity, `data` its JSON (`id`, `reminder_id`, `owner`, `text`, `due`, "
+        "`deadline`, `metadata`); a comment line when idle (heartbeat).",
+        "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+    },
+    **{
+        code: {**_PROBLEM, "description": text}
+        for code, text in {
+            401: "Missing or bad API key or owner token",
+            404: "No such owner (for this token)",
+            503: "Database unavailable (see Retry-After)",
+        }.items()
+    },
+}
+
+router = APIRouter(prefix="/v1/owners/{owner}/feed", tags=["feed"])
+
+Owner = Annotated[str, Path(pattern=OWNER_PATTERN)]
+
+
+@router.get(
+    "",
+    status_code=200,
+    response_class=EventStream,
+    responses=_RESPONSES,
+    operation_id="ownerFeed",
+    summary="The owner's rings as they happen (server-sent events)",
+)
+async def feed(
+    owner: Owner,
+    context: Context,
+    caller: Caller,
+    last_event_id: Annotated[str | None, Header(max_length=200)] = None,
+) -> Response:
+    if not caller.may_see(owner):
+        raise Problem(404, "not-found", f"no owner {owner} for this token")
+    hub = context.feed
+    subscription = await hub.open(owner, caller.tenant)
+    try:  # read before answering, so that a database away is a 503, not a broken stream
+        waiting = await hub.waiting(subscription, after=last_event_id)
+    except BaseException:
+        hub.leave(subscription)
+        raise
+    stream = events(hub, subscription, waiting)
+    return EventStream(stream, on_disconnect=subscription.close)

@@ -1,0 +1,195 @@
+"""The in-app channel end to end: an SSE client reading `GET /v1/owners/{owner}/feed` of a real
+`tocsin serve` (SQLite) and of `tocsin api` processes beside a `tocsin worker` (PostgreSQL),
+reminders made through the API, the firings' history read back over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.workers import workers
+from tests.support.processes import clean_env, running, tocsin
+from tests.support.sse import feed
+
+pytestmark = pytest.mark.slow
+
+FAST = {"TOCSIN_FEED_HEARTBEAT_SECONDS": "1"}
+
+
+@dataclass
+class Deployment:
+    """A running server, an app key and owner tokens for `ana` and `bob`."""
+
+    client: httpx.AsyncClient
+    key: str
+    tokens: dict[str, str]
+
+    async def remind(self, text: str, at: datetime, freshness: str = "10m") -> dict[str, Any]:
+        body = {
+            "owner": "ana",
+            "text": text,
+            "zone": "Europe/Paris",
+            "channel": "inapp",
+            "at": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "freshness": freshness,
+            "metadata": {"page": "kitchen"},
+        }
+        made = await self.client.post("/v1/reminders", json=body, headers=self._auth)
+        assert made.status_code == 201, made.text
+        assert "warnings" not in made.json()  # the feed needs no contact
+        created: dict[str, Any] = made.json()
+        return created
+
+    async def firing(self, reminder_id: str) -> dict[str, Any]:
+        answer = await self.client.get(f"/v1/reminders/{reminder_id}/firings", headers=self._auth)
+        found: list[dict[str, Any]] = answer.json()["firings"]
+        assert len(found) <= 1
+        return found[0] if found else {}
+
+    async def state(self, reminder_id: str, wanted: str, within: float) -> dict[str, Any]:
+        give_up = time.monotonic() + within
+        while time.monotonic() < give_up:
+            firing = await self.firing(reminder_id)
+            if firing.get("state") == wanted:
+                return firing
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{reminder_id}: not {wanted} after {within} s: {firing}")
+
+    @property
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+def keys(*db: str, env: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+    created = tocsin("keys", "create", "--app", "phone", *db, env=env)
+    assert created.returncode == 0, created.stderr
+    key = next(line for line in created.stdout.splitlines() if line.startswith("tk_"))
+    tokens = {
+        owner: tocsin("keys", "owner-token", owner, "--ttl", "1h", *db, env=env).stdout.strip()
+        for owner in ("ana", "bob")
+    }
+    return key, tokens
+
+
+@asynccontextmanager
+async def deployment(base: str, key: str, tokens: dict[str, str]) -> AsyncIterator[Deployment]:
+    async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        yield Deployment(client=client, key=key, tokens=tokens)
+
+
+@contextmanager
+def serving(folder: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
+    db = str(folder / "tocsin.db")
+    key, tokens = keys("--db", db)
+    env = clean_env(**FAST)
+    with running("serve", "--db", db, env=env, log=folder / "serve.log") as (base, _):
+        yield base, key, tokens
+
+
+def soon(seconds: int) -> datetime:
+    return datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=seconds + 1)
+
+
+async def rings_on_time_and_is_sent(ring: Deployment) -> None:
+    """A connected page gets the ring at its second, its identity as the SSE id; the firing
+    is then `sent`, its attempt on the feed. Idle, the page gets heartbeats."""
+    async with feed(ring.client, "ana", token=ring.tokens["ana"]) as page:
+        due = soon(2)
+        made = await ring.remind("Call mom", due)
+        event = await page.next_event(within=10)
+        received = datetime.now(UTC)
+        assert page.retry == 3000
+        firing = await ring.state(made["id"], "sent", within=5)
+        assert event.id == firing["id"]
+        assert event.json() == {
+            "id": firing["id"],
+            "reminder_id": made["id"],
+            "owner": "ana",
+            "text": "Call mom",
+            "due": due.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "deadline": (due + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "metadata": {"page": "kitchen"},
+        }
+        assert timedelta(0) <= received - due < timedelta(seconds=1.5)
+        assert firing["history"][-1]["outcome"] == "sent"
+        assert firing["history"][-1]["destination"] == "feed"
+        assert await page.next_comment(within=3) == "keep-alive"
+
+
+async def resumes_after_a_reconnect(ring: Deployment) -> None:
+    """Events sent after `Last-Event-ID` come again on reconnect, with a ring missed while
+    disconnected; a ring while no page is open is sent when one connects, within its
+    freshness, and expires after it (recorded, never sent)."""
+    async with feed(ring.client, "ana", token=ring.tokens["ana"]) as page:
+        first = await ring.remind("one", soon(1))
+        second = await ring.remind("two", soon(2))
+        one = await page.next_event(within=10)
+        two = await page.next_event(within=10)
+        assert [one.json()["reminder_id"], two.json()["reminder_id"]] == [first["id"], second["id"]]
+    third = await ring.remind("three", soon(1))
+    stale = await ring.remind("stale", soon(1), freshness="30s")
+    queued = await ring.state(third["id"], "queued", within=10)
+    await ring.state(stale["id"], "queued", within=10)
+
+    async with feed(ring.client, "ana", token=ring.tokens["ana"], last_event_id=one.id) as page:
+        again = [await page.next_event(within=5) for _ in range(3)]
+        assert [e.id for e in again] == [two.id, queued["id"], again[2].id]
+        assert again[2].json()["reminder_id"] == stale["id"]
+    await ring.state(third["id"], "sent", within=5)
+
+    late = await ring.remind("late", soon(1), freshness="30s")
+    await ring.state(late["id"], "queued", within=10)
+    expired = await ring.state(late["id"], "expired", within=40)
+    assert "deadline passed" in expired["last_error"]
+    async with feed(ring.client, "ana", token=ring.tokens["ana"]) as page:
+        await page.next_comment(within=3)
+        assert page.events == []
+
+
+async def keeps_owners_apart(ring: Deployment) -> None:
+    async with feed(ring.client, "ana", token=ring.tokens["bob"]) as other:
+        assert other.response.status_code == 404
+    async with feed(ring.client, "ana") as nobody:
+        assert nobody.response.status_code == 401
+    async with feed(ring.client, "ana", token=ring.key) as app:
+        assert app.response.status_code == 200
+        assert app.response.headers["content-type"].startswith("text/event-stream")
+
+
+@pytest.mark.timeout(120)
+async def test_the_feed_of_tocsin_serve(tmp_path: Path) -> None:
+    with serving(tmp_path) as (base, key, tokens):
+        async with deployment(base, key, tokens) as ring:
+            await keeps_owners_apart(ring)
+            await rings_on_time_and_is_sent(ring)
+            await resumes_after_a_reconnect(ring)
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(150)
+async def test_the_feed_of_api_processes_beside_a_worker(
+    pg_migrated_url: str, tmp_path: Path
+) -> None:
+    """Two API processes on one port (a page reaches either) and a worker apart: the ring
+    reaches the process that holds the page through NOTIFY tocsin_feed."""
+    db = ("--db", pg_migrated_url)
+    key, tokens = keys(*db)
+    env = clean_env(**FAST)
+    with (
+        workers(tmp_path) as started,
+        running("api", *db, "--workers", "2", env=env, log=tmp_path / "api.log") as (base, _),
+    ):
+        started.start(pg_migrated_url, "w1")
+        async with deployment(base, key, tokens) as ring:
+            await keeps_owners_apart(ring)
+            await rings_on_time_and_is_sent(ring)
+            await resumes_after_a_reconnect(ring)

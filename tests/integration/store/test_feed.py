@@ -1,0 +1,134 @@
+"""The in-app feed's side of the store: announcements, what waits for a page, and the
+conditional record that a page received a ring — on both backends."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import timedelta
+
+from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder
+from tocsin.store import Store
+
+SECOND = timedelta(seconds=1)
+
+
+def inapp(owner: str = "ana", *, due_in: int = 0, freshness: int = 600) -> Reminder:
+    made = reminder(owner, due_at=NOW + due_in * SECOND, freshness=freshness)
+    return replace(made, channel=Channel.INAPP)
+
+
+async def rung(store: Store, *reminders: Reminder) -> list[Firing]:
+    """Claimed by worker-1 (`sending`), in the order given."""
+    await store.add_reminders(list(reminders))
+    firings = await store.claim(
+        [claim(r) for r in reminders], sender="worker-1", now=NOW, lease=LEASE
+    )
+    by_reminder = {f.reminder_id: f for f in firings}
+    return [by_reminder[r.id] for r in reminders]
+
+
+async def test_a_page_gets_what_waits_for_its_owner_in_due_order(store: Store) -> None:
+    later, sooner, stale = inapp(due_in=2), inapp(due_in=1), inapp(due_in=-60, freshness=30)
+    others = [inapp("bob"), replace(inapp(), channel=Channel.WEBHOOK)]
+    f_later, f_sooner, _, *_ = await rung(store, later, sooner, stale, *others)
+    now = NOW + 5 * SECOND
+
+    waiting = await store.feed_firings("ana", now=now)
+
+    assert [f.id for f in waiting] == [f_sooner.id, f_later.id]
+    assert waiting[0].state is FiringState.SENDING
+    assert waiting[0].history == ()
+
+
+async def test_after_an_event_the_ones_sent_after_it_come_again(store: Store) -> None:
+    one, two, three, four = await rung(store, *(inapp(due_in=n) for n in range(1, 5)))
+    now = NOW + 5 * SECOND
+    assert await store.mark_feed_sent([one.id, two.id, three.id], at=now) == 3
+
+    after_one = await store.feed_firings("ana", now=now, after=one.id)
+    unknown = await store.feed_firings("ana", now=now, after="nothing.1")
+    not_hers = await store.feed_firings("bob", now=now, after=one.id)
+    past = await store.feed_firings("ana", now=NOW + timedelta(hours=1), after=one.id)
+
+    assert [f.id for f in after_one] == [two.id, three.id, four.id]
+    assert [f.id for f in unknown] == [four.id]  # what waits, only
+    assert not_hers == []
+    assert past == []  # nothing past its deadline
+
+
+async def test_marking_sent_is_conditional_and_recorded(store: Store) -> None:
+    fresh, stale = await rung(store, inapp(due_in=1), inapp(due_in=1, freshness=30))
+    at = NOW + 40 * SECOND  # past the stale one's deadline
+
+    first = await store.mark_feed_sent([fresh.id, stale.id], at=at)
+    again = await store.mark_feed_sent([fresh.id], at=at)
+    late = await store.record_attempts(
+        [result(fresh.id, state=FiringState.QUEUED, outcome=Outcome.RETRY)]
+    )
+
+    assert (first, again, late) == (1, 0, 0)
+    [saved] = await store.list_firings(fresh.reminder_id)
+    assert (saved.state, saved.sent_at, saved.attempts, saved.sender) == (
+        FiringState.SENT,
+        at,
+        1,
+        None,
+    )
+    [attempt] = saved.history
+    assert (attempt.outcome, attempt.destination, attempt.channel) == (
+        Outcome.SENT,
+        "feed",
+        Channel.INAPP,
+    )
+    [unsent] = await store.list_firings(stale.reminder_id)
+    assert unsent.state is FiringState.SENDING
+
+
+async def test_a_queued_ring_is_sent_after_the_worker_recorded_it(store: Store) -> None:
+    [firing] = await rung(store, inapp(due_in=1))
+    waiting = result(
+        firing.id,
+        state=FiringState.QUEUED,
+        outcome=Outcome.RETRY,
+        next_attempt_at=firing.deadline,
+    )
+    assert await store.record_attempts([waiting]) == 1
+
+    assert await store.feed_rings([firing.id, "nothing.1"], now=NOW) != []
+    assert await store.mark_feed_sent([firing.id], at=NOW + SECOND) == 1
+    [saved] = await store.list_firings(firing.reminder_id)
+    assert [a.number for a in saved.history] == [1, 2]
+    assert saved.next_attempt_at is None
+
+
+async def test_feed_rings_leaves_out_the_final_and_the_stale(store: Store) -> None:
+    kept, expired = await rung(store, inapp(due_in=1), inapp(due_in=1, freshness=30))
+    other = (await rung(store, replace(inapp(), channel=Channel.WEBHOOK)))[0]
+    gone = result(expired.id, state=FiringState.EXPIRED, outcome=Outcome.RETRY)
+    await store.record_attempts([gone])
+
+    found = await store.feed_rings([kept.id, expired.id, other.id], now=NOW)
+
+    assert [f.id for f in found] == [kept.id]
+    assert await store.feed_rings([kept.id], now=kept.deadline) == []
+
+
+async def test_announcements_reach_the_listeners(store: Store) -> None:
+    heard: list[tuple[str, str]] = []
+    done = asyncio.Event()
+
+    def listener(owner: str, firing_id: str) -> None:
+        heard.append((owner, firing_id))
+        if len(heard) == 2:
+            done.set()
+
+    stop = await store.listen_feed(listener, on_gap=lambda: None)
+    await store.announce_feed([("ana", "r1.100"), ("bob:x@y", "r2.200")])
+    await asyncio.wait_for(done.wait(), 5)
+    stop()
+    await store.announce_feed([("ana", "r3.300")])
+    await asyncio.sleep(0.2)
+
+    assert heard == [("ana", "r1.100"), ("bob:x@y", "r2.200")]
