@@ -7,21 +7,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path
 from starlette.responses import Response
 
+from tocsin.api import openapi
 from tocsin.api.context import Caller, Context
 from tocsin.api.feed import events
-from tocsin.api.models import OWNER_PATTERN, ProblemOut
+from tocsin.api.models import OWNER_PATTERN
 from tocsin.api.problems import Problem
 from tocsin.api.sse import MEDIA_TYPE, EventStream
 
-# Errors are problem+json, not the route's event stream: the schema is named here rather
-# than through `model`, which FastAPI would put under `text/event-stream`.
-_PROBLEM: dict[str, Any] = {
-    "content": {
-        "application/problem+json": {
-            "schema": {"$ref": f"#/components/schemas/{ProblemOut.__name__}"}
-        }
-    }
-}
+# Errors are problem+json (`openapi.problems` names the schema under that type: through
+# `model`, FastAPI would put it under the route's `text/event-stream`).
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-sent events, one per ring: `id` is the firing's delivery "
@@ -29,14 +23,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
         "`deadline`, `metadata`); a comment line when idle (heartbeat).",
         "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
     },
-    **{
-        code: {**_PROBLEM, "description": text}
-        for code, text in {
-            401: "Missing or bad API key or owner token",
-            404: "No such owner (for this token)",
-            503: "Database unavailable (see Retry-After)",
-        }.items()
-    },
+    **openapi.problems(*openapi.AUTHENTICATED, 422, notes={404: "No such owner (for this token)"}),
 }
 
 router = APIRouter(prefix="/v1/owners/{owner}/feed", tags=["feed"])
