@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.integration.engine.support import receiver
 from tests.support.peers.smtp import PASSWORD, USERNAME, smtp_peer
 from tests.support.processes import clean_env, running
 
@@ -101,3 +102,33 @@ async def test_an_email_reminder_rings_every_address_of_its_owner(tmp_path: Path
     assert message.tls
     assert firing["id"] in message.message()["Message-ID"]
     assert message.message()["Subject"] == "Call mom"
+
+
+@pytest.mark.timeout(120)
+async def test_rings_to_a_receiver_down_for_a_while_are_retried_until_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """Issue 9, items 5 and 6, through `tocsin serve`: a receiver answering 503 for 15 s of
+    its rings' 40 s freshness gets every ring once it is back, before each deadline — retries
+    run to the deadline, not out of a count."""
+    rings = 30
+    with receiver("--fail-from", "0", "--fail-until", str(time.time() + 17)) as sink:
+        settings = {"TOCSIN_WEBHOOK_URL": f"{sink.url}/hook", "TOCSIN_ALLOW_PRIVATE_URLS": "true"}
+        async with serving(tmp_path, **settings) as client:
+            body = {"owner": "ana", "text": "Tea", "zone": "UTC", "channel": "webhook"}
+            at = soon(2)
+            made = [
+                (
+                    await client.post(
+                        "/v1/reminders",
+                        json={**body, "owner": f"o{n}", "at": at, "freshness": "40s"},
+                    )
+                ).json()
+                for n in range(rings)
+            ]
+            finals = [(await final_firings(client, m["id"], within=60))[0] for m in made]
+        stats = await sink.astats()
+    assert [f["state"] for f in finals] == ["sent"] * rings
+    assert all(len(f["history"]) > 1 for f in finals)  # each failed first, then got through
+    assert all(f["sent_at"] < f["deadline"] for f in finals)
+    assert stats["unique"] == rings
