@@ -23,7 +23,6 @@ import orjson
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from tocsin import __version__
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.push import (
     MAX_REASON,
@@ -35,6 +34,7 @@ from tocsin.channels.push import (
     short_text,
     utc_text,
 )
+from tocsin.channels.sessions import http_session
 from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -238,11 +238,7 @@ class FcmSender(DestinationSender):
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0),
-                headers={"user-agent": f"tocsin/{__version__}"},
-                cookie_jar=aiohttp.DummyCookieJar(),
-            )
+            self._session = http_session(self._max_connections)
         return self._session
 
     async def send(

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 import aiohttp
 import orjson
 
-from tocsin import __version__
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
+from tocsin.channels.sessions import http_session
 from tocsin.channels.signing import secret_key, sign
 from tocsin.domain import Firing
 from tocsin.errors import InvalidInput
@@ -48,15 +48,8 @@ class WebhookSender(DestinationSender):
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=self._max_connections,
-                    limit_per_host=0,
-                    resolver=GuardedResolver(allow_private=self._allow_private),
-                ),
-                headers={"user-agent": f"tocsin/{__version__}"},
-                cookie_jar=aiohttp.DummyCookieJar(),  # a receiver's cookies are not kept
-            )
+            resolver = GuardedResolver(allow_private=self._allow_private)
+            self._session = http_session(self._max_connections, resolver=resolver)
         return self._session
 
     async def send(

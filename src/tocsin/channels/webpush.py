@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid.jwt import sign as sign_jwt
 
-from tocsin import __version__
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
+from tocsin.channels.sessions import http_session
 from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -283,11 +283,7 @@ class WebPushSender(DestinationSender):
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0),
-                headers={"user-agent": f"tocsin/{__version__}"},
-                cookie_jar=aiohttp.DummyCookieJar(),
-            )
+            self._session = http_session(self._max_connections)
         return self._session
 
     async def send(
