@@ -12,6 +12,9 @@ from tests.support.keys import TEST_KEYRING, TEST_SECRET_KEY
 from tests.support.postgres import Databases, PostgresServer, migrated_template, postgres_server
 from tocsin.store import Store, open_store
 
+# The `browser` fixture (headless Chromium), for the tests of the pages.
+pytest_plugins = ["tests.support.browser"]
+
 # Every `Settings()` of a test, and every process a test starts with this environment, has
 # the tests' key (a developer's own is not used: stores the tests open seal with this one).
 # The missing-key path is tested explicitly (tests/integration/api/test_secret_key.py).

@@ -7,6 +7,11 @@ guess 256 random bits, while a fast hash lets every request look its key up by a
 Owner tokens are stateless: `to_<owner>.<expiry>.<signature>`, the signature being
 HMAC-SHA256 over the owner and the expiry with the deployment's secret (`TOCSIN_SECRET`, or
 the one kept in the database so every process shares it).
+
+Feed tickets are the same shape (`tf_…`), signed under another label so that neither passes
+for the other: a page's `EventSource` cannot send an `Authorization` header, so it puts a
+ticket in the feed's URL instead. A URL may be logged by a proxy or kept in a browser's
+history, so a ticket opens one owner's feed only, and only for `FEED_TICKET_SECONDS`.
 """
 
 from __future__ import annotations
@@ -18,17 +23,20 @@ import hmac
 import ipaddress
 import re
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tocsin.domain import App
 from tocsin.store import Store
 
 API_KEY_PREFIX = "tk_"
 OWNER_CREDENTIAL_PREFIX = "to_"
+FEED_TICKET_PREFIX = "tf_"
+FEED_TICKET_SECONDS = 60  # long enough to open the feed; a page asks anew to reconnect
 WEBHOOK_SIGNING_PREFIX = "whsec_"
 SIGNING_KEY_NAME = "owner-token"  # the name `Store.ensure_secret` keeps it under
 APP_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _SIGNED = b"tocsin-owner-token-v1"
+_SIGNED_TICKET = b"tocsin-feed-ticket-v1"
 
 
 def new_api_key() -> str:
@@ -80,16 +88,35 @@ async def owner_token_secret(store: Store, configured: str | None) -> str:
 
 def sign_owner_token(owner: str, *, expires: datetime, secret: str) -> str:
     """A token that lets its bearer see and change `owner`'s reminders until `expires`."""
-    encoded = _b64(owner.encode())
-    expiry = str(int(expires.timestamp()))
-    return f"{OWNER_CREDENTIAL_PREFIX}{encoded}.{expiry}.{_signature(secret, owner, expiry)}"
+    return _sign(OWNER_CREDENTIAL_PREFIX, _SIGNED, owner, expires=expires, secret=secret)
 
 
 def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
     """The owner a valid, unexpired token names, or None."""
-    if not token.startswith(OWNER_CREDENTIAL_PREFIX):
+    return _verify(OWNER_CREDENTIAL_PREFIX, _SIGNED, token, secret=secret, now=now)
+
+
+def sign_feed_ticket(owner: str, *, now: datetime, secret: str) -> tuple[str, datetime]:
+    """A ticket that opens `owner`'s feed for `FEED_TICKET_SECONDS`, and when it ends."""
+    expires = now + timedelta(seconds=FEED_TICKET_SECONDS)
+    return _sign(FEED_TICKET_PREFIX, _SIGNED_TICKET, owner, expires=expires, secret=secret), expires
+
+
+def verify_feed_ticket(ticket: str, *, secret: str, now: datetime) -> str | None:
+    """The owner whose feed a valid, unexpired ticket opens, or None."""
+    return _verify(FEED_TICKET_PREFIX, _SIGNED_TICKET, ticket, secret=secret, now=now)
+
+
+def _sign(prefix: str, label: bytes, owner: str, *, expires: datetime, secret: str) -> str:
+    encoded = _b64(owner.encode())
+    expiry = str(int(expires.timestamp()))
+    return f"{prefix}{encoded}.{expiry}.{_signature(label, secret, owner, expiry)}"
+
+
+def _verify(prefix: str, label: bytes, token: str, *, secret: str, now: datetime) -> str | None:
+    if not token.startswith(prefix):
         return None
-    parts = token[len(OWNER_CREDENTIAL_PREFIX) :].split(".")
+    parts = token[len(prefix) :].split(".")
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     encoded, expiry, signature = parts
@@ -97,7 +124,7 @@ def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
         owner = _unb64(encoded).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
-    if not hmac.compare_digest(signature, _signature(secret, owner, expiry)):
+    if not hmac.compare_digest(signature, _signature(label, secret, owner, expiry)):
         return None
     if int(expiry) <= now.timestamp():
         return None
@@ -114,8 +141,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _signature(secret: str, owner: str, expiry: str) -> str:
-    message = b"\n".join((_SIGNED, owner.encode(), expiry.encode()))
+def _signature(label: bytes, secret: str, owner: str, expiry: str) -> str:
+    message = b"\n".join((label, owner.encode(), expiry.encode()))
     return _b64(hmac.new(secret.encode(), message, hashlib.sha256).digest())
 
 

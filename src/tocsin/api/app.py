@@ -17,7 +17,7 @@ from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
-from tocsin.api.routes import contacts, feed, health, reminders
+from tocsin.api.routes import contacts, feed, health, page, reminders
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.auth import is_loopback
@@ -60,6 +60,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(reminders.router)
     app.include_router(contacts.router)
     app.include_router(feed.router)
+    app.include_router(page.router)
     # The create routes' bodies, and the problem every error answer is.
     openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)

@@ -6,10 +6,11 @@ dependency in a worker thread, a thread hop per request that cost a tenth of a c
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from tocsin.api.contacts import ContactService
 from tocsin.api.feed import Feed
@@ -46,13 +47,47 @@ async def get_principal(request: Request) -> Principal:
     """The caller, from `Authorization` (read from the headers as is: it is not part of the
     documented parameters, and a declared header would be validated on every request)."""
     context: ApiContext = request.app.state.tocsin
+    authorization = request.headers.get("authorization")
+    return await _admit(request, context, lambda: context.auth.authenticate(authorization))
+
+
+Caller = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_feed_principal(
+    request: Request,
+    ticket: Annotated[
+        str | None,
+        Query(
+            max_length=300,
+            description="A feed ticket (`POST …/feed/tickets`), for a page's `EventSource`, "
+            "which cannot send `Authorization`.",
+        ),
+    ] = None,
+) -> Principal:
+    """The caller of the feed: from a `ticket` in the query when there is one, else as
+    `get_principal` (limited and counted the same way)."""
+    if ticket is None:
+        return await get_principal(request)
+    context: ApiContext = request.app.state.tocsin
+    return await _admit(request, context, lambda: context.auth.authenticate_ticket(ticket))
+
+
+FeedCaller = Annotated[Principal, Depends(get_feed_principal)]
+
+
+async def _admit(
+    request: Request, context: ApiContext, authenticate: Callable[[], Awaitable[Principal]]
+) -> Principal:
+    """The principal `authenticate` finds, within the rate limits: failed authentications
+    per client address (checked before it runs), requests per key or owner."""
     limits = context.limits
     address = request.client.host if request.client is not None else "-"
     wait = limits.failures.peek(address)
     if wait:
         raise too_many(wait, f"{address}: too many failed authentications")
     try:
-        principal = await context.auth.authenticate(request.headers.get("authorization"))
+        principal = await authenticate()
     except Problem as refused:
         if refused.status == 401:
             limits.failures.take(address)
@@ -64,6 +99,3 @@ async def get_principal(request: Request) -> Principal:
         if wait:
             raise too_many(wait, buckets.what)
     return principal
-
-
-Caller = Annotated[Principal, Depends(get_principal)]

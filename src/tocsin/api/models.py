@@ -237,6 +237,11 @@ class ContactListOut(BaseModel):
     next_cursor: str | None
 
 
+class FeedTicketOut(BaseModel):
+    ticket: str = Field(description="Opens the owner's feed: `GET …/feed?ticket=…`.")
+    expires: str = Field(description="When it stops opening it (UTC); an open feed stays open.")
+
+
 class LastFiringOut(BaseModel):
     id: str
     due: str

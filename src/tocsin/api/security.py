@@ -12,6 +12,8 @@ from tocsin.auth import (
     OWNER_CREDENTIAL_PREFIX,
     hash_api_key,
     owner_token_secret,
+    sign_feed_ticket,
+    verify_feed_ticket,
     verify_owner_token,
 )
 from tocsin.clock import Clock
@@ -113,6 +115,19 @@ class Authenticator:
             return False
         self._open_checked = now
         return True
+
+    async def feed_ticket(self, owner: str) -> tuple[str, datetime]:
+        """A ticket that opens `owner`'s feed for a minute (see `tocsin.auth`), and its end."""
+        secret = self._secret or await self._signing_secret()
+        return sign_feed_ticket(owner, now=self._clock.now(), secret=secret)
+
+    async def authenticate_ticket(self, ticket: str) -> Principal:
+        """The owner a feed ticket stands for (as its owner token would), or a 401 problem."""
+        secret = self._secret or await self._signing_secret()
+        owner = verify_feed_ticket(ticket, secret=secret, now=self._clock.now())
+        if owner is None:
+            raise unauthorized("the feed ticket is not valid or has expired: ask for a new one")
+        return Principal(scope=f"owner:{owner}", owner=owner)
 
     def forget_keys(self) -> None:
         """Drop every cached answer: the next request asks the store again."""

@@ -22,6 +22,7 @@ import uvicorn
 
 from tocsin.api import create_app
 from tocsin.auth import SIGNING_KEY_NAME, is_loopback, new_signing_secret
+from tocsin.cli.demo import DEMO_OWNER, demo_link
 from tocsin.clock import Clock, SystemClock
 from tocsin.errors import (
     SchemaTooOld,
@@ -111,7 +112,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from tocsin.scheduler import make_engine  # the scheduler and delivery, beside the API
 
     # The one command that may make the key file: `make run` must need nothing.
-    return serve(args, [null_engine if args.null_channels else make_engine], make_key=True)
+    return serve(
+        args, [null_engine if args.null_channels else make_engine], make_key=True, demo=True
+    )
 
 
 def null_engine(store: Store, settings: Settings, clock: Clock) -> Service:
@@ -124,15 +127,20 @@ def null_engine(store: Store, settings: Settings, clock: Clock) -> Service:
 
 
 def serve(
-    args: argparse.Namespace, services: Sequence[ServiceFactory], *, make_key: bool = False
+    args: argparse.Namespace,
+    services: Sequence[ServiceFactory],
+    *,
+    make_key: bool = False,
+    demo: bool = False,
 ) -> int:
     """Run the API (with `services`) until SIGINT or SIGTERM; the exit status. With
-    `make_key`, a server on loopback and SQLite with no secret key makes its key file."""
+    `make_key`, a server on loopback and SQLite with no secret key makes its key file; with
+    `demo`, one in loopback dev mode prints a link to the page signed in as a demo owner."""
     settings = settings_from(args)
     configure_logging(settings.log_level, settings.log_format)
     make_key = make_key and is_loopback(settings.host)
     try:
-        run_async(serve_api(settings, services, migrate=args.migrate, make_key=make_key))
+        run_async(serve_api(settings, services, migrate=args.migrate, make_key=make_key, demo=demo))
     except StartupError as error:
         log.error("not starting: %s", error)
         print(f"tocsin: {error}", file=sys.stderr)
@@ -159,12 +167,16 @@ async def serve_api(
     sockets: Sequence[socket.socket] = (),
     check_keys: bool = True,
     make_key: bool = False,
+    demo: bool = False,
 ) -> None:
     """Open the store and serve until stopped; on `sockets` (already bound) when given."""
     store = await open_ready_store(settings, migrate=migrate, make_key=make_key)
     try:
         if check_keys:
             await check_auth(store, settings.host)
+        link = await demo_link(store, settings) if demo else None
+        if link is not None:
+            print(f"Try the reminders page, signed in as {DEMO_OWNER!r}: {link}", flush=True)
         clock = SystemClock()
         app = create_app(store=store, settings=settings, clock=clock)
         config = uvicorn.Config(

@@ -1,0 +1,270 @@
+"""The reminders page in a real browser (headless Chromium) against a real `tocsin serve`:
+signed in by the link the server prints, a reminder made from the form with a phrase and
+its preview, a bad phrase's error in place, a ring arriving live (sound, notification) that
+is snoozed, deletes (one too late), the firing history, contacts, keyboard-only creation and
+a phone-sized screen. One server for the module; each test opens its own browser context.
+
+The tests save screenshots of the page to docs/images/ for the README."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Locator, Page, expect
+
+from tests.support.processes import clean_env, running
+
+pytestmark = pytest.mark.slow
+
+ZONE = "Europe/Paris"
+IMAGES = Path(__file__).parents[2] / "docs" / "images"
+DESKTOP = {"width": 1000, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# Counts the sounds and notifications a ring makes, through the browser's real APIs.
+OBSERVE_RINGS = """
+window.rang = { tones: 0, notes: [] };
+const RealAudio = window.AudioContext;
+window.AudioContext = class extends RealAudio {
+  createOscillator() { window.rang.tones += 1; return super.createOscillator(); }
+};
+const RealNotification = window.Notification;
+window.Notification = class extends RealNotification {
+  constructor(title, options) { super(title, options); window.rang.notes.push(options.body); }
+};
+"""
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str
+    link: str  # the sign-in link `tocsin serve` printed
+    db: Path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("page")
+    db = folder / "tocsin.db"
+    env = clean_env(TOCSIN_FEED_HEARTBEAT_SECONDS="1")
+    log = folder / "serve.log"
+    with running("serve", "--db", str(db), env=env, log=log) as (base, _):
+        line = next(x for x in log.read_text().splitlines() if "Try the reminders page" in x)
+        link = line.rpartition(" ")[2]
+        assert link.startswith(f"{base}/#token=to_")
+        yield Server(base=base, link=link, db=db)
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    made = browser.new_context(timezone_id=ZONE, viewport=DESKTOP, locale="en-GB")
+    made.grant_permissions(["notifications"])
+    made.add_init_script(OBSERVE_RINGS)
+    made.set_default_timeout(10_000)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext, server: Server) -> Iterator[Page]:
+    """The page, signed in by the printed link; no page error or policy violation on it."""
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(str(error)))
+    opened.on("console", lambda message: _console(message, problems))
+    answer = opened.goto(server.link)
+    assert answer is not None
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy
+    assert "unsafe-inline" not in policy
+    expect(opened.locator("#owner-name")).to_have_text("demo")
+    yield opened
+    assert problems == []
+
+
+def _console(message: ConsoleMessage, problems: list[str]) -> None:
+    """An error on the console, but for the browser's note of each answer >= 400 (the page
+    shows the server's refusals: a bad phrase's 422 is expected)."""
+    if message.type == "error" and not message.text.startswith("Failed to load resource"):
+        problems.append(message.text)
+
+
+def local_in(seconds: int) -> str:
+    return (datetime.now(ZoneInfo(ZONE)) + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def reminder(page: Page, text: str) -> Locator:
+    return page.locator(".reminder", has_text=text)
+
+
+def create(page: Page, text: str, when: str) -> None:
+    page.fill("#new-text", text)
+    page.fill("#new-when", when)
+    page.click("#create-button")
+    expect(page.locator("#create-answer")).to_contain_text(f"Saved “{text}”")
+
+
+def test_sign_in_link_form_preview_and_error_in_place(page: Page, server: Server) -> None:
+    assert "#token" not in page.url  # the link's token left the address bar...
+    token = page.evaluate("localStorage.getItem('tocsin.token')")
+    assert token == server.link.partition("#token=")[2]  # ...and was kept
+    expect(page.locator("#new-zone")).to_have_value(ZONE)  # the browser's zone
+
+    page.fill("#new-text", "Water the plants")
+    page.fill("#new-when", "every Monday 9:00")
+    preview = page.locator("#preview-list li")
+    expect(preview).to_have_count(5)
+    for n in range(5):
+        expect(preview.nth(n)).to_contain_text("09:00")
+
+    page.fill("#new-when", "every blursday")
+    error = page.locator("#new-when-error")
+    expect(error).not_to_be_empty()
+    expect(page.locator("#new-when")).to_have_attribute("aria-invalid", "true")
+    expect(preview).to_have_count(0)
+
+    page.fill("#new-when", "every Monday 9:00")
+    expect(preview).to_have_count(5)
+    expect(error).to_be_empty()
+    page.click("#create-button")
+    expect(page.locator("#create-answer")).to_contain_text("Saved “Water the plants”")
+    item = reminder(page, "Water the plants")
+    expect(item).to_contain_text("every Monday 9:00 (Europe/Paris)")
+    expect(item.locator(".in")).to_contain_text("in ")
+
+    page.reload()  # stays signed in
+    expect(reminder(page, "Water the plants")).to_be_visible()
+
+
+def test_a_ring_arrives_live_and_is_snoozed_and_deleted(page: Page) -> None:
+    expect(page.locator("body")).to_have_attribute("data-feed", "open")
+    create(page, "Tea is ready", local_in(3))
+    ring = page.locator(".ring", has_text="Tea is ready")
+    expect(ring).to_be_visible(timeout=20_000)
+    assert page.evaluate("window.rang.tones") > 0
+    assert page.evaluate("window.rang.notes") == ["Tea is ready"]
+    page.screenshot(path=IMAGES / "page.png", full_page=True)
+
+    ring.get_by_role("button", name="Snooze “Tea is ready” 10 minutes").click()
+    expect(page.locator("#status")).to_contain_text("Snoozed “Tea is ready”: it rings again in 10")
+    expect(ring).to_have_count(0)
+    snoozed = reminder(page, "Tea is ready")
+    expect(snoozed.locator(".in")).to_contain_text("in 10 minutes")
+
+    snoozed.get_by_role("button", name="Delete “Tea is ready”").click()
+    expect(snoozed.locator(".answer")).to_have_text("Deleted “Tea is ready”.")
+
+    page.select_option("#filter", "fired")  # the one that rang: a delete comes too late
+    rang = reminder(page, "Tea is ready")
+    expect(rang.locator(".meta")).to_contain_text("last ring: sent")
+    rang.get_by_role("button", name="Delete “Tea is ready”").click()
+    expect(rang.locator(".answer")).to_have_text("Not deleted: it already rang.")
+
+    rang.get_by_label("History of “Tea is ready”").click()
+    history = rang.locator(".firings")
+    expect(history).to_contain_text(": sent by inapp, 2 attempts, sent today")
+    expect(history.locator("li li")).to_have_text(
+        [re.compile(r"to feed: retry \(queued for the in-app feed"), re.compile(r"to feed: sent$")]
+    )
+
+
+def test_snooze_choices_and_edit(page: Page) -> None:
+    create(page, "Stretch", "2099-01-01 08:00")
+    item = reminder(page, "Stretch")
+    item.get_by_label("Snooze “Stretch”").click()
+    item.get_by_role("button", name="1 hour").click()
+    expect(reminder(page, "Stretch").locator(".answer")).to_contain_text("Snoozed: it rings")
+    expect(reminder(page, "Stretch").locator(".next")).to_contain_text("09:00")
+
+    item = reminder(page, "Stretch")
+    item.get_by_label("Snooze “Stretch”").click()
+    item.locator(".until").fill("2099-02-03T07:30")
+    item.get_by_role("button", name="Snooze until then").click()
+    expect(reminder(page, "Stretch").locator(".next")).to_contain_text("3 Feb 2099 07:30")
+
+    reminder(page, "Stretch").get_by_role("button", name="Edit “Stretch”").click()
+    form = page.locator(".edit-form")
+    form.get_by_label("What").fill("Stretch well")
+    form.get_by_label("When").fill("weekdays at 7:15")
+    form.get_by_role("button", name="Save").click()
+    edited = reminder(page, "Stretch well")
+    expect(edited.locator(".answer")).to_have_text("Saved.")
+    expect(edited).to_contain_text("weekdays at 7:15")
+    expect(edited.locator(".next")).to_contain_text("07:15")
+
+
+def test_create_with_the_keyboard_alone(page: Page) -> None:
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    page.keyboard.press("Enter")
+    order = []
+    typed = {"new-text": "Call mom", "new-when": "daily 18:00"}
+    for _ in range(5):
+        focused = page.evaluate("document.activeElement.id")
+        order.append(focused)
+        if focused in typed:
+            page.keyboard.type(typed[focused])
+        if focused != "create-button":
+            page.keyboard.press("Tab")
+    assert order == ["new-text", "new-when", "new-zone", "new-channel", "create-button"]
+    expect(page.locator("#preview-list li")).to_have_count(5)
+    page.keyboard.press("Enter")
+    expect(page.locator("#create-answer")).to_contain_text("Saved “Call mom”")
+    expect(reminder(page, "Call mom")).to_contain_text("daily 18:00")
+    assert page.evaluate("document.activeElement.id") == "new-text"  # ready for the next
+
+
+def test_contacts_show_why_one_is_disabled(page: Page, server: Server) -> None:
+    page.fill("#contact-value", "not an address")
+    page.click("#contact-form button[type=submit]")
+    expect(page.locator("#contact-error")).to_contain_text("Not added")
+
+    page.fill("#contact-value", "ana@example.com")
+    page.fill("#contact-label", "work")
+    page.click("#contact-form button[type=submit]")
+    contact = page.locator(".contact", has_text="ana@example.com")
+    expect(contact).to_contain_text("Email address: ana@example.com (work)")
+
+    with sqlite3.connect(server.db) as db:  # as delivery does when a provider calls it gone
+        db.execute(
+            "UPDATE contacts SET disabled_reason = 'the mail server says no such mailbox', "
+            "disabled_at = created_at WHERE owner = 'demo'"
+        )
+    page.reload()
+    expect(contact).to_contain_text("Not ringing: the mail server says no such mailbox")
+    contact.get_by_role("button", name="Remove Email address ana@example.com").click()
+    expect(page.locator("#status")).to_have_text("Removed Email address ana@example.com.")
+    expect(contact).to_have_count(0)
+
+
+def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:
+    page.click("#sign-out")
+    expect(page.locator("#sign-in")).to_be_visible()
+    page.reload()
+    expect(page.locator("#sign-in")).to_be_visible()  # stays signed out
+    page.fill("#token", "to_bm9ib2R5.1.forged")
+    page.keyboard.press("Enter")
+    expect(page.locator("#token-error")).to_contain_text("sign in again")
+    page.fill("#token", server.link.partition("#token=")[2])
+    page.keyboard.press("Enter")
+    expect(page.locator("#owner-name")).to_have_text("demo")
+
+
+def test_fits_a_phone(browser: Browser, server: Server) -> None:
+    phone = browser.new_context(timezone_id=ZONE, viewport=PHONE, is_mobile=True)
+    try:
+        page = phone.new_page()
+        page.goto(server.link)
+        expect(page.locator(".reminder").first).to_be_visible()  # made by the tests above
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        page.screenshot(path=IMAGES / "page-phone.png")
+    finally:
+        phone.close()
