@@ -17,7 +17,15 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Locator, Page, expect
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Locator,
+    Page,
+    ViewportSize,
+    expect,
+)
 
 from tests.support.processes import clean_env, running
 
@@ -25,8 +33,8 @@ pytestmark = pytest.mark.slow
 
 ZONE = "Europe/Paris"
 IMAGES = Path(__file__).parents[2] / "docs" / "images"
-DESKTOP = {"width": 1000, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1000, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 # Counts the sounds and notifications a ring makes, through the browser's real APIs.
 OBSERVE_RINGS = """
 window.rang = { tones: 0, notes: [] };
