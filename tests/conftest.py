@@ -9,6 +9,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.keys import TEST_KEYRING, TEST_SECRET_KEY
+from tests.support.loud import (  # the hooks: a red note at the end of a run that skipped
+    pytest_sessionfinish,  # noqa: F401 - tests for want of PostgreSQL or a browser
+    pytest_terminal_summary,  # noqa: F401
+    pytest_testnodedown,  # noqa: F401
+    unavailable,
+)
 from tests.support.postgres import Databases, PostgresServer, migrated_template, postgres_server
 from tocsin.store import Store, open_store
 
@@ -20,18 +26,13 @@ pytest_plugins = ["tests.support.browser"]
 # The missing-key path is tested explicitly (tests/integration/api/test_secret_key.py).
 os.environ["TOCSIN_SECRET_KEY"] = TEST_SECRET_KEY
 
-_unavailable: list[str] = []
-
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server (skipped, loudly, when none can be had outside CI)."""
     with postgres_server() as server:
         if isinstance(server, str):
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"PostgreSQL is required under CI: {server}")
-            _unavailable.append(server)
-            pytest.skip(f"PostgreSQL tests skipped: {server}")
+            unavailable("PostgreSQL", server)
         yield server
 
 
@@ -113,8 +114,3 @@ async def store(migrated_db_url: str) -> AsyncIterator[Store]:
         yield opened
     finally:
         await opened.close()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for reason in _unavailable:
-        terminalreporter.write_sep("!", f"POSTGRESQL TESTS WERE SKIPPED: {reason}", red=True)

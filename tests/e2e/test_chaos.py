@@ -14,7 +14,7 @@ import pytest
 from tests.support.postgres import PostgresServer
 from tests.support.processes import clean_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.exclusive]
 
 COMMAND = [
     *("chaos", "--duration", "2m", "--rate", "50", "--workers", "3"),

@@ -84,6 +84,7 @@ def _cluster_version() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(shutil.which("pg_ctlcluster") is None, reason="needs pg_ctlcluster")
 async def test_postgres_restarted_while_firing_loses_nothing(

@@ -11,36 +11,27 @@ must not be alive while other modules' asyncio tests run theirs.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
+from tests.support.loud import unavailable
+
 CHROMIUM = Path("/usr/bin/chromium")
 # A ring's sound plays without a click first (Playwright itself adds --no-sandbox: CI is root).
 _ARGUMENTS = ["--autoplay-policy=no-user-gesture-required"]
-_unavailable: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Headless Chromium for one test module (skipped, loudly, when missing outside CI)."""
     if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing (apt-get install chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"a browser is required under CI: {reason}")
-        _unavailable.append(reason)
-        pytest.skip(f"browser tests skipped: {reason}")
+        unavailable("browser", f"{CHROMIUM} is missing (apt-get install chromium)")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=_ARGUMENTS)
         try:
             yield launched
         finally:
             launched.close()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for reason in dict.fromkeys(_unavailable):
-        terminalreporter.write_sep("!", f"BROWSER TESTS WERE SKIPPED: {reason}", red=True)

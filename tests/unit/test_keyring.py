@@ -114,6 +114,7 @@ def test_a_locked_ring_reads_plain_text_only() -> None:
         (f"{NEW},{NEW}", "the same key twice"),
         (NEW[:-1] + "!", "key 1 is not 32 bytes"),
     ],
+    ids=["empty", "commas", "not-base64", "short", "twice", "bad-character"],  # keys are random
 )
 def test_a_bad_setting_is_named_and_never_echoed(text: str, message: str) -> None:
     with pytest.raises(SecretKeyError, match=message) as raised:
