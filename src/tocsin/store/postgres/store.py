@@ -30,7 +30,6 @@ from tocsin.domain import (
 )
 from tocsin.errors import (
     DuplicateIdempotencyKey,
-    SchemaTooOld,
     StoreError,
     StoreUnavailable,
     TocsinError,
@@ -39,7 +38,7 @@ from tocsin.ids import SHARDS
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import DueListener, FeedListener, Resealed, Store
-from tocsin.store.migrations import migrations_for
+from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
 from tocsin.store.resealing import reseal
@@ -186,9 +185,7 @@ class PostgresStore(Store):
         with boundary():
             async with self._pool.acquire() as connection:
                 applied = await _applied_versions(connection)
-        missing = [m.version for m in migrations_for("postgres") if m.version not in applied]
-        if missing:
-            raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+        check_applied(migrations_for("postgres"), applied)
 
     async def close(self) -> None:
         await self._wakeups.close()
@@ -581,6 +578,7 @@ async def _applied_versions(connection: asyncpg.Connection) -> set[int]:
 async def _migrate(connection: asyncpg.Connection) -> list[int]:
     await connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
     done = await _applied_versions(connection)
+    refuse_newer(migrations_for("postgres"), done)
     applied: list[int] = []
     for migration in migrations_for("postgres"):
         if migration.version in done:

@@ -27,12 +27,12 @@ from tocsin.domain import (
     Reminder,
     ReminderStatus,
 )
-from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
+from tocsin.errors import DuplicateIdempotencyKey, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import DueListener, FeedListener, Resealed, Store
-from tocsin.store.migrations import migrations_for, sqlite_statements
+from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
     app_from,
@@ -106,9 +106,7 @@ class SqliteStore(Store):
 
     async def check_schema(self) -> None:
         applied = await self._db.read(_applied_versions)
-        missing = [m.version for m in migrations_for("sqlite") if m.version not in applied]
-        if missing:
-            raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+        check_applied(migrations_for("sqlite"), applied)
 
     async def close(self) -> None:
         self._listeners.clear()
@@ -605,6 +603,7 @@ def _migrate(connection: sqlite3.Connection) -> list[int]:
     """Apply each missing migration in its own immediate transaction (which also keeps other
     processes out), re-checking inside the lock what is applied."""
     connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
+    refuse_newer(migrations_for("sqlite"), _applied_versions(connection))
     applied: list[int] = []
     for migration in migrations_for("sqlite"):
         connection.execute("BEGIN IMMEDIATE")
