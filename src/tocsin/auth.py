@@ -4,9 +4,12 @@ API keys are 32 random bytes, so a plain SHA-256 of the key is enough to store t
 password hash (bcrypt, argon2) protects low-entropy secrets against guessing, and nobody can
 guess 256 random bits, while a fast hash lets every request look its key up by an index.
 
-Owner tokens are stateless: `to_<owner>.<expiry>.<signature>`, the signature being
-HMAC-SHA256 over the owner and the expiry with the deployment's secret (`TOCSIN_SECRET`, or
-the one kept in the database so every process shares it).
+Owner tokens are stateless: `to_<owner>.<signed>.<expiry>.<signature>`, the signature being
+HMAC-SHA256 over the owner, when it was signed (milliseconds) and its expiry (seconds) with
+the deployment's secret (`TOCSIN_SECRET`, or the one kept in the database so every process
+shares it). Revoking an owner's tokens (`Store.revoke_owner_tokens`) refuses those signed up
+to an instant, which is why a token says when it was signed; tokens from before that field
+(`to_<owner>.<expiry>.<signature>`) still work until they expire or their owner's are revoked.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import hmac
 import ipaddress
 import re
 import secrets
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from tocsin.domain import App
 from tocsin.store import Store
@@ -28,7 +32,17 @@ OWNER_CREDENTIAL_PREFIX = "to_"
 WEBHOOK_SIGNING_PREFIX = "whsec_"
 SIGNING_KEY_NAME = "owner-token"  # the name `Store.ensure_secret` keeps it under
 APP_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_SIGNED = b"tocsin-owner-token-v1"
+_SIGNED_V1 = b"tocsin-owner-token-v1"
+_SIGNED = b"tocsin-owner-token-v2"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OwnerToken:
+    """What a token with a valid signature says."""
+
+    owner: str
+    signed: datetime | None  # None: a token from before tokens said when they were signed
+    expires: datetime
 
 
 def new_api_key() -> str:
@@ -78,30 +92,47 @@ async def owner_token_secret(store: Store, configured: str | None) -> str:
     return await store.ensure_secret(SIGNING_KEY_NAME, new_signing_secret())
 
 
-def sign_owner_token(owner: str, *, expires: datetime, secret: str) -> str:
-    """A token that lets its bearer see and change `owner`'s reminders until `expires`."""
+def sign_owner_token(
+    owner: str, *, expires: datetime, secret: str, signed: datetime | None = None
+) -> str:
+    """A token that lets its bearer see and change `owner`'s reminders until `expires`
+    (unless its owner's tokens are revoked after `signed`, default now)."""
     encoded = _b64(owner.encode())
+    at = str(int((signed or datetime.now(UTC)).timestamp() * 1000))
     expiry = str(int(expires.timestamp()))
-    return f"{OWNER_CREDENTIAL_PREFIX}{encoded}.{expiry}.{_signature(secret, owner, expiry)}"
+    signature = _signature(secret, _SIGNED, owner, at, expiry)
+    return f"{OWNER_CREDENTIAL_PREFIX}{encoded}.{at}.{expiry}.{signature}"
 
 
-def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
-    """The owner a valid, unexpired token names, or None."""
+def read_owner_token(token: str, *, secret: str) -> OwnerToken | None:
+    """What a token says, if its signature is valid (expired or not), else None."""
     if not token.startswith(OWNER_CREDENTIAL_PREFIX):
         return None
     parts = token[len(OWNER_CREDENTIAL_PREFIX) :].split(".")
-    if len(parts) != 3 or not parts[1].isdigit():
+    if len(parts) not in (3, 4) or not all(field.isdigit() for field in parts[1:-1]):
         return None
-    encoded, expiry, signature = parts
+    encoded, *fields, signature = parts
     try:
         owner = _unb64(encoded).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
-    if not hmac.compare_digest(signature, _signature(secret, owner, expiry)):
+    version = _SIGNED if len(fields) == 2 else _SIGNED_V1
+    if not hmac.compare_digest(signature, _signature(secret, version, owner, *fields)):
         return None
-    if int(expiry) <= now.timestamp():
+    try:
+        signed = datetime.fromtimestamp(int(fields[0]) / 1000, UTC) if len(fields) == 2 else None
+        expires = datetime.fromtimestamp(int(fields[-1]), UTC)
+    except (OverflowError, OSError, ValueError):  # signed, but not a time we can hold
         return None
-    return owner
+    return OwnerToken(owner=owner, signed=signed, expires=expires)
+
+
+def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
+    """The owner a valid, unexpired token names, or None (revocation is the caller's)."""
+    read = read_owner_token(token, secret=secret)
+    if read is None or read.expires <= now:
+        return None
+    return read.owner
 
 
 def is_loopback(host: str) -> bool:
@@ -114,8 +145,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _signature(secret: str, owner: str, expiry: str) -> str:
-    message = b"\n".join((_SIGNED, owner.encode(), expiry.encode()))
+def _signature(secret: str, version: bytes, owner: str, *fields: str) -> str:
+    message = b"\n".join((version, owner.encode(), *(field.encode() for field in fields)))
     return _b64(hmac.new(secret.encode(), message, hashlib.sha256).digest())
 
 

@@ -20,7 +20,10 @@ SERVER_COMMANDS = [
     ["migrate"],
     ["keys", "create", "--app", "phone"],
     ["keys", "list"],
+    ["keys", "revoke", "phone"],
+    ["keys", "rotate", "phone"],
     ["keys", "owner-token", "ana"],
+    ["keys", "revoke-owner", "ana"],
     ["keys", "rotate-secrets"],
     ["config"],
 ]

@@ -315,6 +315,28 @@ class PostgresStore(Store):
             count: int = await self._pool.fetchval(q.COUNT_APPS)
             return count
 
+    async def revoke_app(self, name: str, at: datetime) -> bool:
+        return await self._changed(q.REVOKE_APP, at, name)
+
+    async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
+        return await self._changed(q.REPLACE_APP_KEY, key_hash, key_prefix, name)
+
+    async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
+        await self._changed(q.REVOKE_OWNER_TOKENS, owner, before)
+
+    async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
+        with boundary():
+            before: datetime | None = await self._pool.fetchval(
+                q.OWNER_TOKENS_REVOKED_BEFORE, owner
+            )
+            return before
+
+    async def _changed(self, sql: str, *args: Any) -> bool:
+        """Run one write; whether it changed a row (from the command tag, `UPDATE 1`)."""
+        with boundary():
+            status: str = await self._pool.execute(sql, *args)
+        return int(status.rsplit(" ", 1)[-1]) > 0
+
     async def ensure_secret(self, name: str, value: str) -> str:
         sealed = self._keyring.seal(value)
         with boundary():

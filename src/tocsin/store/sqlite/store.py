@@ -251,6 +251,27 @@ class SqliteStore(Store):
         count: int = row[0]
         return count
 
+    async def revoke_app(self, name: str, at: datetime) -> bool:
+        return await self._changed(q.REVOKE_APP, (_us(at), name))
+
+    async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
+        return await self._changed(q.REPLACE_APP_KEY, (key_hash, key_prefix, name))
+
+    async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
+        await self._changed(q.REVOKE_OWNER_TOKENS, (owner, _us(before)))
+
+    async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
+        row = await self._db.read(
+            lambda connection: connection.execute(
+                q.OWNER_TOKENS_REVOKED_BEFORE, (owner,)
+            ).fetchone()
+        )
+        return None if row is None else _utc(row[0])
+
+    async def _changed(self, sql: str, params: tuple[Any, ...]) -> bool:
+        """Run one write; whether it changed a row."""
+        return await self._db.write(lambda connection: connection.execute(sql, params).rowcount > 0)
+
     async def ensure_secret(self, name: str, value: str) -> str:
         sealed = self._keyring.seal(value)
 
