@@ -3,6 +3,7 @@ shows the effective settings with every secret masked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,16 @@ def test_a_real_process_exits_2_without_a_traceback() -> None:
     assert done.stderr == (
         "tocsin worker: TOCSIN_LEASE_SECONDS: input should be greater than 0 (got '-5')\n"
     )
+
+
+def test_the_worker_logs_in_the_format_of_the_environment(tmp_path: Path) -> None:
+    env = clean_env(secret_key=None, TOCSIN_LOG_FORMAT="json")
+    done = tocsin("worker", "--db", str(tmp_path / "tocsin.db"), env=env)
+
+    assert done.returncode == 1  # no secret key: it says so in its log, then on stderr
+    logged = json.loads(done.stderr.splitlines()[0])
+    assert (logged["logger"], logged["level"]) == ("tocsin.worker", "ERROR")
+    assert logged["message"].startswith("not starting: TOCSIN_SECRET_KEY is not set")
 
 
 def test_config_masks_every_secret(
