@@ -4,14 +4,18 @@ API keys are 32 random bytes, so a plain SHA-256 of the key is enough to store t
 password hash (bcrypt, argon2) protects low-entropy secrets against guessing, and nobody can
 guess 256 random bits, while a fast hash lets every request look its key up by an index.
 
-Owner tokens are stateless: `to_<owner>.<expiry>.<signature>`, the signature being
-HMAC-SHA256 over the owner and the expiry with the deployment's secret (`TOCSIN_SECRET`, or
-the one kept in the database so every process shares it).
+Owner tokens are stateless: `to_<owner>.<signed>.<expiry>.<signature>`, the signature being
+HMAC-SHA256 over the owner, when it was signed (milliseconds) and its expiry (seconds) with
+the deployment's secret (`TOCSIN_SECRET`, or the one kept in the database so every process
+shares it). Revoking an owner's tokens (`Store.revoke_owner_tokens`) refuses those signed up
+to an instant, which is why a token says when it was signed; tokens from before that field
+(`to_<owner>.<expiry>.<signature>`) still work until they expire or their owner's are revoked.
 
-Feed tickets are the same shape (`tf_…`), signed under another label so that neither passes
-for the other: a page's `EventSource` cannot send an `Authorization` header, so it puts a
-ticket in the feed's URL instead. A URL may be logged by a proxy or kept in a browser's
-history, so a ticket opens one owner's feed only, and only for `FEED_TICKET_SECONDS`.
+Feed tickets are the same shape with the expiry alone (`tf_<owner>.<expiry>.<signature>`),
+signed under another label so that neither passes for the other: a page's `EventSource`
+cannot send an `Authorization` header, so it puts a ticket in the feed's URL instead. A URL
+may be logged by a proxy or kept in a browser's history, so a ticket opens one owner's feed
+only, and only for `FEED_TICKET_SECONDS`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import hmac
 import ipaddress
 import re
 import secrets
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from tocsin.domain import App
 from tocsin.store import Store
@@ -35,8 +40,18 @@ FEED_TICKET_SECONDS = 60  # long enough to open the feed; a page asks anew to re
 WEBHOOK_SIGNING_PREFIX = "whsec_"
 SIGNING_KEY_NAME = "owner-token"  # the name `Store.ensure_secret` keeps it under
 APP_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_SIGNED = b"tocsin-owner-token-v1"
+_SIGNED_V1 = b"tocsin-owner-token-v1"
+_SIGNED = b"tocsin-owner-token-v2"
 _SIGNED_TICKET = b"tocsin-feed-ticket-v1"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OwnerToken:
+    """What a token with a valid signature says."""
+
+    owner: str
+    signed: datetime | None  # None: a token from before tokens said when they were signed
+    expires: datetime
 
 
 def new_api_key() -> str:
@@ -86,49 +101,51 @@ async def owner_token_secret(store: Store, configured: str | None) -> str:
     return await store.ensure_secret(SIGNING_KEY_NAME, new_signing_secret())
 
 
-def sign_owner_token(owner: str, *, expires: datetime, secret: str) -> str:
-    """A token that lets its bearer see and change `owner`'s reminders until `expires`."""
-    return _sign(OWNER_CREDENTIAL_PREFIX, _SIGNED, owner, expires=expires, secret=secret)
+def sign_owner_token(
+    owner: str, *, expires: datetime, secret: str, signed: datetime | None = None
+) -> str:
+    """A token that lets its bearer see and change `owner`'s reminders until `expires`
+    (unless its owner's tokens are revoked after `signed`, default now)."""
+    at = str(int((signed or datetime.now(UTC)).timestamp() * 1000))
+    expiry = str(int(expires.timestamp()))
+    return _sign(OWNER_CREDENTIAL_PREFIX, _SIGNED, secret, owner, at, expiry)
+
+
+def read_owner_token(token: str, *, secret: str) -> OwnerToken | None:
+    """What a token says, if its signature is valid (expired or not), else None."""
+    read = _read(OWNER_CREDENTIAL_PREFIX, {2: _SIGNED, 1: _SIGNED_V1}, token, secret=secret)
+    if read is None:
+        return None
+    owner, fields = read
+    try:
+        signed = datetime.fromtimestamp(int(fields[0]) / 1000, UTC) if len(fields) == 2 else None
+        expires = datetime.fromtimestamp(int(fields[-1]), UTC)
+    except (OverflowError, OSError, ValueError):  # signed, but not a time we can hold
+        return None
+    return OwnerToken(owner=owner, signed=signed, expires=expires)
 
 
 def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
-    """The owner a valid, unexpired token names, or None."""
-    return _verify(OWNER_CREDENTIAL_PREFIX, _SIGNED, token, secret=secret, now=now)
+    """The owner a valid, unexpired token names, or None (revocation is the caller's)."""
+    read = read_owner_token(token, secret=secret)
+    if read is None or read.expires <= now:
+        return None
+    return read.owner
 
 
 def sign_feed_ticket(owner: str, *, now: datetime, secret: str) -> tuple[str, datetime]:
     """A ticket that opens `owner`'s feed for `FEED_TICKET_SECONDS`, and when it ends."""
     expires = now + timedelta(seconds=FEED_TICKET_SECONDS)
-    return _sign(FEED_TICKET_PREFIX, _SIGNED_TICKET, owner, expires=expires, secret=secret), expires
+    expiry = str(int(expires.timestamp()))
+    return _sign(FEED_TICKET_PREFIX, _SIGNED_TICKET, secret, owner, expiry), expires
 
 
 def verify_feed_ticket(ticket: str, *, secret: str, now: datetime) -> str | None:
     """The owner whose feed a valid, unexpired ticket opens, or None."""
-    return _verify(FEED_TICKET_PREFIX, _SIGNED_TICKET, ticket, secret=secret, now=now)
-
-
-def _sign(prefix: str, label: bytes, owner: str, *, expires: datetime, secret: str) -> str:
-    encoded = _b64(owner.encode())
-    expiry = str(int(expires.timestamp()))
-    return f"{prefix}{encoded}.{expiry}.{_signature(label, secret, owner, expiry)}"
-
-
-def _verify(prefix: str, label: bytes, token: str, *, secret: str, now: datetime) -> str | None:
-    if not token.startswith(prefix):
+    read = _read(FEED_TICKET_PREFIX, {1: _SIGNED_TICKET}, ticket, secret=secret)
+    if read is None or int(read[1][0]) <= now.timestamp():
         return None
-    parts = token[len(prefix) :].split(".")
-    if len(parts) != 3 or not parts[1].isdigit():
-        return None
-    encoded, expiry, signature = parts
-    try:
-        owner = _unb64(encoded).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    if not hmac.compare_digest(signature, _signature(label, secret, owner, expiry)):
-        return None
-    if int(expiry) <= now.timestamp():
-        return None
-    return owner
+    return read[0]
 
 
 def is_loopback(host: str) -> bool:
@@ -141,8 +158,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _signature(label: bytes, secret: str, owner: str, expiry: str) -> str:
-    message = b"\n".join((label, owner.encode(), expiry.encode()))
+def _sign(prefix: str, label: bytes, secret: str, owner: str, *fields: str) -> str:
+    signature = _signature(secret, label, owner, *fields)
+    return ".".join((f"{prefix}{_b64(owner.encode())}", *fields, signature))
+
+
+def _read(
+    prefix: str, labels: dict[int, bytes], token: str, *, secret: str
+) -> tuple[str, list[str]] | None:
+    """The owner and the numeric fields of a credential whose signature is valid, else None;
+    `labels` maps each accepted count of fields to the label it is signed under."""
+    if not token.startswith(prefix):
+        return None
+    parts = token[len(prefix) :].split(".")
+    label = labels.get(len(parts) - 2)
+    if label is None or not all(field.isdigit() for field in parts[1:-1]):
+        return None
+    encoded, *fields, signature = parts
+    try:
+        owner = _unb64(encoded).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    if not hmac.compare_digest(signature, _signature(secret, label, owner, *fields)):
+        return None
+    return owner, fields
+
+
+def _signature(secret: str, label: bytes, owner: str, *fields: str) -> str:
+    message = b"\n".join((label, owner.encode(), *(field.encode() for field in fields)))
     return _b64(hmac.new(secret.encode(), message, hashlib.sha256).digest())
 
 

@@ -195,6 +195,7 @@ class App:
     webhook_secret: str | None = None  # `whsec_…`, Standard Webhooks format
     webhook_disabled: bool = False
     admin: bool = False  # an admin key sees and changes every app's reminders
+    revoked_at: datetime | None = None  # since when its key is refused (its reminders ring)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

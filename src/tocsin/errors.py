@@ -28,6 +28,11 @@ class SchemaTooOld(StoreError):
     """The database schema is older than this code needs: run `tocsin migrate`."""
 
 
+class SchemaTooNew(StoreError):
+    """The database has migrations this code does not know: a newer version migrated it.
+    Running older code on it could misread or damage what the newer schema keeps."""
+
+
 class DuplicateIdempotencyKey(StoreError):
     """Another request saved the same idempotency key first; read its answer instead."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tocsin.errors import InvalidInput
@@ -17,6 +17,9 @@ DEFAULT_DATABASE_URL = "sqlite:///./tocsin.db"
 # claiming through the one writer; on PostgreSQL the parts are what the workers share.
 SQLITE_PARTS = 1
 POSTGRES_PARTS = 16
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# Settings kept as plain strings (other code reads them as such) that are secrets all the same.
+_PLAIN_SECRETS = frozenset({"secret", "webhook_secret"})
 
 
 class Settings(BaseSettings):
@@ -28,8 +31,12 @@ class Settings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="`sqlite:///path/to/file.db` or `postgresql://user@host/db`.",
     )
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = Field(
+        default="127.0.0.1",
+        description="The address `tocsin serve` and `tocsin api` listen on; anything but "
+        "loopback needs an API key to exist.",
+    )
+    port: int = Field(default=8000, ge=0, le=65535, description="The port they listen on.")
     secret: str | None = Field(
         default=None,
         description="Signs owner tokens; made once and kept in the database when unset.",
@@ -48,7 +55,9 @@ class Settings(BaseSettings):
     )
     lease_seconds: float = Field(default=10.0, gt=0, description="Scheduler part lease time.")
     sweep_seconds: float = Field(default=2.0, gt=0, description="How often held parts are swept.")
-    delivery_concurrency: int = Field(default=256, ge=1)
+    delivery_concurrency: int = Field(
+        default=256, ge=1, description="Sends one worker keeps in flight at once."
+    )
     max_attempts: int = Field(
         default=100,
         ge=1,
@@ -58,8 +67,14 @@ class Settings(BaseSettings):
     webhook_url: str | None = Field(
         default=None, description="Where webhook rings go when their app has no URL of its own."
     )
-    webhook_secret: str | None = None
-    webhook_timeout_seconds: float = 10.0
+    webhook_secret: str | None = Field(
+        default=None,
+        description="Signs the rings sent to TOCSIN_WEBHOOK_URL (Standard Webhooks, "
+        "`whsec_…`); apps with their own URL have their own secret.",
+    )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one webhook request may take."
+    )
     feed_heartbeat_seconds: float = Field(
         default=15.0,
         gt=0,
@@ -176,7 +191,9 @@ class Settings(BaseSettings):
     fcm_timeout_seconds: float = Field(
         default=10.0, gt=0, description="Longest one FCM send may take (with its token)."
     )
-    log_level: str = "INFO"
+    log_level: str = Field(
+        default="INFO", description="`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`."
+    )
     log_format: Literal["kv", "json"] = Field(
         default="kv", description="`kv` (key=value lines) or `json` (one object a line)."
     )
@@ -240,6 +257,13 @@ class Settings(BaseSettings):
             raise ValueError(f"must divide {SHARDS} (1, 2, 4, … 1024)")
         return value
 
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
+
     @field_validator("vapid_subject")
     @classmethod
     def _vapid_subject_is_a_contact(cls, value: str | None) -> str | None:
@@ -251,3 +275,39 @@ class Settings(BaseSettings):
     @property
     def is_postgres(self) -> bool:
         return self.database_url.startswith(("postgresql://", "postgres://"))
+
+
+class SettingsInvalid(Exception):
+    """A setting that cannot be used: the message names it (`TOCSIN_PARTS: …`) on one line."""
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """The settings from the environment with `overrides` (command-line flags) on top, or
+    `SettingsInvalid` saying which setting is wrong and why, every problem on one line."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as error:
+        raise SettingsInvalid("; ".join(_problem(detail) for detail in error.errors())) from None
+
+
+def env_name(field: str) -> str:
+    """The environment variable a setting is read from."""
+    return f"TOCSIN_{field.upper()}"
+
+
+def is_secret(field: str) -> bool:
+    """Whether a setting's value must never be shown (`tocsin config` masks it)."""
+    annotation = str(Settings.model_fields[field].annotation)
+    return field in _PLAIN_SECRETS or "SecretStr" in annotation
+
+
+def _problem(detail: Any) -> str:
+    message = str(detail["msg"]).removeprefix("Value error, ")
+    if message.startswith("Input "):  # pydantic's own "Input should be …", mid-sentence here
+        message = "i" + message[1:]
+    if not detail["loc"]:  # a check across settings: its message names them
+        return message
+    given = detail.get("input")
+    field = str(detail["loc"][0])
+    shown = "" if isinstance(given, dict) or is_secret(field) else f" (got {given!r})"
+    return f"{env_name(field)}: {message}{shown}"

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tocsin import __version__
-from tocsin.api import openapi, problems
+from tocsin.api import docs, openapi, problems
 from tocsin.api.body import BodyGuard
 from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
@@ -37,6 +37,9 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         version=__version__,
         description="Reminders that ring on time. Errors are RFC 9457 problem details.",
         openapi_url="/openapi.json",
+        # Served from the package's own files instead of FastAPI's CDN pages (`api/docs.py`).
+        docs_url=None,
+        redoc_url=None,
     )
     auth = Authenticator(
         store, clock, secret=settings.secret, open_allowed=is_loopback(settings.host)
@@ -61,6 +64,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(contacts.router)
     app.include_router(feed.router)
     app.include_router(page.router)
+    app.include_router(docs.router)
     # The create routes' bodies, and the problem every error answer is.
     openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)

@@ -10,11 +10,12 @@ from tocsin.api.problems import Problem
 from tocsin.auth import (
     API_KEY_PREFIX,
     OWNER_CREDENTIAL_PREFIX,
+    OwnerToken,
     hash_api_key,
     owner_token_secret,
+    read_owner_token,
     sign_feed_ticket,
     verify_feed_ticket,
-    verify_owner_token,
 )
 from tocsin.clock import Clock
 from tocsin.domain import Reminder
@@ -66,9 +67,10 @@ class Authenticator:
     create's cost), so answers are kept in the process for a short time, and only answers
     whose staleness cannot let in a caller the store would now refuse for long:
 
-    - A key found in the store is trusted for `KEY_TTL` (5 s) by its hash. Keys are never
-      deleted today; if revoking is added, a revoked key keeps working for at most that long
-      in each API process (or the revoking code must also clear `forget_keys`).
+    - A key found in the store is trusted for `KEY_TTL` (5 s) by its hash, and so is what
+      the store says about an owner's revoked tokens: a key revoked or rotated away, or an
+      owner's tokens revoked (`tocsin keys revoke`, `rotate`, `revoke-owner`, run in another
+      process), keeps working for at most that long in each API process.
     - A key not found is never cached. Caching it would not make a wrong key pass, but a key
       created a moment later would be refused until the entry expired; and an attacker trying
       random keys hits a fresh entry every time anyway. So a new key works at once.
@@ -88,7 +90,8 @@ class Authenticator:
         self._open_allowed = open_allowed
         self._keys_exist = False
         self._open_checked: datetime | None = None
-        self._apps: dict[str, tuple[datetime, Principal]] = {}
+        self._apps: dict[str, tuple[datetime, Principal | None]] = {}
+        self._revoked: dict[str, tuple[datetime, datetime | None]] = {}
         self._secret_lock = asyncio.Lock()
 
     async def authenticate(self, authorization: str | None) -> Principal:
@@ -132,6 +135,7 @@ class Authenticator:
     def forget_keys(self) -> None:
         """Drop every cached answer: the next request asks the store again."""
         self._apps.clear()
+        self._revoked.clear()
         self._open_checked = None
 
     async def _verify(self, token: str) -> Principal | None:
@@ -139,31 +143,61 @@ class Authenticator:
             return await self._app_principal(hash_api_key(token))
         if token.startswith(OWNER_CREDENTIAL_PREFIX):
             secret = self._secret or await self._signing_secret()
-            owner = verify_owner_token(token, secret=secret, now=self._clock.now())
-            return Principal(scope=f"owner:{owner}", owner=owner) if owner else None
+            read = read_owner_token(token, secret=secret)
+            return None if read is None else await self._owner_principal(read)
         return None
 
+    async def _owner_principal(self, token: OwnerToken) -> Principal:
+        """The owner a validly signed token names, or a 401 saying why it no longer works."""
+        if token.expires <= self._clock.now():
+            raise unauthorized("the owner token has expired: ask for a new one")
+        line = await self._revoked_before(token.owner)
+        if line is not None and (token.signed is None or token.signed <= line):
+            raise unauthorized("the owner token has been revoked: ask for a new one")
+        return Principal(scope=f"owner:{token.owner}", owner=token.owner)
+
+    async def _revoked_before(self, owner: str) -> datetime | None:
+        now = self._clock.now()
+        cached = self._revoked.get(owner)
+        if cached is not None and _fresh(cached[0], now, KEY_TTL):
+            return cached[1]
+        line = await self._store.owner_tokens_revoked_before(owner)
+        if len(self._revoked) >= MAX_CACHED_KEYS:
+            self._revoked.clear()  # only validly signed tokens get here, so this is a backstop
+        self._revoked[owner] = (now, line)
+        return line
+
     async def _app_principal(self, key_hash: str) -> Principal | None:
+        """The app a key belongs to (None: no app has it), or a 401 if it is revoked."""
         now = self._clock.now()
         cached = self._apps.get(key_hash)
         if cached is not None and _fresh(cached[0], now, KEY_TTL):
-            return cached[1]
+            return _live(cached[1])
         app = await self._store.find_app(key_hash=key_hash)
         if app is None:
             self._apps.pop(key_hash, None)
             return None
         self._keys_exist = True
-        principal = Principal(scope=f"app:{app.name}", source=app.name, admin=app.admin)
+        principal = None
+        if app.revoked_at is None:
+            principal = Principal(scope=f"app:{app.name}", source=app.name, admin=app.admin)
         if len(self._apps) >= MAX_CACHED_KEYS:
             self._apps.clear()  # only real keys get here, so this is a backstop
         self._apps[key_hash] = (now, principal)
-        return principal
+        return _live(principal)
 
     async def _signing_secret(self) -> str:
         async with self._secret_lock:
             if self._secret is None:
                 self._secret = await owner_token_secret(self._store, None)
             return self._secret
+
+
+def _live(principal: Principal | None) -> Principal:
+    """An app's principal; None stands for its key being revoked."""
+    if principal is None:
+        raise unauthorized("the API key has been revoked")
+    return principal
 
 
 def _fresh(checked: datetime, now: datetime, ttl: timedelta) -> bool:

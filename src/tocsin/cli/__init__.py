@@ -12,10 +12,11 @@ import sys
 from collections.abc import Sequence
 
 from tocsin import __version__
+from tocsin.settings import SettingsInvalid
 
 # `client` registers the commands that call a server's API: add, list, show, snooze, edit,
 # cancel, next, firings, contacts, import, export.
-COMMANDS = ("serve", "api", "worker", "migrate", "keys", "bench", "chaos", "client")
+COMMANDS = ("serve", "api", "worker", "migrate", "keys", "config", "bench", "chaos", "client")
 CLIENT_COMMANDS = frozenset(
     {"add", "list", "show", "snooze", "edit", "cancel", "next", "firings", "contacts"}
     | {"import", "export"}
@@ -43,5 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
-    status: int = handler(args)
+    try:
+        status: int = handler(args)
+    except SettingsInvalid as error:  # a usage error, said on one line: no traceback
+        print(f"tocsin {args.command}: {error}", file=sys.stderr)
+        return 2
     return status

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -120,8 +121,19 @@ def _all(kinds: Any) -> None:
     parser.set_defaults(handler=_run_all)
 
 
+def lacks_bench_extra(command: str) -> bool:
+    """Say so when the `bench` extra (httpx, which polls and drives the servers a benchmark
+    starts) is not installed: a server install needs none of it."""
+    if importlib.util.find_spec("httpx") is not None:
+        return False
+    print(f"tocsin {command}: needs the bench extra: pip install 'tocsin[bench]'", file=sys.stderr)
+    return True
+
+
 def _handler(scenario: Scenario) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        if lacks_bench_extra("bench"):
+            return 2
         from tocsin.bench.suite import repeated
 
         result = asyncio.run(repeated(lambda: scenario(args), args.runs))
@@ -209,6 +221,8 @@ async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_all(args: argparse.Namespace) -> int:
+    if lacks_bench_extra("bench"):
+        return 2
     from tocsin.bench.suite import run_all
 
     results = asyncio.run(run_all(runs=args.runs, pg_url=args.pg_url, quick=args.quick))

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from tocsin.bench.chaos_plan import FAULTS
+from tocsin.cli.bench import lacks_bench_extra
 from tocsin.errors import InvalidInput
 from tocsin.time.durations import parse_duration
 
@@ -51,6 +52,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if lacks_bench_extra("chaos"):
+        return 2
     from tocsin.bench.chaos import run_chaos
     from tocsin.bench.chaos_plan import ChaosSpec
     from tocsin.bench.chaos_report import to_text

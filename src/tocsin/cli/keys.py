@@ -1,5 +1,6 @@
-"""`tocsin keys`: create API keys for apps, list them, sign owner tokens, make VAPID keys;
-make a secret key and re-seal the stored secrets with it (rotation)."""
+"""`tocsin keys`: create API keys for apps, list, revoke and rotate them; sign owner tokens
+and revoke an owner's; make VAPID keys; make a secret key and re-seal the stored secrets
+with it (rotation)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tocsin.api.models import OWNER_PATTERN
-from tocsin.auth import new_app, owner_token_secret, sign_owner_token
+from tocsin.api.security import KEY_TTL
+from tocsin.auth import (
+    hash_api_key,
+    new_api_key,
+    new_app,
+    owner_token_secret,
+    sign_owner_token,
+)
 from tocsin.channels.webpush import new_vapid_keys
 from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
 from tocsin.errors import InvalidInput, SecretKeyError, StoreError
@@ -23,6 +31,8 @@ from tocsin.store import Store
 from tocsin.time import parse_duration
 
 TTL_MIN = 60
+KEY_CACHE_SECONDS = int(KEY_TTL.total_seconds())
+_TIME = "%Y-%m-%dT%H:%M:%SZ"
 TTL_MAX = 366 * 86400
 # Passes of `rotate-secrets`: the second only re-reads what changed during the first (a
 # value written meanwhile); more means some process still seals with another key first.
@@ -48,11 +58,34 @@ def register(subparsers: Any) -> None:
     add_database_arguments(listing)
     listing.set_defaults(handler=_handler(_list))
 
+    revoke = commands.add_parser(
+        "revoke",
+        help="refuse an app's key from now on (its reminders still ring; `rotate` gives it "
+        "a new key)",
+    )
+    revoke.add_argument("app", help="the app's name")
+    add_database_arguments(revoke)
+    revoke.set_defaults(handler=_handler(_revoke))
+
+    rotate = commands.add_parser(
+        "rotate", help="give an app a new key (printed once); its old key is refused"
+    )
+    rotate.add_argument("app", help="the app's name")
+    add_database_arguments(rotate)
+    rotate.set_defaults(handler=_handler(_rotate))
+
     token = commands.add_parser("owner-token", help="sign a token for one owner's own page")
     token.add_argument("owner", help="the owner the token may see and change")
     token.add_argument("--ttl", default="30d", help="how long it is valid (default 30d)")
     add_database_arguments(token)
     token.set_defaults(handler=_handler(_owner_token))
+
+    revoke_owner = commands.add_parser(
+        "revoke-owner", help="refuse every owner token of one owner signed until now"
+    )
+    revoke_owner.add_argument("owner", help="the owner whose tokens to refuse")
+    add_database_arguments(revoke_owner)
+    revoke_owner.set_defaults(handler=_handler(_revoke_owner))
 
     vapid = commands.add_parser("vapid", help="make a VAPID key pair for the webpush channel")
     vapid.set_defaults(handler=_vapid)
@@ -119,21 +152,62 @@ async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> i
     if not apps:
         print("no apps: the API runs without keys (tocsin keys create --app NAME)")
         return 0
-    print(f"{'APP':<24} {'KEY':<14} {'CREATED':<20} {'WEBHOOK':<8} WEBHOOK URL")
+    print(f"{'APP':<24} {'KEY':<14} {'CREATED':<20} {'REVOKED':<20} {'WEBHOOK':<8} WEBHOOK URL")
     for app in apps:
-        created = app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        created = app.created_at.strftime(_TIME)
+        revoked = app.revoked_at.strftime(_TIME) if app.revoked_at else "-"
         state = "-" if not app.webhook_url else "disabled" if app.webhook_disabled else "on"
         name = f"{app.name} (admin)" if app.admin else app.name
         print(
-            f"{name:<24} {app.key_prefix + '…':<14} {created:<20} {state:<8} "
+            f"{name:<24} {app.key_prefix + '…':<14} {created:<20} {revoked:<20} {state:<8} "
             f"{app.webhook_url or '-'}"
         )
     return 0
 
 
-async def _owner_token(store: Store, settings: Settings, args: argparse.Namespace) -> int:
-    if not re.fullmatch(OWNER_PATTERN, args.owner):
+async def _revoke(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    if not await store.revoke_app(args.app, datetime.now(UTC)):
+        app = await store.find_app(name=args.app)
+        said = "no app named" if app is None else "already revoked:"
+        print(f"tocsin keys: {said} {args.app!r}", file=sys.stderr)
+        return 1
+    print(
+        f"revoked the key of {args.app}: refused within {KEY_CACHE_SECONDS} s by every API "
+        "process; its reminders still ring"
+    )
+    return 0
+
+
+async def _rotate(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    key = new_api_key()
+    if not await store.replace_app_key(args.app, key_hash=hash_api_key(key), key_prefix=key[:11]):
+        print(f"tocsin keys: no app named {args.app!r}", file=sys.stderr)
+        return 1
+    print(
+        f"New API key for {args.app} (shown once; keep it secret; the old one is refused "
+        f"within {KEY_CACHE_SECONDS} s):"
+    )
+    print(key)
+    return 0
+
+
+async def _revoke_owner(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    _check_owner(args.owner)
+    await store.revoke_owner_tokens(args.owner, datetime.now(UTC))
+    print(
+        f"revoked every owner token of {args.owner} signed until now: refused within "
+        f"{KEY_CACHE_SECONDS} s by every API process (sign a new one with owner-token)"
+    )
+    return 0
+
+
+def _check_owner(owner: str) -> None:
+    if not re.fullmatch(OWNER_PATTERN, owner):
         raise ValueError("an owner is 1-128 characters of letters, digits and . _ : @ -")
+
+
+async def _owner_token(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+    _check_owner(args.owner)
     ttl = parse_duration(args.ttl, field="ttl", minimum=TTL_MIN, maximum=TTL_MAX)
     expires = datetime.now(UTC) + timedelta(seconds=ttl)
     secret = await owner_token_secret(store, settings.secret)

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from tocsin.errors import StoreError
-from tocsin.settings import Settings
+from tocsin.settings import load_settings
 from tocsin.store import open_store
 from tocsin.store.migrations import migrations_for
 
@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    url: str = args.db or Settings().database_url
+    settings = load_settings()  # checked even with --db: a bad one must not wait for `serve`
+    url: str = args.db or settings.database_url
     try:
         applied = asyncio.run(_migrate(url))
     except (StoreError, ValueError) as error:

@@ -25,6 +25,7 @@ from tocsin.auth import SIGNING_KEY_NAME, is_loopback, new_signing_secret
 from tocsin.cli.demo import DEMO_OWNER, demo_link
 from tocsin.clock import Clock, SystemClock
 from tocsin.errors import (
+    SchemaTooNew,
     SchemaTooOld,
     SecretKeyError,
     SecretUnreadable,
@@ -33,7 +34,7 @@ from tocsin.errors import (
 )
 from tocsin.keyfile import load_keyring
 from tocsin.logging import FORMATS, configure_logging
-from tocsin.settings import Settings
+from tocsin.settings import Settings, load_settings
 from tocsin.store import Store, open_store
 
 log = logging.getLogger("tocsin.serve")
@@ -95,7 +96,8 @@ def add_database_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the flags given (validated together:
-    some defaults, such as the part count, depend on the database)."""
+    some defaults, such as the part count, depend on the database); `SettingsInvalid`
+    names the one that is wrong."""
     update: dict[str, Any] = {}
     if getattr(args, "host", None):
         update["host"] = args.host
@@ -105,7 +107,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         update["log_format"] = args.log_format
     if args.db:
         update["database_url"] = args.db if "://" in args.db else f"sqlite:///{args.db}"
-    return Settings(**update)
+    return load_settings(**update)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -255,6 +257,11 @@ async def _ready_schema(store: Store, settings: Settings, *, migrate: bool) -> N
         raise StartupError(
             "the database schema is older than this version needs: "
             "run `tocsin migrate` (or start with --migrate)"
+        ) from error
+    except SchemaTooNew as error:
+        raise StartupError(
+            f"the database schema is newer than this version of Tocsin: {error}; "
+            "run that version (or a newer one), or restore the backup taken before it migrated"
         ) from error
     except StoreUnavailable as error:
         url = _redacted(settings.database_url)

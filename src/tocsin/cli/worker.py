@@ -10,14 +10,12 @@ import signal
 import sys
 from typing import Any
 
-from pydantic import ValidationError
-
 from tocsin.channels import build_channels
 from tocsin.cli.serve import StartupError, open_ready_store, run_async
 from tocsin.clock import DatabaseClock
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.scheduler import Engine, new_worker_id
-from tocsin.settings import Settings
+from tocsin.settings import Settings, load_settings
 
 log = logging.getLogger("tocsin.worker")
 
@@ -48,12 +46,15 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="send nothing: every channel only counts (for benchmarks of the engine)",
     )
-    parser.add_argument("--log-format", choices=FORMATS, default="kv", help="log line format")
+    parser.add_argument(
+        "--log-format", choices=FORMATS, help="log line format (default TOCSIN_LOG_FORMAT or kv)"
+    )
     parser.set_defaults(handler=run)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from the environment, overridden by the flags given."""
+    """Settings from the environment, overridden by the flags given (`SettingsInvalid`
+    names the one that is wrong)."""
     update: dict[str, Any] = {}
     if args.db:
         update["database_url"] = args.db if "://" in args.db else f"sqlite:///{args.db}"
@@ -61,16 +62,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
         update["parts"] = args.parts
     if args.lease_seconds is not None:
         update["lease_seconds"] = args.lease_seconds
-    return Settings(**update)
+    if args.log_format:
+        update["log_format"] = args.log_format
+    return load_settings(**update)
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        settings = settings_from(args)
-    except ValidationError as error:
-        print(f"tocsin worker: {error}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level, args.log_format)
+    settings = settings_from(args)
+    configure_logging(settings.log_level, settings.log_format)
     try:
         run_async(_work(settings, args))
     except StartupError as error:

@@ -145,7 +145,27 @@ class Store(ABC):
 
     @abstractmethod
     async def count_apps(self) -> int:
-        """How many apps (API keys) exist: 0 means the server runs without keys."""
+        """How many apps (API keys) exist, revoked ones too: 0 means the server runs without
+        keys, and revoking every key must not reopen it."""
+
+    @abstractmethod
+    async def revoke_app(self, name: str, at: datetime) -> bool:
+        """Refuse the app's key from `at` on (`App.revoked_at`); its reminders still ring.
+        False when no such app exists or it is revoked already."""
+
+    @abstractmethod
+    async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
+        """Give the app a new key: the old one is refused from now on, and a revoked app is
+        live again. False when no such app exists."""
+
+    @abstractmethod
+    async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
+        """Refuse every owner token of `owner` signed at or before `before` (a later
+        revocation moves the line forward; an earlier one never moves it back)."""
+
+    @abstractmethod
+    async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
+        """The line `revoke_owner_tokens` drew for `owner`, or None if it never did."""
 
     @abstractmethod
     async def ensure_secret(self, name: str, value: str) -> str:

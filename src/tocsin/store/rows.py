@@ -236,6 +236,7 @@ def app_from(row: Row, instant: Instant, keyring: Keyring) -> App:
         webhook_secret=_opened(row["webhook_secret"], keyring),
         webhook_disabled=bool(row["webhook_disabled"]),
         admin=bool(row["admin"]),
+        revoked_at=None if row["revoked_at"] is None else instant(row["revoked_at"]),
     )
 
 

@@ -86,9 +86,10 @@
 
   // -- signing in and out -------------------------------------------------------------------
 
-  /** The owner an owner token names (`to_<base64url owner>.<expiry>.<signature>`). */
+  /** The owner an owner token names (`to_<base64url owner>.<signed>.<expiry>.<signature>`;
+   * tokens from before they said when they were signed lack `<signed>`). */
   function ownerOf(token) {
-    const match = /^to_([A-Za-z0-9_-]+)\.\d+\.[A-Za-z0-9_-]+$/.exec(token);
+    const match = /^to_([A-Za-z0-9_-]+)(?:\.\d+){1,2}\.[A-Za-z0-9_-]+$/.exec(token);
     if (!match) return null;
     try {
       const base64 = match[1].replace(/-/g, "+").replace(/_/g, "/");
@@ -102,7 +103,7 @@
   async function signIn(token) {
     const owner = ownerOf(token);
     if (!owner) {
-      showSignIn("That is not an owner token: it starts with to_ and has two dots.");
+      showSignIn("That is not an owner token: it starts with to_ and has dots between its parts.");
       return;
     }
     state.token = token;

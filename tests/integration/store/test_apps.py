@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -93,3 +95,33 @@ async def test_the_first_secret_saved_wins(store: Store, migrated_db_url: str) -
     assert len(set(values)) == 1
     assert await store.ensure_secret("owner-token", "later") == values[0]
     assert await store.ensure_secret("another", "x") == "x"
+
+
+async def test_a_revoked_app_keeps_its_row_until_a_new_key(store: Store) -> None:
+    await store.add_app(app())
+    later = NOW + timedelta(hours=1)
+
+    assert await store.revoke_app("phone", later)
+    assert not await store.revoke_app("phone", later + timedelta(hours=1))  # already
+    assert not await store.revoke_app("nobody", later)
+    revoked = await store.find_app(key_hash="hash-1")
+    assert revoked is not None
+    assert revoked.revoked_at == later
+    assert await store.count_apps() == 1  # revoking never reopens a keyless server
+
+    assert await store.replace_app_key("phone", key_hash="hash-2", key_prefix="tk_new")
+    assert not await store.replace_app_key("nobody", key_hash="hash-3", key_prefix="tk_x")
+    assert await store.find_app(key_hash="hash-1") is None
+    assert await store.find_app(key_hash="hash-2") == replace(
+        app(), key_hash="hash-2", key_prefix="tk_new"
+    )
+
+
+async def test_owner_token_revocations_only_move_forward(store: Store) -> None:
+    assert await store.owner_tokens_revoked_before("ana") is None
+    await store.revoke_owner_tokens("ana", NOW)
+    await store.revoke_owner_tokens("ana", NOW - timedelta(days=1))
+    assert await store.owner_tokens_revoked_before("ana") == NOW
+    await store.revoke_owner_tokens("ana", NOW + timedelta(seconds=1))
+    assert await store.owner_tokens_revoked_before("ana") == NOW + timedelta(seconds=1)
+    assert await store.owner_tokens_revoked_before("bob") is None

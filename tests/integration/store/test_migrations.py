@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import asyncpg
 import pytest
 
 from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite
 from tocsin.cli import main
-from tocsin.errors import SchemaTooOld, StoreError
+from tocsin.errors import SchemaTooNew, SchemaTooOld, StoreError
 from tocsin.store import Store, open_store
 from tocsin.store.migrations import Migration, migrations_for
 
@@ -98,6 +99,53 @@ async def test_migrations_give_the_snapshot_schema(store: Store, migrated_db_url
 
     # On failure: review the difference, then run `python -m tests.integration.store.schema`.
     assert await _dump(migrated_db_url) == snapshot
+
+
+def test_a_database_a_newer_version_migrated_is_refused(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["migrate", "--db", db_url]) == 0
+    asyncio.run(_record_unknown_migration(db_url, LATEST + 1))
+    asyncio.run(_refused_by_the_store(db_url))
+
+    assert main(["migrate", "--db", db_url]) == 1
+    assert main(["keys", "list", "--db", db_url]) == 1  # as every command that opens it
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    known = f"that this version of Tocsin does not know (it knows 1 to {LATEST})"
+    assert known in err[0]
+    assert err[1].startswith("tocsin keys: the database schema is newer than this version")
+    assert known in err[1]
+
+
+async def _refused_by_the_store(url: str) -> None:
+    store = await open_store(url)
+    try:
+        with pytest.raises(SchemaTooNew, match=rf"migrations \[{LATEST + 1}\]"):
+            await store.check_schema()
+        with pytest.raises(SchemaTooNew):
+            await store.migrate()  # nor does this version's runner touch it
+    finally:
+        await store.close()
+
+
+async def _record_unknown_migration(url: str, version: int) -> None:
+    if url.startswith("sqlite:///"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+            connection.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)",
+                (version, "from_the_future"),
+            )
+        return
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            version,
+            "from_the_future",
+        )
+    finally:
+        await connection.close()
 
 
 async def _dump(url: str) -> str:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from importlib import resources
+
+from tocsin.errors import SchemaTooNew, SchemaTooOld
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -43,6 +46,27 @@ def migrations_for(backend: str) -> list[Migration]:
 
 def latest_version(backend: str) -> int:
     return len(migrations_for(backend))
+
+
+def check_applied(known: Sequence[Migration], applied: Collection[int]) -> None:
+    """Raise `SchemaTooNew` when the database records a migration not among the `known` ones,
+    `SchemaTooOld` when it lacks one of them."""
+    refuse_newer(known, applied)
+    missing = sorted({migration.version for migration in known} - set(applied))
+    if missing:
+        raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+
+
+def refuse_newer(known: Sequence[Migration], applied: Collection[int]) -> None:
+    """Raise `SchemaTooNew` when the database records a migration not among the `known` ones
+    (a newer version ran there): migrating or running on it could damage what it keeps."""
+    latest = max((migration.version for migration in known), default=0)
+    unknown = sorted(version for version in applied if version > latest)
+    if unknown:
+        raise SchemaTooNew(
+            f"the database has migrations {unknown} that this version of Tocsin does not "
+            f"know (it knows 1 to {latest}): a newer version migrated it"
+        )
 
 
 def sqlite_statements(script: str) -> list[str]:

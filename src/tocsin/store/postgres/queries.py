@@ -246,6 +246,24 @@ COUNT_APPS = "SELECT count(*) FROM apps"
 
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = true WHERE name = $1"
 
+REVOKE_APP = "UPDATE apps SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL"
+
+# A new key for an app; a revoked app is live again with it.
+REPLACE_APP_KEY = """
+UPDATE apps SET key_hash = $1, key_prefix = $2, revoked_at = NULL WHERE name = $3
+"""
+
+# Only ever later: revoking again never lets back in a token an earlier revocation refused.
+REVOKE_OWNER_TOKENS = """
+INSERT INTO owner_token_revocations (owner, revoked_before) VALUES ($1, $2)
+ON CONFLICT (owner) DO UPDATE
+SET revoked_before = greatest(owner_token_revocations.revoked_before, excluded.revoked_before)
+"""
+
+OWNER_TOKENS_REVOKED_BEFORE = """
+SELECT revoked_before FROM owner_token_revocations WHERE owner = $1
+"""
+
 # Keep the first value saved under a name (table `secrets`).
 KEEP_FIRST_SHARED_VALUE = """
 INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING

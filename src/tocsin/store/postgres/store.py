@@ -30,7 +30,6 @@ from tocsin.domain import (
 )
 from tocsin.errors import (
     DuplicateIdempotencyKey,
-    SchemaTooOld,
     StoreError,
     StoreUnavailable,
     TocsinError,
@@ -39,7 +38,7 @@ from tocsin.ids import SHARDS
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import DueListener, FeedListener, Resealed, Store
-from tocsin.store.migrations import migrations_for
+from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
 from tocsin.store.resealing import reseal
@@ -186,9 +185,7 @@ class PostgresStore(Store):
         with boundary():
             async with self._pool.acquire() as connection:
                 applied = await _applied_versions(connection)
-        missing = [m.version for m in migrations_for("postgres") if m.version not in applied]
-        if missing:
-            raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+        check_applied(migrations_for("postgres"), applied)
 
     async def close(self) -> None:
         await self._wakeups.close()
@@ -317,6 +314,28 @@ class PostgresStore(Store):
         with boundary():
             count: int = await self._pool.fetchval(q.COUNT_APPS)
             return count
+
+    async def revoke_app(self, name: str, at: datetime) -> bool:
+        return await self._changed(q.REVOKE_APP, at, name)
+
+    async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
+        return await self._changed(q.REPLACE_APP_KEY, key_hash, key_prefix, name)
+
+    async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
+        await self._changed(q.REVOKE_OWNER_TOKENS, owner, before)
+
+    async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
+        with boundary():
+            before: datetime | None = await self._pool.fetchval(
+                q.OWNER_TOKENS_REVOKED_BEFORE, owner
+            )
+            return before
+
+    async def _changed(self, sql: str, *args: Any) -> bool:
+        """Run one write; whether it changed a row (from the command tag, `UPDATE 1`)."""
+        with boundary():
+            status: str = await self._pool.execute(sql, *args)
+        return int(status.rsplit(" ", 1)[-1]) > 0
 
     async def ensure_secret(self, name: str, value: str) -> str:
         sealed = self._keyring.seal(value)
@@ -581,6 +600,7 @@ async def _applied_versions(connection: asyncpg.Connection) -> set[int]:
 async def _migrate(connection: asyncpg.Connection) -> list[int]:
     await connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
     done = await _applied_versions(connection)
+    refuse_newer(migrations_for("postgres"), done)
     applied: list[int] = []
     for migration in migrations_for("postgres"):
         if migration.version in done:

@@ -186,6 +186,19 @@ COUNT_APPS = "SELECT count(*) FROM apps"
 
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = 1 WHERE name = ?"
 
+REVOKE_APP = "UPDATE apps SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL"
+
+# A new key for an app; a revoked app is live again with it.
+REPLACE_APP_KEY = "UPDATE apps SET key_hash = ?, key_prefix = ?, revoked_at = NULL WHERE name = ?"
+
+# Only ever later: revoking again never lets back in a token an earlier revocation refused.
+REVOKE_OWNER_TOKENS = """
+INSERT INTO owner_token_revocations (owner, revoked_before) VALUES (?, ?)
+ON CONFLICT (owner) DO UPDATE SET revoked_before = max(revoked_before, excluded.revoked_before)
+"""
+
+OWNER_TOKENS_REVOKED_BEFORE = "SELECT revoked_before FROM owner_token_revocations WHERE owner = ?"
+
 # Keep the first value saved under a name (table `secrets`).
 KEEP_FIRST_SHARED_VALUE = """
 INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING

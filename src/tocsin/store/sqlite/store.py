@@ -27,12 +27,12 @@ from tocsin.domain import (
     Reminder,
     ReminderStatus,
 )
-from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
+from tocsin.errors import DuplicateIdempotencyKey, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import DueListener, FeedListener, Resealed, Store
-from tocsin.store.migrations import migrations_for, sqlite_statements
+from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
     app_from,
@@ -106,9 +106,7 @@ class SqliteStore(Store):
 
     async def check_schema(self) -> None:
         applied = await self._db.read(_applied_versions)
-        missing = [m.version for m in migrations_for("sqlite") if m.version not in applied]
-        if missing:
-            raise SchemaTooOld(f"the database lacks migrations {missing}: run `tocsin migrate`")
+        check_applied(migrations_for("sqlite"), applied)
 
     async def close(self) -> None:
         self._listeners.clear()
@@ -252,6 +250,27 @@ class SqliteStore(Store):
         row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
         count: int = row[0]
         return count
+
+    async def revoke_app(self, name: str, at: datetime) -> bool:
+        return await self._changed(q.REVOKE_APP, (_us(at), name))
+
+    async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
+        return await self._changed(q.REPLACE_APP_KEY, (key_hash, key_prefix, name))
+
+    async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
+        await self._changed(q.REVOKE_OWNER_TOKENS, (owner, _us(before)))
+
+    async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
+        row = await self._db.read(
+            lambda connection: connection.execute(
+                q.OWNER_TOKENS_REVOKED_BEFORE, (owner,)
+            ).fetchone()
+        )
+        return None if row is None else _utc(row[0])
+
+    async def _changed(self, sql: str, params: tuple[Any, ...]) -> bool:
+        """Run one write; whether it changed a row."""
+        return await self._db.write(lambda connection: connection.execute(sql, params).rowcount > 0)
 
     async def ensure_secret(self, name: str, value: str) -> str:
         sealed = self._keyring.seal(value)
@@ -605,6 +624,7 @@ def _migrate(connection: sqlite3.Connection) -> list[int]:
     """Apply each missing migration in its own immediate transaction (which also keeps other
     processes out), re-checking inside the lock what is applied."""
     connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
+    refuse_newer(migrations_for("sqlite"), _applied_versions(connection))
     applied: list[int] = []
     for migration in migrations_for("sqlite"):
         connection.execute("BEGIN IMMEDIATE")

@@ -11,6 +11,7 @@ CREATE TABLE apps (
     webhook_url text,
     webhook_secret text,
     admin boolean NOT NULL DEFAULT false,
+    revoked_at timestamp with time zone,
     CONSTRAINT apps_key_hash_key UNIQUE (key_hash),
     CONSTRAINT apps_pkey PRIMARY KEY (name)
 );
@@ -86,6 +87,12 @@ CREATE TABLE leases (
     holder text,
     epoch bigint NOT NULL DEFAULT 0,
     CONSTRAINT leases_pkey PRIMARY KEY (parts, part)
+);
+
+CREATE TABLE owner_token_revocations (
+    owner text NOT NULL,
+    revoked_before timestamp with time zone NOT NULL,
+    CONSTRAINT owner_token_revocations_pkey PRIMARY KEY (owner)
 );
 
 CREATE TABLE reminders (

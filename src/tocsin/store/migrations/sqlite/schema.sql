@@ -10,7 +10,7 @@ CREATE TABLE apps (
     webhook_secret TEXT,
     webhook_disabled INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL
-, admin INTEGER NOT NULL DEFAULT 0);
+, admin INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER);
 
 CREATE TABLE attempts (
     firing_id TEXT NOT NULL REFERENCES firings (id) ON DELETE CASCADE,
@@ -77,6 +77,11 @@ CREATE TABLE leases (
     expires_at INTEGER,
     watermark INTEGER, epoch INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (parts, part)
+);
+
+CREATE TABLE owner_token_revocations (
+    owner TEXT PRIMARY KEY,
+    revoked_before INTEGER NOT NULL
 );
 
 CREATE TABLE reminders (

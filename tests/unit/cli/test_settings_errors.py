@@ -1,0 +1,142 @@
+"""A wrong setting stops every command with status 2 and one line naming it; `tocsin config`
+shows the effective settings with every secret masked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import clean_env, tocsin
+from tocsin.cli import main
+from tocsin.cli.config import MASK, reference_table, section_of
+from tocsin.settings import Settings
+
+SERVER_COMMANDS = [
+    ["serve"],
+    ["api"],
+    ["api", "--workers", "2"],
+    ["worker"],
+    ["migrate"],
+    ["keys", "create", "--app", "phone"],
+    ["keys", "list"],
+    ["keys", "revoke", "phone"],
+    ["keys", "rotate", "phone"],
+    ["keys", "owner-token", "ana"],
+    ["keys", "revoke-owner", "ana"],
+    ["keys", "rotate-secrets"],
+    ["config"],
+]
+WRONG = [
+    ("TOCSIN_PARTS", "3", "TOCSIN_PARTS: must divide 1024"),
+    ("TOCSIN_PORT", "eighty", "TOCSIN_PORT: input should be a valid integer"),
+    ("TOCSIN_LOG_FORMAT", "xml", "TOCSIN_LOG_FORMAT: input should be 'kv' or 'json'"),
+    ("TOCSIN_LOG_LEVEL", "loud", "TOCSIN_LOG_LEVEL: must be one of DEBUG"),
+    ("TOCSIN_WEBHOOK_URL", "http://10.0.0.1/hook", "TOCSIN_WEBHOOK_URL: 10.0.0.1 is not"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _only_the_tests_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(f"TOCSIN_{name.upper()}", raising=False)
+    monkeypatch.setenv("TOCSIN_DATABASE_URL", f"sqlite:///{tmp_path / 'never-made.db'}")
+
+
+@pytest.mark.parametrize("command", SERVER_COMMANDS, ids=" ".join)
+def test_each_command_names_the_wrong_setting_on_one_line(
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("TOCSIN_PARTS", "3")
+    assert main(command) == 2
+    said = "TOCSIN_PARTS: must divide 1024 (1, 2, 4, … 1024) (got '3')"
+    assert capsys.readouterr().err == f"tocsin {command[0]}: {said}\n"
+    assert not (tmp_path / "never-made.db").exists()  # refused before opening anything
+
+
+@pytest.mark.parametrize(("name", "value", "said"), WRONG, ids=[w[0] for w in WRONG])
+def test_each_kind_of_mistake_is_said_plainly(
+    name: str,
+    value: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert main(["worker"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tocsin worker: {said}")
+    assert err.count("\n") == 1
+
+
+def test_a_real_process_exits_2_without_a_traceback() -> None:
+    done = tocsin("worker", env=clean_env(TOCSIN_LEASE_SECONDS="-5"))
+    assert done.returncode == 2
+    assert done.stderr == (
+        "tocsin worker: TOCSIN_LEASE_SECONDS: input should be greater than 0 (got '-5')\n"
+    )
+
+
+def test_the_worker_logs_in_the_format_of_the_environment(tmp_path: Path) -> None:
+    env = clean_env(secret_key=None, TOCSIN_LOG_FORMAT="json")
+    done = tocsin("worker", "--db", str(tmp_path / "tocsin.db"), env=env)
+
+    assert done.returncode == 1  # no secret key: it says so in its log, then on stderr
+    logged = json.loads(done.stderr.splitlines()[0])
+    assert (logged["logger"], logged["level"]) == ("tocsin.worker", "ERROR")
+    assert logged["message"].startswith("not starting: TOCSIN_SECRET_KEY is not set")
+
+
+def test_config_masks_every_secret(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = {
+        "TOCSIN_SECRET": "owner-token-signing",
+        "TOCSIN_SECRET_KEY": "the-secret-key",
+        "TOCSIN_WEBHOOK_SECRET": "whsec_c2lnbmluZw==",
+        "TOCSIN_SMTP_PASSWORD": "smtp-password",
+        "TOCSIN_SMS_AUTH_TOKEN": "twilio-token",
+        "TOCSIN_VAPID_PRIVATE_KEY": "vapid-private",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TOCSIN_DATABASE_URL", "postgresql://tocsin:db-password@db:5432/tocsin")
+    monkeypatch.setenv("TOCSIN_SMTP_HOST", "smtp.example.com")
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    lines = dict(line.split("=", 1) for line in out.splitlines())
+    for name, value in secrets.items():
+        assert lines[name] == MASK
+        assert value not in out
+    assert "db-password" not in out
+    assert lines["TOCSIN_DATABASE_URL"] == f"postgresql://tocsin:{MASK}@db:5432/tocsin"
+    assert lines["TOCSIN_SMTP_HOST"] == "smtp.example.com"
+    assert lines["TOCSIN_PARTS"] == "16"  # effective: the PostgreSQL default
+    assert lines["TOCSIN_SMTP_USERNAME"] == ""  # unset
+    assert set(lines) == {f"TOCSIN_{name.upper()}" for name in Settings.model_fields}
+
+
+def test_every_setting_has_a_meaning() -> None:
+    vague = [name for name, info in Settings.model_fields.items() if not info.description]
+    assert not vague, f"settings without a description: {vague}"
+
+
+def test_the_operations_guide_lists_the_settings_of_this_code() -> None:
+    guide = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
+    assert section_of(guide.read_text(encoding="utf-8")) == reference_table(), (
+        "docs/operations.md is stale: run `tocsin config --markdown docs/operations.md`"
+    )
+
+
+def test_config_markdown_rewrites_only_the_marked_section(tmp_path: Path) -> None:
+    guide = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
+    copy = tmp_path / "operations.md"
+    text = guide.read_text(encoding="utf-8")
+    begin, _, rest = text.partition(reference_table())
+    copy.write_text(begin + "| stale |\n" + rest, encoding="utf-8")
+    assert main(["config", "--markdown", str(copy)]) == 0
+    assert copy.read_text(encoding="utf-8") == text
