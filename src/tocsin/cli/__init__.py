@@ -15,7 +15,7 @@ from tocsin import __version__
 
 # `client` registers the commands that call a server's API: add, list, show, snooze, edit,
 # cancel, next, firings, contacts, import, export.
-COMMANDS = ("serve", "api", "worker", "migrate", "keys", "bench", "chaos", "client")
+COMMANDS = ("serve", "api", "worker", "migrate", "rezone", "keys", "bench", "chaos", "client")
 CLIENT_COMMANDS = frozenset(
     {"add", "list", "show", "snooze", "edit", "cancel", "next", "firings", "contacts"}
     | {"import", "export"}
