@@ -55,6 +55,17 @@ SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at -
     count(*)
 FROM firings WHERE due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
 """
+# What is left of the churn tables after the run: live and dead rows, autovacuum runs, and
+# (pgstattuple, when the server has it) how much of each table is dead rows and free space.
+_TABLE_STATS = """
+SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, pg_table_size(relid) AS bytes
+FROM pg_stat_user_tables WHERE relname IN ('firings', 'attempts', 'reminders')
+ORDER BY relname
+"""
+_PGSTATTUPLE = """
+SELECT round(dead_tuple_percent::numeric, 1)::float8, round(free_percent::numeric, 1)::float8
+FROM pgstattuple($1::regclass)
+"""
 _POLL_SECONDS = 1.0
 _WATCH_LIMIT_SECONDS = 1800.0
 _AFTER_DELETION_SECONDS = 15.0  # rings due at the end of the window are sent by then
@@ -98,6 +109,7 @@ async def run_retention(spec: RetentionSpec) -> dict[str, Any]:
             "p99_sent_s_with_backlog": with_backlog["metrics"]["due_to_sent_s"]["p99"],
             "p99_sent_s_while_deleting": deletion.get("p99_sent_s"),
             "rings_while_deleting": deletion.get("rings"),
+            "tables_after": deletion.get("tables"),
             "lost": [without["metrics"]["lost"], with_backlog["metrics"]["lost"]],
             "duplicates": [
                 without["metrics"]["duplicates"],
@@ -151,6 +163,7 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
             return {"deleted": deleted, "seconds": None, "deleted_per_s": None}
         await asyncio.sleep(_AFTER_DELETION_SECONDS)
         p99, rings = await connection.fetchrow(_LATENESS, first[1], ended[1])
+        tables = await _bloat(connection)
     finally:
         await connection.close()
     seconds = ended[0] - first[0]
@@ -160,4 +173,29 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
         "deleted_per_s": round(rate(deleted, seconds)),
         "p99_sent_s": None if p99 is None else round(p99, 3),
         "rings": rings,
+        "tables": tables,
     }
+
+
+async def _bloat(connection: asyncpg.Connection) -> dict[str, Any]:
+    """Per churn table: live and dead rows, autovacuum runs, bytes, and the dead and free
+    percentages pgstattuple reads (None when the extension is not installable)."""
+    try:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        measured = True
+    except asyncpg.PostgresError:
+        measured = False
+    tables: dict[str, Any] = {}
+    for row in await connection.fetch(_TABLE_STATS):
+        dead = free = None
+        if measured:
+            dead, free = await connection.fetchrow(_PGSTATTUPLE, row["relname"])
+        tables[row["relname"]] = {
+            "live": row["n_live_tup"],
+            "dead": row["n_dead_tup"],
+            "autovacuums": row["autovacuum_count"],
+            "mb": round(row["bytes"] / 2**20, 1),
+            "dead_pct": dead,
+            "free_pct": free,
+        }
+    return tables
