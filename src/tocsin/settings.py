@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from tocsin.errors import InvalidInput
 from tocsin.ids import SHARDS
 from tocsin.outbound import check_url
+from tocsin.time.durations import parse_duration
 
 DEFAULT_DATABASE_URL = "sqlite:///./tocsin.db"
 # On SQLite one process holds every part, so more parts only mean more loaders reading and
@@ -63,6 +65,11 @@ class Settings(BaseSettings):
         ge=1,
         description="A safety cap on delivery attempts per firing: retries end at the "
         "firing's deadline (due + freshness), which needs ~70 tries at most.",
+    )
+    retain_firings: timedelta = Field(
+        default=timedelta(days=30),
+        description="How long rings (firings, with their attempts) and finished reminders "
+        "are kept before the workers delete them: `30d`, `12w`, `2160h` (1 day to 10 years).",
     )
     webhook_url: str | None = Field(
         default=None, description="Where webhook rings go when their app has no URL of its own."
@@ -263,6 +270,19 @@ class Settings(BaseSettings):
         if value.upper() not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return value.upper()
+
+    @field_validator("retain_firings", mode="before")
+    @classmethod
+    def _retention_is_a_duration(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                seconds = parse_duration(
+                    value, field="retain_firings", minimum=86_400, maximum=3650 * 86_400
+                )
+            except InvalidInput as error:
+                raise ValueError(error.message) from None
+            return timedelta(seconds=seconds)
+        return value
 
     @field_validator("vapid_subject")
     @classmethod

@@ -14,7 +14,7 @@ import asyncio
 import random
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -62,6 +62,11 @@ class FiringSpec:
     save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
     due_in: float | None = None  # first due this long after the save, not at a minute start
     worker_settings: tuple[tuple[str, str], ...] = ()  # extra TOCSIN_* settings of workers
+    # Fills the migrated database (by URL) before the engine starts.
+    prepare: Callable[[str], Coroutine[Any, Any, None]] | None = None
+    # Runs beside the rings from the engine's start, until it returns (awaited before the
+    # engine stops); what it returns is reported as `beside`.
+    beside: Callable[[str], Coroutine[Any, Any, dict[str, Any]]] | None = None
 
     def params(self) -> dict[str, Any]:
         shown: dict[str, Any] = {
@@ -85,6 +90,8 @@ async def run_firing(spec: FiringSpec) -> dict[str, Any]:
         raise ValueError("SQLite runs one process: use --workers 1")
     async with throwaway(spec.db, pg_url=spec.pg_url) as url:
         store = await migrated_store(url)
+        if spec.prepare is not None:
+            await spec.prepare(url)
         logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
         processes: list[Process] = []
         try:
@@ -111,6 +118,9 @@ async def _run(
         }
     workers = _start_engine(spec, url, logs, settings)
     processes.extend(workers)
+    beside: asyncio.Task[dict[str, Any]] | None = None
+    if spec.beside is not None:
+        beside = asyncio.create_task(spec.beside(url))
     note(f"{spec.scenario}: {_engine_name(spec)} starting; logs in {logs}")
     await _wait_for_leases(url, workers)
     start = _first_due(spec)
@@ -118,6 +128,7 @@ async def _run(
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
     note(f"{spec.scenario}: first due {start:%H:%M:%S}, last {last_due:%H:%M:%S} UTC")
     finished = await _settle(spec, url, workers, last_due)
+    beside_report = None if beside is None else await beside
     rss = [worker.sample() for worker in workers]
     stats = receiver_stats(receiver_url) if receiver_url else None
     for process in processes:
@@ -135,6 +146,8 @@ async def _run(
     report["duplicates"] = _duplicates(stats, report)
     if stats is not None:
         report["receiver"] = stats
+    if beside_report is not None:
+        report["beside"] = beside_report
     report["logs"] = str(logs)
     return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
 

@@ -16,7 +16,18 @@ from tocsin.settings import SettingsInvalid
 
 # `client` registers the commands that call a server's API: add, list, show, snooze, edit,
 # cancel, next, firings, contacts, import, export.
-COMMANDS = ("serve", "api", "worker", "migrate", "keys", "config", "bench", "chaos", "client")
+COMMANDS = (
+    "serve",
+    "api",
+    "worker",
+    "migrate",
+    "rezone",
+    "keys",
+    "config",
+    "bench",
+    "chaos",
+    "client",
+)
 CLIENT_COMMANDS = frozenset(
     {"add", "list", "show", "snooze", "edit", "cancel", "next", "firings", "contacts"}
     | {"import", "export"}

@@ -1,5 +1,5 @@
 """`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
-storage, and all of them (`all`); a table on stdout, or `--json`."""
+storage, retention, and all of them (`all`); a table on stdout, or `--json`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def register(subparsers: Any) -> None:
     _api(kinds)
     _limit(kinds)
     _storage(kinds)
+    _retention(kinds)
     _all(kinds)
 
 
@@ -110,6 +111,22 @@ def _storage(kinds: Any) -> None:
     _common(parser, db=False)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.set_defaults(handler=_handler(_run_storage))
+
+
+def _retention(kinds: Any) -> None:
+    parser = kinds.add_parser(
+        "retention",
+        help="old rows deleted per second beside a steady ring load, and its ring p99",
+        description="PostgreSQL: a steady run, then the same with a backlog of old firings "
+        "(and their attempts) for the workers' retention to delete while it runs.",
+    )
+    _common(parser, db=False)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--channel", choices=("null", "webhook"), default="webhook")
+    parser.add_argument("--old-firings", type=int, default=1_000_000, help="the backlog")
+    parser.add_argument("--rate", type=int, default=500, help="rings due per second")
+    parser.add_argument("--duration", type=int, default=120, help="seconds of rings")
+    parser.set_defaults(handler=_handler(_run_retention))
 
 
 def _all(kinds: Any) -> None:
@@ -218,6 +235,20 @@ async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
     from tocsin.bench.storage import StorageSpec, run_storage
 
     return await run_storage(StorageSpec(rows=args.rows, pg_url=args.pg_url))
+
+
+async def _run_retention(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.retention import RetentionSpec, run_retention
+
+    spec = RetentionSpec(
+        old_firings=args.old_firings,
+        rate=args.rate,
+        duration=args.duration,
+        workers=args.workers,
+        channel=args.channel,
+        pg_url=args.pg_url,
+    )
+    return await run_retention(spec)
 
 
 def _run_all(args: argparse.Namespace) -> int:

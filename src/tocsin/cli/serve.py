@@ -34,6 +34,7 @@ from tocsin.errors import (
 )
 from tocsin.keyfile import load_keyring
 from tocsin.logging import FORMATS, configure_logging
+from tocsin.rezone import note_zone_data
 from tocsin.settings import Settings, load_settings
 from tocsin.store import Store, open_store
 
@@ -239,6 +240,7 @@ async def open_ready_store(
     try:
         await _ready_schema(store, settings, migrate=migrate)
         await _check_secret_key(store, seal_all=made)
+        await note_zone_data(store)  # warns when due times may need `tocsin rezone`
     except BaseException:
         await store.close()
         raise

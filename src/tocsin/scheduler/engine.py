@@ -23,6 +23,7 @@ from tocsin.ids import part_of_shard, part_shards
 from tocsin.scheduler.claimer import Claimer
 from tocsin.scheduler.leases import LeaseKeeper
 from tocsin.scheduler.loader import LoadTuning, PartLoader
+from tocsin.scheduler.retention import Retention, RetentionTuning
 from tocsin.scheduler.ticker import Ticker
 from tocsin.scheduler.timeline import Timeline
 from tocsin.settings import Settings
@@ -37,6 +38,7 @@ class EngineTuning:
 
     load: LoadTuning = field(default_factory=LoadTuning)
     delivery: DeliveryTuning = field(default_factory=DeliveryTuning)
+    retention: RetentionTuning = field(default_factory=RetentionTuning)
     claim_batch: int = 1000
     claim_concurrency: int = 4
     retry_base_seconds: float = 1.0
@@ -45,7 +47,8 @@ class EngineTuning:
 
 
 class Engine:
-    """Rings the reminders of the parts this worker holds, and delivers their firings.
+    """Rings the reminders of the parts this worker holds, delivers their firings and, while
+    it holds the retention chore, deletes old rows (`Retention`).
 
     `start` takes the worker's fair share of parts and starts firing; `stop` stops claiming,
     finishes (or leaves to others) what it was sending, closes the channels and gives its
@@ -118,6 +121,13 @@ class Engine:
             concurrency=tuning.claim_concurrency,
         )
         self._ticker = Ticker(self.timeline, self.claimer, clock)
+        self.retention = Retention(
+            store,
+            clock,
+            worker=worker_id,
+            keep=settings.retain_firings,
+            tuning=tuning.retention,
+        )
         self._loaders: dict[int, tuple[PartLoader, asyncio.Task[None]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._unlisten: list[Callable[[], None]] = []
@@ -137,6 +147,7 @@ class Engine:
         self._tasks = [
             asyncio.create_task(self.leases.run(), name="leases"),
             asyncio.create_task(self._ticker.run(), name="ticker"),
+            asyncio.create_task(self.retention.run(), name="retention"),
         ]
         logger.info("engine started", extra={"worker": self.worker_id})
 
@@ -153,6 +164,7 @@ class Engine:
         self._unlisten = []
         await self.delivery.stop(self._grace)
         await self._channels.close()
+        await self.retention.release()
         try:
             await self._store.release_leases(self.worker_id)
         except StoreError as error:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 
 from tocsin.domain import JSON, Channel, DueRing, FiringState, Reminder, ReminderStatus, Schedule
-from tocsin.store.base import WAKE_HORIZON
+from tocsin.store.base import WAKE_HORIZON, Move
 
 DUE_CHANNEL = "tocsin_due"
 LEASES_CHANNEL = "tocsin_leases"  # payload: the worker that joined or let parts go
@@ -61,6 +61,11 @@ def due_ring(
     return DueRing(reminder_id, due_at, freshness, schedule, version)
 
 
+def schedule_of(zone: str, anchor: str, rule: str | None) -> Schedule:
+    """A schedule from its stored columns."""
+    return Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
+
+
 def dump_json(value: JSON | None) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
 
@@ -87,6 +92,16 @@ def wake_ups(reminders: Iterable[Reminder]) -> list[tuple[int, datetime]]:
     for reminder in reminders:
         if wakes(reminder) and reminder.due_at is not None:
             seen[(reminder.shard, epoch_second(reminder.due_at))] = None
+    return [(shard, datetime.fromtimestamp(second, UTC)) for shard, second in seen]
+
+
+def move_wake_ups(moves: Iterable[Move], now: datetime) -> list[tuple[int, datetime]]:
+    """The distinct (shard, due second) pairs that `Store.reschedule` moving `moves` at `now`
+    must announce (the same rule as `wakes`)."""
+    seen: dict[tuple[int, int], None] = {}
+    for move in moves:
+        if move.due_at - now <= WAKE_HORIZON:
+            seen[(move.shard, epoch_second(move.due_at))] = None
     return [(shard, datetime.fromtimestamp(second, UTC)) for shard, second in seen]
 
 

@@ -635,3 +635,128 @@ WITH sent AS (
 )
 SELECT count(*) FROM sent
 """
+
+
+# -- upkeep: retention ------------------------------------------------------------------------
+
+# One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
+# firings_age from its old end; a ring still being delivered is never old enough, and one a
+# statement holds is skipped, never waited for), and their attempts, by primary key.
+PRUNE_FIRINGS = """
+WITH gone AS (
+    DELETE FROM firings
+    WHERE id = ANY(ARRAY(
+        SELECT id FROM firings
+        WHERE due_at < $1 AND state IN ('sent', 'failed', 'expired')
+        ORDER BY due_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING id
+), attempts_gone AS (
+    DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
+)
+SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts
+"""
+
+# One batch of finished reminders (not pending) last changed before $1, at most $2, oldest
+# first: a range scan of the partial index reminders_finished. A reminder goes only once its
+# firings have (a probe of the firings' primary key: ids `<reminder id>.<due second>`), so a
+# ring's record never outlives its reminder.
+PRUNE_REMINDERS = """
+WITH gone AS (
+    DELETE FROM reminders
+    WHERE id = ANY(ARRAY(
+        SELECT id FROM reminders AS r
+        WHERE status <> 'pending' AND updated_at < $1
+          AND NOT EXISTS (
+              SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/'
+          )
+        ORDER BY updated_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    )) AND status <> 'pending'
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+"""
+
+# One batch of idempotency keys created before $1, at most $2, oldest first
+# (idempotency_keys_age), deleted by their row address (a TID scan: a key is never updated,
+# and only retention deletes keys).
+PRUNE_IDEMPOTENCY_KEYS = """
+WITH gone AS (
+    DELETE FROM idempotency_keys
+    WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM idempotency_keys
+        WHERE created_at < $1
+        ORDER BY created_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+"""
+
+# Take or keep chore $1's lease for worker $2 until the database's now + $3: only when free,
+# run out, or held by $2 already (then the holder comes back; else no row).
+HOLD_CHORE = """
+INSERT INTO chores (name, holder, expires_at) VALUES ($1, $2, clock_timestamp() + $3::interval)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE chores.holder = excluded.holder OR chores.holder IS NULL
+    OR chores.expires_at < clock_timestamp()
+RETURNING holder
+"""
+
+# Let chore $1 go, if worker $2 holds it.
+RELEASE_CHORE = """
+UPDATE chores SET holder = NULL, expires_at = NULL WHERE name = $1 AND holder = $2
+"""
+
+# -- upkeep: time zone data upgrades ------------------------------------------------------------
+
+# Whether tzdata release $1 is recorded.
+ZONE_DATA_RECORDED = "SELECT EXISTS (SELECT 1 FROM zone_data WHERE version = $1)"
+
+# Record release $1's zone digests ($2 zones, $3 digests), leaving rows recorded already.
+RECORD_ZONE_DATA = """
+INSERT INTO zone_data (version, zone, digest)
+SELECT $1, zone, digest FROM unnest($2::text[], $3::text[]) AS given (zone, digest)
+ON CONFLICT (version, zone) DO NOTHING
+"""
+
+# Every recorded release's zone digests.
+ZONE_DATA = "SELECT version, zone, digest FROM zone_data"
+
+# Forget every release but $1.
+FORGET_ZONE_DATA = "DELETE FROM zone_data WHERE version <> $1"
+
+# The last id of the next $2 reminders after id $1 (an index-only range scan of the primary
+# key; NULL when there are none).
+ZONE_PAGE_END = """
+SELECT max(id) FROM (SELECT id FROM reminders WHERE id > $1 ORDER BY id LIMIT $2) AS page
+"""
+
+# The pending reminders with ids in ($1, $2] whose zone is one of $3.
+PENDING_IN_ZONES = """
+SELECT id, shard, zone, anchor, rule, due_at, version FROM reminders
+WHERE id > $1 AND id <= $2 AND status = 'pending' AND zone = ANY($3::text[])
+ORDER BY id
+"""
+
+# Move reminders to new due times, each only while it is still pending at the due time and
+# version it was read with (a claim, edit or cancel since then wins); announce the wake-ups
+# ($7) when any moved.
+RESCHEDULE = """
+WITH moved AS (
+    UPDATE reminders AS r
+    SET due_at = m.due_at, bucket = m.bucket, version = r.version + 1, updated_at = $6
+    FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[])
+        AS m (id, version, was, due_at, bucket)
+    WHERE r.id = m.id AND r.version = m.version AND r.due_at = m.was AND r.status = 'pending'
+    RETURNING r.id
+)
+SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke
+FROM moved
+"""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -37,7 +37,16 @@ from tocsin.errors import (
 from tocsin.ids import SHARDS
 from tocsin.keyring import Keyring
 from tocsin.store import codec
-from tocsin.store.base import DueListener, FeedListener, Resealed, Store
+from tocsin.store.base import (
+    DueListener,
+    FeedListener,
+    Move,
+    PendingTime,
+    Pruned,
+    Resealed,
+    Store,
+    ZonePage,
+)
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
@@ -587,6 +596,84 @@ class PostgresStore(Store):
         row = await self._fetchrow(q.MARK_FEED_SENT, list(firing_ids), at)
         return 0 if row is None else int(row[0])
 
+    # -- upkeep ------------------------------------------------------------------------------
+
+    async def prune(
+        self,
+        *,
+        firings_before: datetime,
+        reminders_before: datetime,
+        keys_before: datetime,
+        limit: int,
+    ) -> Pruned:
+        with boundary():
+            firings = await self._pool.fetchrow(q.PRUNE_FIRINGS, firings_before, limit)
+            reminders = await self._pool.fetchval(q.PRUNE_REMINDERS, reminders_before, limit)
+            keys = await self._pool.fetchval(q.PRUNE_IDEMPOTENCY_KEYS, keys_before, limit)
+        assert firings is not None
+        return Pruned(
+            firings=firings["firings"],
+            attempts=firings["attempts"],
+            reminders=reminders,
+            idempotency_keys=keys,
+        )
+
+    async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
+        return await self._fetchrow(q.HOLD_CHORE, name, worker, ttl) is not None
+
+    async def release_chore(self, name: str, *, worker: str) -> None:
+        with boundary():
+            await self._pool.execute(q.RELEASE_CHORE, name, worker)
+
+    async def note_zone_data(
+        self, version: str, digests: Mapping[str, str]
+    ) -> dict[str, dict[str, str]]:
+        zones = sorted(digests)
+        with boundary():
+            async with self._pool.acquire() as connection:
+                if not await connection.fetchval(q.ZONE_DATA_RECORDED, version):
+                    values = [digests[zone] for zone in zones]
+                    await connection.execute(q.RECORD_ZONE_DATA, version, zones, values)
+                rows = await connection.fetch(q.ZONE_DATA)
+        recorded: dict[str, dict[str, str]] = {}
+        for row in rows:
+            recorded.setdefault(row["version"], {})[row["zone"]] = row["digest"]
+        return recorded
+
+    async def forget_zone_data(self, *, keep: str) -> None:
+        with boundary():
+            await self._pool.execute(q.FORGET_ZONE_DATA, keep)
+
+    async def pending_in_zones(
+        self, zones: Collection[str], *, after_id: str, scan: int
+    ) -> ZonePage:
+        with boundary():
+            async with self._pool.acquire() as connection:
+                last_id: str | None = await connection.fetchval(q.ZONE_PAGE_END, after_id, scan)
+                rows = []
+                if last_id is not None:
+                    rows = await connection.fetch(
+                        q.PENDING_IN_ZONES, after_id, last_id, list(zones)
+                    )
+        return ZonePage(rows=[_pending_time(row) for row in rows], last_id=last_id)
+
+    async def reschedule(self, moves: Sequence[Move], *, now: datetime) -> list[str]:
+        if not moves:
+            return []
+        ordered = sorted(moves, key=lambda move: move.reminder_id)  # lock in one order
+        wake = [codec.wake_payload(*pair) for pair in codec.move_wake_ups(ordered, now)]
+        rows = await self._fetch(
+            q.RESCHEDULE,
+            [move.reminder_id for move in ordered],
+            [move.version for move in ordered],
+            [move.was for move in ordered],
+            [move.due_at for move in ordered],
+            [codec.bucket_of(move.due_at) for move in ordered],
+            now,
+            wake,
+        )
+        return [row["id"] for row in rows]
+
 
 # -- transactions -------------------------------------------------------------------------------
 
@@ -677,3 +764,13 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
     ]
     wakes = [codec.wake_payload(*pair) for pair in codec.wake_ups(reminders)]
     return [*key, *columns, wakes]
+
+
+def _pending_time(row: Record) -> PendingTime:
+    return PendingTime(
+        reminder_id=row["id"],
+        shard=row["shard"],
+        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"]),
+        due_at=row["due_at"],
+        version=row["version"],
+    )

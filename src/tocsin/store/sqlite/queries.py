@@ -530,3 +530,97 @@ INSERT INTO attempts (firing_id, number, at, channel, outcome, destination)
 VALUES (?, ?, ?, 'inapp', 'sent', 'feed')
 ON CONFLICT (firing_id, number) DO NOTHING
 """
+
+
+# -- upkeep: retention ------------------------------------------------------------------------
+
+# The attempts of one batch of old firings: the oldest final firings due before :before, at
+# most :limit (a range scan of firings_age). Run first: in one write the batch is the same.
+PRUNE_ATTEMPTS = """
+DELETE FROM attempts WHERE firing_id IN (
+    SELECT id FROM firings
+    WHERE due_at < :before AND state IN ('sent', 'failed', 'expired')
+    ORDER BY due_at
+    LIMIT :limit
+)
+"""
+
+# One batch of old firings: the same oldest final firings.
+PRUNE_FIRINGS = """
+DELETE FROM firings WHERE id IN (
+    SELECT id FROM firings
+    WHERE due_at < :before AND state IN ('sent', 'failed', 'expired')
+    ORDER BY due_at
+    LIMIT :limit
+)
+"""
+
+# One batch of finished reminders (not pending) last changed before :before, at most :limit,
+# oldest first (reminders_finished), each only once its firings have gone (a probe of the
+# firings' primary key: ids `<reminder id>.<due second>`).
+PRUNE_REMINDERS = """
+DELETE FROM reminders WHERE id IN (
+    SELECT id FROM reminders AS r
+    WHERE status <> 'pending' AND updated_at < :before
+      AND NOT EXISTS (SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/')
+    ORDER BY updated_at
+    LIMIT :limit
+)
+"""
+
+# One batch of idempotency keys created before :before, at most :limit, oldest first
+# (idempotency_keys_age).
+PRUNE_IDEMPOTENCY_KEYS = """
+DELETE FROM idempotency_keys WHERE rowid IN (
+    SELECT rowid FROM idempotency_keys
+    WHERE created_at < :before
+    ORDER BY created_at
+    LIMIT :limit
+)
+"""
+
+# Take or keep chore :name's lease for :worker until :until: only when free, run out (before
+# :now), or held by :worker already.
+HOLD_CHORE = """
+INSERT INTO chores (name, holder, expires_at) VALUES (:name, :worker, :until)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE chores.holder = excluded.holder OR chores.holder IS NULL OR chores.expires_at < :now
+"""
+
+# Let chore ? go, if worker ? holds it.
+RELEASE_CHORE = "UPDATE chores SET holder = NULL, expires_at = NULL WHERE name = ? AND holder = ?"
+
+# -- upkeep: time zone data upgrades ------------------------------------------------------------
+
+# Whether tzdata release ? is recorded.
+ZONE_DATA_RECORDED = "SELECT 1 FROM zone_data WHERE version = ? LIMIT 1"
+
+# Record one zone's digest in a release, leaving a row recorded already.
+RECORD_ZONE_DATA = "INSERT OR IGNORE INTO zone_data (version, zone, digest) VALUES (?, ?, ?)"
+
+# Every recorded release's zone digests.
+ZONE_DATA = "SELECT version, zone, digest FROM zone_data"
+
+# Forget every release but ?.
+FORGET_ZONE_DATA = "DELETE FROM zone_data WHERE version <> ?"
+
+# The last id of the next :scan reminders after id :after (a range scan of the primary key).
+ZONE_PAGE_END = """
+SELECT max(id) FROM (SELECT id FROM reminders WHERE id > :after ORDER BY id LIMIT :scan)
+"""
+
+# The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON).
+PENDING_IN_ZONES = """
+SELECT id, shard, zone, anchor, rule, due_at, version FROM reminders
+WHERE id > :after AND id <= :last AND status = 'pending'
+  AND zone IN (SELECT value FROM json_each(:zones))
+ORDER BY id
+"""
+
+# Move one reminder to a new due time, only while it is still pending at the due time and
+# version it was read with (a claim, edit or cancel since then wins).
+RESCHEDULE = """
+UPDATE reminders
+SET due_at = :due_at, bucket = :bucket, version = version + 1, updated_at = :now
+WHERE id = :id AND version = :version AND due_at = :was AND status = 'pending'
+"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -31,7 +31,16 @@ from tocsin.errors import DuplicateIdempotencyKey, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
-from tocsin.store.base import DueListener, FeedListener, Resealed, Store
+from tocsin.store.base import (
+    DueListener,
+    FeedListener,
+    Move,
+    PendingTime,
+    Pruned,
+    Resealed,
+    Store,
+    ZonePage,
+)
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
@@ -595,6 +604,106 @@ class SqliteStore(Store):
 
         return await self._db.write(work)
 
+    # -- upkeep ------------------------------------------------------------------------------
+
+    async def prune(
+        self,
+        *,
+        firings_before: datetime,
+        reminders_before: datetime,
+        keys_before: datetime,
+        limit: int,
+    ) -> Pruned:
+        rings = {"before": _us(firings_before), "limit": limit}
+
+        def firings(connection: sqlite3.Connection) -> tuple[int, int]:
+            attempts = connection.execute(q.PRUNE_ATTEMPTS, rings).rowcount
+            return connection.execute(q.PRUNE_FIRINGS, rings).rowcount, attempts
+
+        def deleted(sql: str, before: datetime) -> Callable[[sqlite3.Connection], int]:
+            params = {"before": _us(before), "limit": limit}
+            return lambda connection: connection.execute(sql, params).rowcount
+
+        # Three writes, not one: the writer thread is free between them.
+        pruned_firings, attempts = await self._db.write(firings)
+        reminders = await self._db.write(deleted(q.PRUNE_REMINDERS, reminders_before))
+        keys = await self._db.write(deleted(q.PRUNE_IDEMPOTENCY_KEYS, keys_before))
+        return Pruned(
+            firings=pruned_firings, attempts=attempts, reminders=reminders, idempotency_keys=keys
+        )
+
+    async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
+        now = datetime.now(UTC)  # the database's clock is the host's
+        params = {"name": name, "worker": worker, "now": _us(now), "until": _us(now + ttl)}
+        return await self._db.write(
+            lambda connection: connection.execute(q.HOLD_CHORE, params).rowcount > 0
+        )
+
+    async def release_chore(self, name: str, *, worker: str) -> None:
+        await self._db.write(
+            lambda connection: connection.execute(q.RELEASE_CHORE, (name, worker)).rowcount
+        )
+
+    async def note_zone_data(
+        self, version: str, digests: Mapping[str, str]
+    ) -> dict[str, dict[str, str]]:
+        rows = [(version, zone, digest) for zone, digest in sorted(digests.items())]
+
+        def work(connection: sqlite3.Connection) -> list[Row]:
+            if connection.execute(q.ZONE_DATA_RECORDED, (version,)).fetchone() is None:
+                connection.executemany(q.RECORD_ZONE_DATA, rows)
+            return connection.execute(q.ZONE_DATA).fetchall()
+
+        recorded: dict[str, dict[str, str]] = {}
+        for row in await self._db.write(work):
+            recorded.setdefault(row["version"], {})[row["zone"]] = row["digest"]
+        return recorded
+
+    async def forget_zone_data(self, *, keep: str) -> None:
+        await self._db.write(
+            lambda connection: connection.execute(q.FORGET_ZONE_DATA, (keep,)).rowcount
+        )
+
+    async def pending_in_zones(
+        self, zones: Collection[str], *, after_id: str, scan: int
+    ) -> ZonePage:
+        wanted = orjson.dumps(sorted(zones)).decode()
+
+        def work(connection: sqlite3.Connection) -> tuple[str | None, list[Row]]:
+            page = {"after": after_id, "scan": scan}
+            last: str | None = connection.execute(q.ZONE_PAGE_END, page).fetchone()[0]
+            if last is None:
+                return None, []
+            params = {"after": after_id, "last": last, "zones": wanted}
+            return last, connection.execute(q.PENDING_IN_ZONES, params).fetchall()
+
+        last_id, rows = await self._db.read(work)
+        return ZonePage(rows=[_pending_time(row) for row in rows], last_id=last_id)
+
+    async def reschedule(self, moves: Sequence[Move], *, now: datetime) -> list[str]:
+        now_us = _us(now)
+
+        def params(move: Move) -> dict[str, Any]:
+            return {
+                "id": move.reminder_id,
+                "version": move.version,
+                "was": _us(move.was),
+                "due_at": _us(move.due_at),
+                "bucket": codec.bucket_of(move.due_at),
+                "now": now_us,
+            }
+
+        def work(connection: sqlite3.Connection) -> list[str]:
+            return [
+                move.reminder_id
+                for move in moves
+                if connection.execute(q.RESCHEDULE, params(move)).rowcount > 0
+            ]
+
+        moved = set(await self._db.write(work))
+        self._wake(codec.move_wake_ups([m for m in moves if m.reminder_id in moved], now))
+        return [move.reminder_id for move in moves if move.reminder_id in moved]
+
     def _leases_changed(self) -> None:
         for listener in list(self._lease_listeners):
             try:
@@ -796,4 +905,14 @@ def _idempotency(row: Row) -> IdempotencyRecord:
         status_code=row["status_code"],
         body=bytes(row["body"]),
         created_at=_utc(row["created_at"]),
+    )
+
+
+def _pending_time(row: Row) -> PendingTime:
+    return PendingTime(
+        reminder_id=row["id"],
+        shard=row["shard"],
+        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"]),
+        due_at=_utc(row["due_at"]),
+        version=row["version"],
     )

@@ -29,6 +29,13 @@ CREATE TABLE attempts (
     CONSTRAINT attempts_pkey PRIMARY KEY (firing_id, number)
 );
 
+CREATE TABLE chores (
+    expires_at timestamp with time zone,
+    name text NOT NULL,
+    holder text,
+    CONSTRAINT chores_pkey PRIMARY KEY (name)
+);
+
 CREATE TABLE contacts (
     id text COLLATE "C" NOT NULL,
     owner text COLLATE "C" NOT NULL,
@@ -140,9 +147,19 @@ CREATE TABLE workers (
     CONSTRAINT workers_pkey PRIMARY KEY (worker)
 );
 
+CREATE TABLE zone_data (
+    version text NOT NULL,
+    zone text COLLATE "C" NOT NULL,
+    digest text NOT NULL,
+    CONSTRAINT zone_data_pkey PRIMARY KEY (version, zone)
+);
+
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
+CREATE INDEX firings_age ON public.firings USING btree (due_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
+CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
 CREATE INDEX reminders_due ON public.reminders USING btree (bucket, due_at, id, shard) WHERE (status = 'pending'::text);
+CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE (status <> 'pending'::text);
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

@@ -23,6 +23,12 @@ CREATE TABLE attempts (
     PRIMARY KEY (firing_id, number)
 );
 
+CREATE TABLE chores (
+    name TEXT PRIMARY KEY,
+    holder TEXT,
+    expires_at INTEGER
+);
+
 CREATE TABLE contacts (
     id TEXT NOT NULL PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -124,7 +130,16 @@ CREATE TABLE workers (
     heartbeat_at INTEGER NOT NULL
 );
 
+CREATE TABLE zone_data (
+    version TEXT NOT NULL,
+    zone TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (version, zone)
+);
+
 CREATE INDEX contacts_owner_kind ON contacts (owner, kind, id);
+
+CREATE INDEX firings_age ON firings (due_at);
 
 CREATE INDEX firings_feed ON firings (owner, deadline) WHERE channel = 'inapp';
 
@@ -132,6 +147,10 @@ CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
+CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+
 CREATE INDEX reminders_due ON reminders (bucket, due_at, id, shard) WHERE status = 'pending';
+
+CREATE INDEX reminders_finished ON reminders (updated_at) WHERE status <> 'pending';
 
 CREATE INDEX reminders_owner ON reminders (owner, id);

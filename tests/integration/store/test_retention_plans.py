@@ -1,0 +1,91 @@
+"""A retention batch is a range scan from the old end of its index, never a full scan
+(EXPLAIN on both backends, tables filled and analysed, no planner setting forced)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import asyncpg
+import pytest
+
+from tests.integration.store.factories import NOW
+from tests.integration.store.test_plans import _filled, _nodes, _sqlite_plan
+from tocsin.store import open_store
+from tocsin.store.postgres import queries as pg
+from tocsin.store.sqlite import queries as lite
+
+# Attempts for every firing, and idempotency keys over a day, so that every table has rows.
+_PG_EXTRA = """
+INSERT INTO attempts (firing_id, number, at, channel, outcome)
+SELECT id, 1, due_at, channel, 'sent' FROM firings;
+INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
+SELECT 'phone', 'key-' || n, 'h', 201, '\\x7b7d', now() - n * interval '5 seconds'
+FROM generate_series(1, 20000) AS n;
+ANALYZE;
+"""
+
+_PG_PRUNES = {
+    "PRUNE_FIRINGS": {"firings_age", "attempts_pkey"},
+    "PRUNE_REMINDERS": {"reminders_finished", "reminders_pkey", "firings_pkey"},
+    "PRUNE_IDEMPOTENCY_KEYS": {"idempotency_keys_age"},
+}
+
+
+@pytest.mark.postgres
+async def test_postgres_prunes_through_the_age_indexes(pg_migrated_url: str) -> None:
+    await _filled(pg_migrated_url, firings=True)
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        await connection.execute(_PG_EXTRA)
+        plans = {}
+        for name in _PG_PRUNES:
+            sql = getattr(pg, name)
+            custom = await connection.fetchval("EXPLAIN (FORMAT JSON) " + sql, NOW, 1000)
+            await connection.execute(f"PREPARE {name} (timestamptz, integer) AS {sql}")
+            await connection.execute("SET plan_cache_mode = force_generic_plan")
+            generic = await connection.fetchval(
+                f"EXPLAIN (FORMAT JSON) EXECUTE {name} ('{NOW.isoformat()}', 1000)"
+            )
+            await connection.execute("RESET plan_cache_mode")
+            plans[name] = (custom, generic)
+    finally:
+        await connection.close()
+
+    for name, indexes in _PG_PRUNES.items():
+        for plan in plans[name]:
+            nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
+            assert indexes <= {n.get("Index Name") for n in nodes}, plan
+            assert not any(n["Node Type"] in ("Seq Scan", "Sort") for n in nodes), plan
+
+
+async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
+    store = await open_store(sqlite_url)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    await _filled(sqlite_url, firings=True)
+    connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    try:
+        connection.execute("ANALYZE")
+        params = {"before": 0, "limit": 1000}
+        plans = {
+            name: _sqlite_plan(connection, getattr(lite, name), params)
+            for name in ("PRUNE_ATTEMPTS", "PRUNE_FIRINGS", "PRUNE_REMINDERS")
+        }
+        plans["PRUNE_IDEMPOTENCY_KEYS"] = _sqlite_plan(
+            connection, lite.PRUNE_IDEMPOTENCY_KEYS, params
+        )
+    finally:
+        connection.close()
+
+    assert any("USING INDEX firings_age (due_at<?)" in line for line in plans["PRUNE_FIRINGS"])
+    assert any("USING INDEX firings_age (due_at<?)" in line for line in plans["PRUNE_ATTEMPTS"])
+    assert any("reminders_finished (updated_at<?)" in line for line in plans["PRUNE_REMINDERS"])
+    assert any(
+        "idempotency_keys_age (created_at<?)" in line for line in plans["PRUNE_IDEMPOTENCY_KEYS"]
+    )
+    for name, plan in plans.items():
+        assert not any(line.startswith("SCAN") for line in plan), (name, plan)
+        assert not any("TEMP B-TREE" in line for line in plan), (name, plan)
