@@ -62,6 +62,16 @@ def check_url(url: str, *, allow_private: bool, field: str = "url") -> str:
     return url
 
 
+def refused_url(url: str, *, allow_private: bool, what: str) -> str | None:
+    """Why a sender must not call `url` as it is written (`what` names it in the reason), or
+    None; names are checked again as they resolve, by a session's `GuardedResolver`."""
+    try:
+        check_url(url, allow_private=allow_private)
+    except InvalidInput as error:
+        return f"{what} refused: {error.message}"
+    return None
+
+
 def refused_host(host: str) -> str | None:
     """Why a URL's host is refused as it is written (before any DNS), or None."""
     name = host.rstrip(".").lower()

@@ -21,8 +21,7 @@ from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import http_session
 from tocsin.channels.signing import secret_key, sign
 from tocsin.domain import Firing
-from tocsin.errors import InvalidInput
-from tocsin.outbound import GuardedResolver, check_url, refused_by_policy
+from tocsin.outbound import GuardedResolver, refused_by_policy, refused_url
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ class WebhookSender(DestinationSender):
         self, firing: Firing, destination: Destination, *, time_limit: float
     ) -> DeliveryResult:
         url = destination.address["url"]
-        refused = self._refused(url)
+        refused = refused_url(url, allow_private=self._allow_private, what="webhook URL")
         if refused is not None:
             return DeliveryResult.failed(refused)
         body = _body(firing)
@@ -86,15 +85,6 @@ class WebhookSender(DestinationSender):
             if policy is not None:
                 return DeliveryResult.failed(str(policy))
             return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
-
-    def _refused(self, url: str) -> str | None:
-        """Why the policy refuses the URL as written (a private IP, a scheme other than
-        http(s)); names are checked as they resolve, by the connector's resolver."""
-        try:
-            check_url(url, allow_private=self._allow_private)
-        except InvalidInput as error:
-            return f"webhook URL refused: {error.message}"
-        return None
 
     async def close(self) -> None:
         if self._session is not None:

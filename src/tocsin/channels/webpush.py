@@ -34,6 +34,7 @@ from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
+from tocsin.outbound import GuardedResolver, refused_by_policy, refused_url
 from tocsin.settings import Settings
 
 KIND = Channel.WEBPUSH
@@ -254,6 +255,7 @@ def build(settings: Settings, clock: Clock) -> WebPushSender | None:
         clock=clock,
         timeout=settings.webpush_timeout_seconds,
         max_connections=settings.delivery_concurrency,
+        allow_private=settings.allow_private_urls,
     )
 
 
@@ -271,6 +273,7 @@ class WebPushSender(DestinationSender):
         clock: Clock,
         timeout: float,
         max_connections: int,
+        allow_private: bool = False,
     ) -> None:
         self._key = key
         self._public_key = application_server_key(key)
@@ -278,12 +281,14 @@ class WebPushSender(DestinationSender):
         self._clock = clock
         self._timeout = timeout
         self._max_connections = max_connections
+        self._allow_private = allow_private  # endpoints are held to the outbound URL policy
         self._jwts: dict[str, tuple[int, str]] = {}  # origin -> (exp, Authorization value)
         self._session: aiohttp.ClientSession | None = None  # made in the event loop
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = http_session(self._max_connections)
+            resolver = GuardedResolver(allow_private=self._allow_private)
+            self._session = http_session(self._max_connections, resolver=resolver)
         return self._session
 
     async def send(
@@ -293,6 +298,9 @@ class WebPushSender(DestinationSender):
         if seconds <= 0:  # aiohttp would read a total of 0 as "no time limit at all"
             return DeliveryResult.retry("no time left before the deadline")
         endpoint = destination.address["endpoint"]
+        refused = refused_url(endpoint, allow_private=self._allow_private, what="push endpoint")
+        if refused is not None:
+            return DeliveryResult.failed(refused)
         now = self._clock.now()
         try:
             body = encrypt(
@@ -323,6 +331,9 @@ class WebPushSender(DestinationSender):
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError):
             return DeliveryResult.failed("bad push endpoint URL")
         except aiohttp.ClientError as error:
+            policy = refused_by_policy(error)
+            if policy is not None:
+                return DeliveryResult.failed(str(policy))
             return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
 
     async def close(self) -> None:

@@ -48,6 +48,8 @@ async def sender(keys: tuple[str, str], clock: FakeClock) -> AsyncIterator[WebPu
 
 
 def settings(**values: object) -> Settings:
+    """The test receiver listens on loopback, which the outbound policy allows only here."""
+    values.setdefault("allow_private_urls", True)
     return Settings(vapid_subject=SUBJECT, webpush_timeout_seconds=5.0, **values)  # type: ignore[arg-type]
 
 
@@ -181,6 +183,29 @@ async def test_no_time_left_sends_nothing(
     ring = firing(Channel.WEBPUSH, due=NOW)
     result = await sender.send(ring, destination(Channel.WEBPUSH, browser.address()), time_limit=0)
     assert result.outcome is Outcome.RETRY
+    assert receiver.pushes == []
+
+
+async def test_a_private_endpoint_is_refused_at_send_time(
+    receiver: WebPushReceiver, keys: tuple[str, str], clock: FakeClock
+) -> None:
+    """A subscription saved while private hosts were allowed is not called once they are not
+    (the same policy as webhooks: no request reaches a loopback or private address)."""
+    strict = webpush.build(settings(vapid_private_key=keys[0], allow_private_urls=False), clock)
+    assert strict is not None
+    browser = receiver.subscribe(keys[1])
+    try:
+        result = await strict.send(
+            firing(Channel.WEBPUSH, due=NOW),
+            destination(Channel.WEBPUSH, browser.address()),
+            time_limit=2,
+        )
+    finally:
+        await strict.close()
+    assert result.outcome is Outcome.FAILED
+    assert result.error is not None
+    assert "push endpoint refused" in result.error
+    assert "TOCSIN_ALLOW_PRIVATE_URLS" in result.error
     assert receiver.pushes == []
 
 
