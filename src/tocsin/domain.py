@@ -293,3 +293,31 @@ class HeldParts:
     def fence(self, parts: int) -> Fence:
         """The fence claims made under these leases carry."""
         return Fence(parts=parts, epochs=self.epochs)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkerState:
+    """A worker as the status board sees it: its last heartbeat, the parts it holds a lease
+    on now, and the providers whose circuit breaker it reported open at that heartbeat."""
+
+    worker: str
+    heartbeat_at: datetime
+    parts: tuple[int, ...]
+    breakers: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DueCounts:
+    """Pending reminders by bucket (UTC epoch minute), each count capped: a count equal to
+    the cap means at least that many."""
+
+    overdue: int  # due before the first bucket asked for, and not rung yet
+    buckets: dict[int, int]  # bucket -> how many are due in it (buckets with none left out)
+
+
+class RingSample(NamedTuple):
+    """One firing read for the status board: its due minute, state and lateness."""
+
+    minute: int  # UTC epoch minute of `due_at`
+    state: FiringState
+    lateness: float | None  # sent_at - due_at in seconds, for a sent firing

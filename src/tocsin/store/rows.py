@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+import orjson
+
 from tocsin.domain import (
     App,
     Attempt,
@@ -25,6 +27,7 @@ from tocsin.domain import (
     Reminder,
     ReminderStatus,
     Schedule,
+    WorkerState,
 )
 from tocsin.keyring import Keyring
 from tocsin.store import codec
@@ -257,3 +260,27 @@ def held_parts(
         next_expiry=None if next_expiry is None else (next_expiry - now).total_seconds(),
         as_of=now,
     )
+
+
+def breakers_value(breakers: Sequence[str]) -> str | None:
+    """The `workers.breakers` column: the open breakers as a JSON array, NULL for none."""
+    return orjson.dumps(sorted(breakers)).decode() if breakers else None
+
+
+def workers_from(
+    workers: Iterable[Row], leases: Iterable[Row], instant: Instant
+) -> list[WorkerState]:
+    """What `list_workers` returns, from the (worker, heartbeat_at, breakers) rows and the
+    (holder, part) rows of the leases held now."""
+    parts: dict[str, list[int]] = {}
+    for row in leases:
+        parts.setdefault(row["holder"], []).append(row["part"])
+    return [
+        WorkerState(
+            worker=row["worker"],
+            heartbeat_at=instant(row["heartbeat_at"]),
+            parts=tuple(parts.get(row["worker"], ())),
+            breakers=tuple(orjson.loads(row["breakers"])) if row["breakers"] else (),
+        )
+        for row in workers
+    ]

@@ -117,9 +117,11 @@ CREATE TABLE secrets (
 CREATE TABLE workers (
     worker TEXT PRIMARY KEY,
     heartbeat_at INTEGER NOT NULL
-);
+, breakers TEXT);
 
 CREATE INDEX contacts_owner_kind ON contacts (owner, kind, id);
+
+CREATE INDEX firings_due ON firings (due_at);
 
 CREATE INDEX firings_feed ON firings (owner, deadline) WHERE channel = 'inapp';
 
