@@ -192,16 +192,16 @@ async def test_postgres_status_reads_use_indexes(pg_migrated_url: str) -> None:
     connection = await asyncpg.connect(pg_migrated_url)
     try:
         await connection.execute("ANALYZE reminders; ANALYZE firings")
-        statements = {
-            "COUNT_DUE": (pg.COUNT_DUE, FIRST, FIRST + 59, 100),
-            "COUNT_OVERDUE": (pg.COUNT_OVERDUE, FIRST, 100),
-            "SAMPLE_RINGS": (pg.SAMPLE_RINGS, FIRST, FIRST + 59, 100),
-            "COUNT_QUEUE": (pg.COUNT_QUEUE, 100),
+        statements: dict[str, tuple[str, tuple[int, ...]]] = {
+            "COUNT_DUE": (pg.COUNT_DUE, (FIRST, FIRST + 59, 100)),
+            "COUNT_OVERDUE": (pg.COUNT_OVERDUE, (FIRST, 100)),
+            "SAMPLE_RINGS": (pg.SAMPLE_RINGS, (FIRST, FIRST + 59, 100)),
+            "COUNT_QUEUE": (pg.COUNT_QUEUE, (100,)),
         }
         plans = {}
         async with connection.transaction():  # as the store runs them
             await connection.execute(pg.STATUS_PLANNING)
-            for name, (sql, *args) in statements.items():
+            for name, (sql, args) in statements.items():
                 explained = await connection.fetchval("EXPLAIN (FORMAT JSON) " + sql, *args)
                 plans[name] = _nodes(json.loads(explained)[0]["Plan"])
     finally:
