@@ -58,9 +58,12 @@ function niceTop(values) {
 
 function timeLabels(chart, minutes) {
   minutes.forEach((minute, index) => {
-    if (index % 10 === 0 || index === minutes.length - 1) {
+    const last = index === minutes.length - 1;
+    if (index % 10 === 0 || last) {
+      const x = last ? WIDTH - PAD.right : chart.x(index);
+      const anchor = last ? "end" : "start";
       chart.svg.append(
-        element("text", { x: chart.x(index), y: HEIGHT - 6 }, clockTime(minute.minute)),
+        element("text", { x, y: HEIGHT - 6, "text-anchor": anchor }, clockTime(minute.minute)),
       );
     }
   });
