@@ -1,5 +1,5 @@
 """`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
-storage, and all of them (`all`); a table on stdout, or `--json`."""
+storage, status, and all of them (`all`); a table on stdout, or `--json`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def register(subparsers: Any) -> None:
     _api(kinds)
     _limit(kinds)
     _storage(kinds)
+    _status(kinds)
     _all(kinds)
 
 
@@ -109,6 +110,15 @@ def _storage(kinds: Any) -> None:
     _common(parser, db=False)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.set_defaults(handler=_handler(_run_storage))
+
+
+def _status(kinds: Any) -> None:
+    parser = kinds.add_parser("status", help="the status board's read on a large database")
+    _common(parser)
+    parser.add_argument("--reminders", type=int, default=1_000_000)
+    parser.add_argument("--firings", type=int, default=500_000)
+    parser.add_argument("--busy", type=int, default=100_000, help="in one minute each way")
+    parser.set_defaults(handler=_handler(_run_status))
 
 
 def _all(kinds: Any) -> None:
@@ -206,6 +216,19 @@ async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
     from tocsin.bench.storage import StorageSpec, run_storage
 
     return await run_storage(StorageSpec(rows=args.rows, pg_url=args.pg_url))
+
+
+async def _run_status(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.status import StatusSpec, run_status
+
+    spec = StatusSpec(
+        db=args.db,
+        reminders=args.reminders,
+        firings=args.firings,
+        busy=args.busy,
+        pg_url=args.pg_url,
+    )
+    return await run_status(spec)
 
 
 def _run_all(args: argparse.Namespace) -> int:
