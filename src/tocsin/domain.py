@@ -315,9 +315,27 @@ class DueCounts:
     buckets: dict[int, int]  # bucket -> how many are due in it (buckets with none left out)
 
 
-class RingSample(NamedTuple):
-    """One firing read for the status board: its due minute, state and lateness."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lateness:
+    """Seconds from due to sent of a set of sent rings, by nearest rank."""
 
-    minute: int  # UTC epoch minute of `due_at`
-    state: FiringState
-    lateness: float | None  # sent_at - due_at in seconds, for a sent firing
+    p50: float
+    p99: float
+    max: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RingMinute:
+    """The firings due in one UTC minute, as read for the status board: how many ended in
+    each way, how many wait, and how late the sent ones went out."""
+
+    minute: int  # UTC epoch minute of their `due_at`
+    sent: int
+    failed: int
+    expired: int
+    waiting: int  # queued or sending
+    lateness: Lateness | None  # None when none was sent
+
+    @property
+    def read(self) -> int:
+        return self.sent + self.failed + self.expired + self.waiting

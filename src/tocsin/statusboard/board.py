@@ -11,13 +11,11 @@ read.
 from __future__ import annotations
 
 import asyncio
-import math
-from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
 from tocsin.clock import Clock
-from tocsin.domain import FiringState, RingSample, WorkerState
+from tocsin.domain import FiringState, Lateness, RingMinute, WorkerState
 from tocsin.store import Store
 from tocsin.store.codec import EPOCH, bucket_of
 from tocsin.time import format_utc
@@ -56,7 +54,7 @@ class Board:
         due = await self._store.count_due(
             first_bucket=minute, last_bucket=minute + MINUTES - 1, cap=DUE_CAP
         )
-        sample = await self._store.sample_rings(
+        rings = await self._store.sample_rings(
             first_minute=minute - MINUTES + 1, last_minute=minute, per_minute=RINGS_PER_MINUTE
         )
         queue = await self._store.count_queue(cap=QUEUE_CAP)
@@ -76,7 +74,7 @@ class Board:
             },
             "rings": {
                 "per_minute": RINGS_PER_MINUTE,
-                "minutes": _rings(sample, range(minute - MINUTES + 1, minute + 1)),
+                "minutes": [_ring_minute(m) for m in rings],
             },
             "queue": {
                 "cap": QUEUE_CAP,
@@ -90,7 +88,6 @@ class Board:
 
 
 _KEEP = timedelta(seconds=KEEP_SECONDS)
-_WAITING = (FiringState.QUEUED, FiringState.SENDING)
 
 
 def _minute(bucket: int) -> str:
@@ -107,35 +104,23 @@ def _worker(worker: WorkerState, alive: bool) -> dict[str, Any]:
     }
 
 
-def _rings(sample: list[RingSample], minutes: range) -> list[dict[str, Any]]:
-    """Per minute: firings by outcome, and the lateness of the sent ones."""
-    states: dict[int, Counter[FiringState]] = {m: Counter() for m in minutes}
-    lateness: dict[int, list[float]] = {m: [] for m in minutes}
-    for ring in sample:
-        states[ring.minute][ring.state] += 1
-        if ring.lateness is not None:
-            lateness[ring.minute].append(ring.lateness)
-    return [
-        {
-            "minute": _minute(m),
-            "sent": states[m][FiringState.SENT],
-            "failed": states[m][FiringState.FAILED],
-            "expired": states[m][FiringState.EXPIRED],
-            "waiting": sum(states[m][state] for state in _WAITING),
-            "sampled": states[m].total() >= RINGS_PER_MINUTE,
-            "lateness": _lateness(lateness[m]),
-        }
-        for m in minutes
-    ]
+def _ring_minute(minute: RingMinute) -> dict[str, Any]:
+    return {
+        "minute": _minute(minute.minute),
+        "sent": minute.sent,
+        "failed": minute.failed,
+        "expired": minute.expired,
+        "waiting": minute.waiting,
+        "sampled": minute.read >= RINGS_PER_MINUTE,
+        "lateness": _lateness(minute.lateness),
+    }
 
 
-def _lateness(seconds: list[float]) -> dict[str, float] | None:
-    """p50, p99 and max by nearest rank; None for none."""
-    if not seconds:
+def _lateness(lateness: Lateness | None) -> dict[str, float] | None:
+    if lateness is None:
         return None
-    ordered = sorted(seconds)
-
-    def rank(p: float) -> float:
-        return round(ordered[max(0, math.ceil(p * len(ordered)) - 1)], 3)
-
-    return {"p50": rank(0.50), "p99": rank(0.99), "max": round(ordered[-1], 3)}
+    return {
+        "p50": round(lateness.p50, 3),
+        "p99": round(lateness.p99, 3),
+        "max": round(lateness.max, 3),
+    }

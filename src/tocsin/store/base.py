@@ -33,7 +33,7 @@ from tocsin.domain import (
     Outcome,
     Reminder,
     ReminderStatus,
-    RingSample,
+    RingMinute,
     WorkerState,
 )
 
@@ -391,10 +391,12 @@ class Store(ABC):
     @abstractmethod
     async def sample_rings(
         self, *, first_minute: int, last_minute: int, per_minute: int
-    ) -> list[RingSample]:
-        """The firings due in each UTC epoch minute of [first_minute, last_minute]: all of
-        them, or the `per_minute` earliest due of a minute that has more, each with its
-        state and, when sent, its lateness. One range scan of `firings_due` per minute."""
+    ) -> list[RingMinute]:
+        """For each UTC epoch minute of [first_minute, last_minute], in order: the firings
+        due in it — all of them, or the `per_minute` earliest due of a minute that has more —
+        counted by outcome, with p50, p99 (nearest rank) and max of `sent_at - due_at` of
+        the sent ones. One range scan of `firings_due` per minute, stopped at `per_minute`;
+        on PostgreSQL aggregated there, so 60 minutes answer 60 rows."""
 
     @abstractmethod
     async def count_queue(self, *, cap: int) -> dict[FiringState, int]:

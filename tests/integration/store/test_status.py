@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
-from tocsin.domain import FiringState, Outcome, Reminder
+from tocsin.domain import FiringState, Lateness, Outcome, Reminder, RingMinute
 from tocsin.store import Store, open_store
 from tocsin.store.codec import bucket_of
 from tocsin.store.postgres import queries as pg
@@ -74,21 +74,48 @@ async def test_due_counts_per_bucket_are_capped_and_overdue_is_counted(store: St
     assert counts.overdue == 2
 
 
-async def test_rings_are_sampled_per_minute_with_state_and_lateness(store: Store) -> None:
+async def test_rings_are_counted_per_minute_with_their_lateness(store: Store) -> None:
     sent = [reminder(f"s{n}", due_at=NOW + timedelta(seconds=n)) for n in range(3)]
     waiting = [reminder("w", due_at=NOW + timedelta(minutes=1, seconds=10))]
-    crowd = [reminder(f"c{n}", due_at=NOW + timedelta(minutes=2)) for n in range(6)]
+    crowd = [reminder(f"c{n}", due_at=NOW + timedelta(minutes=2, seconds=n)) for n in range(6)]
     await _ring(store, sent, sent_after=1.5)
     await _ring(store, waiting, sent_after=None)
     await _ring(store, crowd, sent_after=0.25)
 
-    sample = await store.sample_rings(first_minute=FIRST, last_minute=FIRST + 2, per_minute=4)
+    minutes = await store.sample_rings(first_minute=FIRST, last_minute=FIRST + 3, per_minute=4)
 
-    assert sorted(sample) == sorted(
-        [(FIRST, FiringState.SENT, 1.5)] * 3
-        + [(FIRST + 1, FiringState.SENDING, None)]
-        + [(FIRST + 2, FiringState.SENT, 0.25)] * 4  # 6 due, 4 read
-    )
+    assert minutes == [
+        RingMinute(
+            minute=FIRST,
+            sent=3,
+            failed=0,
+            expired=0,
+            waiting=0,
+            lateness=Lateness(p50=1.5, p99=1.5, max=1.5),
+        ),
+        RingMinute(minute=FIRST + 1, sent=0, failed=0, expired=0, waiting=1, lateness=None),
+        RingMinute(  # 6 due, the 4 earliest read
+            minute=FIRST + 2,
+            sent=4,
+            failed=0,
+            expired=0,
+            waiting=0,
+            lateness=Lateness(p50=0.25, p99=0.25, max=0.25),
+        ),
+        RingMinute(minute=FIRST + 3, sent=0, failed=0, expired=0, waiting=0, lateness=None),
+    ]
+
+
+async def test_lateness_is_by_nearest_rank(store: Store) -> None:
+    items = [reminder(f"r{n}", due_at=NOW + timedelta(seconds=n)) for n in range(10)]
+    await store.add_reminders(items)
+    firings = await store.claim([claim(r) for r in items], sender="worker-1", now=NOW, lease=LEASE)
+    late = {f.id: f.due_at + timedelta(seconds=int(f.due_at.second) + 1) for f in firings}
+    await store.record_attempts([result(fid, at=at) for fid, at in late.items()])
+
+    [minute] = await store.sample_rings(first_minute=FIRST, last_minute=FIRST, per_minute=100)
+
+    assert minute.lateness == Lateness(p50=5.0, p99=10.0, max=10.0)  # of 1 … 10 s
 
 
 async def test_failed_rings_have_no_lateness(store: Store) -> None:
@@ -99,9 +126,9 @@ async def test_failed_rings_have_no_lateness(store: Store) -> None:
         [result(firing.id, state=FiringState.FAILED, outcome=Outcome.FAILED, error="gone")]
     )
 
-    sample = await store.sample_rings(first_minute=FIRST, last_minute=FIRST, per_minute=10)
+    [minute] = await store.sample_rings(first_minute=FIRST, last_minute=FIRST, per_minute=10)
 
-    assert sample == [(FIRST, FiringState.FAILED, None)]
+    assert (minute.failed, minute.sent, minute.lateness) == (1, 0, None)
 
 
 async def test_queue_depth_counts_queued_and_sending_up_to_the_cap(store: Store) -> None:

@@ -664,18 +664,29 @@ SELECT count(*) FROM (
 """
 
 # The firings due in each minute of [$1, $2] (UTC epoch minutes), the $3 earliest of a
-# minute at most: one range scan of `firings_due` per minute.
+# minute at most (one range scan of `firings_due` per minute), counted by state, with the
+# lateness of the sent ones: nearest-rank percentiles (percentile_disc skips the NULLs of
+# the others). One row per minute.
 SAMPLE_RINGS = """
-SELECT minutes.minute, sample.state,
-       extract(epoch FROM sample.sent_at - sample.due_at)::float8 AS lateness
+SELECT minutes.minute, counted.*
 FROM generate_series($1::bigint, $2::bigint) AS minutes (minute)
 CROSS JOIN LATERAL (
-    SELECT state, sent_at, due_at FROM firings
-    WHERE due_at >= to_timestamp(minutes.minute * 60)
-      AND due_at < to_timestamp((minutes.minute + 1) * 60)
-    ORDER BY due_at
-    LIMIT $3
-) AS sample
+    SELECT count(*) FILTER (WHERE state = 'sent') AS sent,
+           count(*) FILTER (WHERE state = 'failed') AS failed,
+           count(*) FILTER (WHERE state = 'expired') AS expired,
+           count(*) FILTER (WHERE state IN ('queued', 'sending')) AS waiting,
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness) AS p50,
+           percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness) AS p99,
+           max(lateness) AS max
+    FROM (
+        SELECT state, extract(epoch FROM sent_at - due_at)::float8 AS lateness
+        FROM firings
+        WHERE due_at >= to_timestamp(minutes.minute * 60)
+          AND due_at < to_timestamp((minutes.minute + 1) * 60)
+        ORDER BY due_at
+        LIMIT $3
+    ) AS sample
+) AS counted
 """
 
 # Firings waiting for a sender and being sent, each counted up to $1 through its partial

@@ -29,7 +29,7 @@ from tocsin.domain import (
     Outcome,
     Reminder,
     ReminderStatus,
-    RingSample,
+    RingMinute,
     WorkerState,
 )
 from tocsin.errors import (
@@ -59,6 +59,7 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     reminder_from,
+    ring_minute_from,
     workers_from,
 )
 
@@ -598,11 +599,11 @@ class PostgresStore(Store):
 
     async def sample_rings(
         self, *, first_minute: int, last_minute: int, per_minute: int
-    ) -> list[RingSample]:
-        async def work(connection: asyncpg.Connection) -> list[RingSample]:
+    ) -> list[RingMinute]:
+        async def work(connection: asyncpg.Connection) -> list[RingMinute]:
             await connection.execute(q.STATUS_PLANNING)
             rows = await connection.fetch(q.SAMPLE_RINGS, first_minute, last_minute, per_minute)
-            return [RingSample(r["minute"], FiringState(r["state"]), r["lateness"]) for r in rows]
+            return sorted((ring_minute_from(row) for row in rows), key=lambda m: m.minute)
 
         return await self._transaction(work)
 

@@ -555,10 +555,10 @@ SELECT count(*) FROM (
 )
 """
 
-# The firings due in one minute [:start, :end) (microseconds), the :limit earliest at most: a
-# range scan of `firings_due`, which covers the columns read.
+# The firings due in one minute [:start, :end) (microseconds), the :limit earliest at most,
+# with their lateness in seconds: a range scan of `firings_due`.
 SAMPLE_RINGS = """
-SELECT state, sent_at - due_at AS lateness FROM firings
+SELECT state, (sent_at - due_at) / 1e6 AS lateness FROM firings
 WHERE due_at >= :start AND due_at < :end
 ORDER BY due_at
 LIMIT :limit

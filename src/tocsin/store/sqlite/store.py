@@ -28,7 +28,7 @@ from tocsin.domain import (
     Outcome,
     Reminder,
     ReminderStatus,
-    RingSample,
+    RingMinute,
     WorkerState,
 )
 from tocsin.errors import DuplicateIdempotencyKey, SchemaTooOld, StoreError
@@ -50,6 +50,7 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     reminder_from,
+    ring_minute,
     workers_from,
 )
 from tocsin.store.sqlite import queries as q
@@ -537,17 +538,15 @@ class SqliteStore(Store):
 
     async def sample_rings(
         self, *, first_minute: int, last_minute: int, per_minute: int
-    ) -> list[RingSample]:
-        def work(connection: sqlite3.Connection) -> list[RingSample]:
-            sample: list[RingSample] = []
+    ) -> list[RingMinute]:
+        def work(connection: sqlite3.Connection) -> list[RingMinute]:
+            minutes = []
             for minute in range(first_minute, last_minute + 1):
                 start = minute * MINUTE_US
                 params = {"start": start, "end": start + MINUTE_US, "limit": per_minute}
-                sample.extend(
-                    RingSample(minute, FiringState(state), None if late is None else late / 1e6)
-                    for state, late in connection.execute(q.SAMPLE_RINGS, params)
-                )
-            return sample
+                rows = connection.execute(q.SAMPLE_RINGS, params).fetchall()
+                minutes.append(ring_minute(minute, rows))
+            return minutes
 
         return await self._db.read(work)
 
