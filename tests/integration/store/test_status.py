@@ -85,25 +85,19 @@ async def test_rings_are_counted_per_minute_with_their_lateness(store: Store) ->
     minutes = await store.sample_rings(first_minute=FIRST, last_minute=FIRST + 3, per_minute=4)
 
     assert minutes == [
-        RingMinute(
-            minute=FIRST,
-            sent=3,
-            failed=0,
-            expired=0,
-            waiting=0,
-            lateness=Lateness(p50=1.5, p99=1.5, max=1.5),
-        ),
-        RingMinute(minute=FIRST + 1, sent=0, failed=0, expired=0, waiting=1, lateness=None),
-        RingMinute(  # 6 due, the 4 earliest read
-            minute=FIRST + 2,
-            sent=4,
-            failed=0,
-            expired=0,
-            waiting=0,
-            lateness=Lateness(p50=0.25, p99=0.25, max=0.25),
-        ),
-        RingMinute(minute=FIRST + 3, sent=0, failed=0, expired=0, waiting=0, lateness=None),
+        _minute(0, sent=3, lateness=1.5),
+        _minute(1, waiting=1),
+        _minute(2, sent=4, lateness=0.25),  # 6 due, the 4 earliest read
+        _minute(3),
     ]
+
+
+def _minute(offset: int, *, sent: int = 0, waiting: int = 0, lateness: float = 0) -> RingMinute:
+    """A minute FIRST + offset with nothing failed or expired, every sent ring as late."""
+    late = Lateness(p50=lateness, p99=lateness, max=lateness) if sent else None
+    return RingMinute(
+        minute=FIRST + offset, sent=sent, failed=0, expired=0, waiting=waiting, lateness=late
+    )
 
 
 async def test_lateness_is_by_nearest_rank(store: Store) -> None:
