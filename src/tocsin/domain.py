@@ -294,3 +294,49 @@ class HeldParts:
     def fence(self, parts: int) -> Fence:
         """The fence claims made under these leases carry."""
         return Fence(parts=parts, epochs=self.epochs)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkerState:
+    """A worker as the status board sees it: its last heartbeat, the parts it holds a lease
+    on now, and the providers whose circuit breaker it reported open at that heartbeat."""
+
+    worker: str
+    heartbeat_at: datetime
+    parts: tuple[int, ...]
+    breakers: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DueCounts:
+    """Pending reminders by bucket (UTC epoch minute), each count capped: a count equal to
+    the cap means at least that many."""
+
+    overdue: int  # due before the first bucket asked for, and not rung yet
+    buckets: dict[int, int]  # bucket -> how many are due in it (buckets with none left out)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lateness:
+    """Seconds from due to sent of a set of sent rings, by nearest rank."""
+
+    p50: float
+    p99: float
+    max: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RingMinute:
+    """The firings due in one UTC minute, as read for the status board: how many ended in
+    each way, how many wait, and how late the sent ones went out."""
+
+    minute: int  # UTC epoch minute of their `due_at`
+    sent: int
+    failed: int
+    expired: int
+    waiting: int  # queued or sending
+    lateness: Lateness | None  # None when none was sent
+
+    @property
+    def read(self) -> int:
+        return self.sent + self.failed + self.expired + self.waiting

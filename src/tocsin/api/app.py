@@ -17,13 +17,14 @@ from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
-from tocsin.api.routes import contacts, feed, health, page, reminders
+from tocsin.api.routes import contacts, feed, health, page, reminders, status
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.auth import is_loopback
 from tocsin.channels import configured_channels
 from tocsin.clock import Clock
 from tocsin.settings import Settings
+from tocsin.statusboard.board import Board
 from tocsin.store import Store
 
 access_log = logging.getLogger("tocsin.api.access")
@@ -65,6 +66,10 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(feed.router)
     app.include_router(page.router)
     app.include_router(docs.router)
+    app.state.status_board = Board(
+        store, clock, parts=settings.parts, lease_seconds=settings.lease_seconds
+    )
+    app.include_router(status.router)
     # The create routes' bodies, and the problem every error answer is.
     openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)

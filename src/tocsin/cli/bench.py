@@ -1,5 +1,5 @@
 """`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
-storage, retention, and all of them (`all`); a table on stdout, or `--json`."""
+storage, retention, status, and all of them (`all`); a table on stdout, or `--json`."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def register(subparsers: Any) -> None:
     _limit(kinds)
     _storage(kinds)
     _retention(kinds)
+    _status(kinds)
     _all(kinds)
 
 
@@ -127,6 +128,15 @@ def _retention(kinds: Any) -> None:
     parser.add_argument("--rate", type=int, default=500, help="rings due per second")
     parser.add_argument("--duration", type=int, default=120, help="seconds of rings")
     parser.set_defaults(handler=_handler(_run_retention))
+
+
+def _status(kinds: Any) -> None:
+    parser = kinds.add_parser("status", help="the status board's read on a large database")
+    _common(parser)
+    parser.add_argument("--reminders", type=int, default=1_000_000)
+    parser.add_argument("--firings", type=int, default=500_000)
+    parser.add_argument("--busy", type=int, default=100_000, help="in one minute each way")
+    parser.set_defaults(handler=_handler(_run_status))
 
 
 def _all(kinds: Any) -> None:
@@ -249,6 +259,19 @@ async def _run_retention(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
     )
     return await run_retention(spec)
+
+
+async def _run_status(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.status import StatusSpec, run_status
+
+    spec = StatusSpec(
+        db=args.db,
+        reminders=args.reminders,
+        firings=args.firings,
+        busy=args.busy,
+        pg_url=args.pg_url,
+    )
+    return await run_status(spec)
 
 
 def _run_all(args: argparse.Namespace) -> int:

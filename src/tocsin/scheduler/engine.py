@@ -107,6 +107,7 @@ class Engine:
             parts=settings.parts,
             ttl=lease,
             on_time=clock.reading if isinstance(clock, DatabaseClock) else None,
+            breakers=self.delivery.isolation.open_breakers,
         )
         self.claimer = Claimer(
             store,

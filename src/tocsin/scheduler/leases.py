@@ -49,11 +49,13 @@ class LeaseKeeper:
         parts: int,
         ttl: timedelta,
         on_time: TimeReading | None = None,
+        breakers: Callable[[], list[str]] | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._on_change = on_change
         self._on_time = on_time
+        self._breakers = breakers  # published at each renewal, for the status board
         self._worker = worker
         self._parts = parts
         self._ttl = ttl
@@ -74,7 +76,12 @@ class LeaseKeeper:
         """Renew once, and report what is held; False when the store failed."""
         sent = self._clock.now()
         try:
-            held = await self._store.renew_leases(self._worker, parts=self._parts, ttl=self._ttl)
+            held = await self._store.renew_leases(
+                self._worker,
+                parts=self._parts,
+                ttl=self._ttl,
+                breakers=self._breakers() if self._breakers is not None else (),
+            )
         except StoreError as error:
             logger.warning("renewing leases failed: %s", error)
             if self._valid_until is not None and self._clock.now() >= self._valid_until:

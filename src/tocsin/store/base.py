@@ -23,15 +23,19 @@ from tocsin.domain import (
     Channel,
     Claim,
     Contact,
+    DueCounts,
     DueRing,
     Fence,
     Firing,
+    FiringState,
     HeldParts,
     IdempotencyRecord,
     Outcome,
     Reminder,
     ReminderStatus,
+    RingMinute,
     Schedule,
+    WorkerState,
 )
 
 DueListener = Callable[[int, datetime], None]
@@ -350,15 +354,19 @@ class Store(ABC):
         their attempts are unchanged. Return how many were released."""
 
     @abstractmethod
-    async def renew_leases(self, worker: str, *, parts: int, ttl: timedelta) -> HeldParts:
-        """Heartbeat for `worker` and rebalance, by the database's clock `now` (never the
-        worker's; on SQLite, the host's): count live workers (heartbeat within `ttl`), keep
-        held parts (extending them to `now + ttl`) up to the fair share ceil(parts / live),
-        release the excess, and take free or expired parts up to the share, each at a new
-        epoch. Two workers never hold one part at once. Return the parts held with their
-        watermarks and epochs, `now` (`as_of`) and how long until the first lease another
-        worker holds runs out. When a worker joined or parts were released, tell
-        `listen_leases` listeners (every process on PostgreSQL) after commit."""
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
+    ) -> HeldParts:
+        """Heartbeat for `worker` (with the providers whose circuit breaker it has open,
+        `breakers`, kept on its heartbeat row for `list_workers`) and rebalance, by the
+        database's clock `now` (never the worker's; on SQLite, the host's): count live
+        workers (heartbeat within `ttl`), keep held parts (extending them to `now + ttl`) up
+        to the fair share ceil(parts / live), release the excess, and take free or expired
+        parts up to the share, each at a new epoch. Two workers never hold one part at once.
+        Return the parts held with their watermarks and epochs, `now` (`as_of`) and how long
+        until the first lease another worker holds runs out. When a worker joined or parts
+        were released, tell `listen_leases` listeners (every process on PostgreSQL) after
+        commit."""
 
     @abstractmethod
     async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
@@ -446,7 +454,7 @@ class Store(ABC):
         their attempts; at most `limit` reminders no longer pending whose last change was
         before `reminders_before` (on SQLite their firings go with them); at most `limit`
         idempotency keys created before `keys_before`. Each an index range scan from the old
-        end (`firings_age`, `reminders_finished`, `idempotency_keys_age`) that stops at
+        end (`firings_due`, `reminders_finished`, `idempotency_keys_age`) that stops at
         `limit`, so a batch costs the same however large the tables are."""
 
     @abstractmethod
@@ -488,3 +496,34 @@ class Store(ABC):
         `move.version`; the version goes up by one and `updated_at` becomes `now`, as an
         edit does. A claim, edit or cancel that landed first wins: that move changes nothing.
         Return the ids moved; wakes `listen_due` listeners for those now due soon."""
+
+    # -- the status board ------------------------------------------------------------------
+
+    @abstractmethod
+    async def list_workers(self) -> list[WorkerState]:
+        """Every worker with a heartbeat row (live, or silent for less than 10 lease times:
+        older rows are forgotten at renewals), by id, each with the parts it holds a lease
+        on that has not run out (by the database's clock) and the breakers it reported at
+        its last heartbeat. Reads the two small tables `workers` and `leases` whole."""
+
+    @abstractmethod
+    async def count_due(self, *, first_bucket: int, last_bucket: int, cap: int) -> DueCounts:
+        """How many pending reminders are due in each bucket of [first_bucket, last_bucket],
+        and overdue (in any earlier bucket), each counted up to `cap`. One range scan of
+        `reminders_due` per bucket, at most `cap` index entries each: the cost is bounded
+        however many reminders are stored or due in one minute."""
+
+    @abstractmethod
+    async def sample_rings(
+        self, *, first_minute: int, last_minute: int, per_minute: int
+    ) -> list[RingMinute]:
+        """For each UTC epoch minute of [first_minute, last_minute], in order: the firings
+        due in it — all of them, or the `per_minute` earliest due of a minute that has more —
+        counted by outcome, with p50, p99 (nearest rank) and max of `sent_at - due_at` of
+        the sent ones. One range scan of `firings_due` per minute, stopped at `per_minute`;
+        on PostgreSQL aggregated there, so 60 minutes answer 60 rows."""
+
+    @abstractmethod
+    async def count_queue(self, *, cap: int) -> dict[FiringState, int]:
+        """How many firings are `queued` and how many `sending`, each counted up to `cap`
+        (range scans of the partial indexes `firings_queued` and `firings_sending`)."""

@@ -8,9 +8,12 @@ each backend's `ensure_secret`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
+
+import orjson
 
 from tocsin.domain import (
     App,
@@ -21,10 +24,13 @@ from tocsin.domain import (
     FiringState,
     FiringSummary,
     HeldParts,
+    Lateness,
     Outcome,
     Reminder,
     ReminderStatus,
+    RingMinute,
     Schedule,
+    WorkerState,
 )
 from tocsin.keyring import Keyring
 from tocsin.store import codec
@@ -258,3 +264,69 @@ def held_parts(
         next_expiry=None if next_expiry is None else (next_expiry - now).total_seconds(),
         as_of=now,
     )
+
+
+def breakers_value(breakers: Sequence[str]) -> str | None:
+    """The `workers.breakers` column: the open breakers as a JSON array, NULL for none."""
+    return orjson.dumps(sorted(breakers)).decode() if breakers else None
+
+
+def workers_from(
+    workers: Iterable[Row], leases: Iterable[Row], instant: Instant
+) -> list[WorkerState]:
+    """What `list_workers` returns, from the (worker, heartbeat_at, breakers) rows and the
+    (holder, part) rows of the leases held now."""
+    parts: dict[str, list[int]] = {}
+    for row in leases:
+        parts.setdefault(row["holder"], []).append(row["part"])
+    return [
+        WorkerState(
+            worker=row["worker"],
+            heartbeat_at=instant(row["heartbeat_at"]),
+            parts=tuple(parts.get(row["worker"], ())),
+            breakers=tuple(orjson.loads(row["breakers"])) if row["breakers"] else (),
+        )
+        for row in workers
+    ]
+
+
+def ring_minute_from(row: Row) -> RingMinute:
+    """A minute of `sample_rings`, from a row of counts and lateness percentiles."""
+    lateness = None
+    if row["max"] is not None:
+        lateness = Lateness(p50=row["p50"], p99=row["p99"], max=row["max"])
+    return RingMinute(
+        minute=row["minute"],
+        sent=row["sent"],
+        failed=row["failed"],
+        expired=row["expired"],
+        waiting=row["waiting"],
+        lateness=lateness,
+    )
+
+
+def ring_minute(minute: int, sample: Iterable[tuple[str, float | None]]) -> RingMinute:
+    """A minute of `sample_rings`, from its (state, lateness) rows: what the PostgreSQL
+    query aggregates, done here (percentiles by nearest rank, as percentile_disc)."""
+    counts: dict[str, int] = dict.fromkeys(FiringState, 0)
+    late: list[float] = []
+    for state, lateness in sample:
+        counts[state] += 1
+        if lateness is not None:
+            late.append(lateness)
+    late.sort()
+    return RingMinute(
+        minute=minute,
+        sent=counts[FiringState.SENT],
+        failed=counts[FiringState.FAILED],
+        expired=counts[FiringState.EXPIRED],
+        waiting=counts[FiringState.QUEUED] + counts[FiringState.SENDING],
+        lateness=Lateness(p50=_rank(late, 0.5), p99=_rank(late, 0.99), max=late[-1])
+        if late
+        else None,
+    )
+
+
+def _rank(ordered: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile of sorted values: the first whose share reaches it."""
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]

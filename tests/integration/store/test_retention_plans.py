@@ -26,7 +26,7 @@ ANALYZE;
 """
 
 _PG_PRUNES = {
-    "PRUNE_FIRINGS": {"firings_age", "attempts_pkey"},
+    "PRUNE_FIRINGS": {"firings_due", "attempts_pkey"},
     "PRUNE_REMINDERS": {"reminders_finished", "reminders_pkey", "firings_pkey"},
     "PRUNE_IDEMPOTENCY_KEYS": {"idempotency_keys_age"},
 }
@@ -80,8 +80,8 @@ async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
     finally:
         connection.close()
 
-    assert any("USING INDEX firings_age (due_at<?)" in line for line in plans["PRUNE_FIRINGS"])
-    assert any("USING INDEX firings_age (due_at<?)" in line for line in plans["PRUNE_ATTEMPTS"])
+    assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["PRUNE_FIRINGS"])
+    assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["PRUNE_ATTEMPTS"])
     assert any("reminders_finished (updated_at<?)" in line for line in plans["PRUNE_REMINDERS"])
     assert any(
         "idempotency_keys_age (created_at<?)" in line for line in plans["PRUNE_IDEMPOTENCY_KEYS"]

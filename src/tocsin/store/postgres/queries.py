@@ -514,10 +514,11 @@ DATABASE_NOW = "SELECT clock_timestamp()"
 # Whether the worker was live (a heartbeat since $2); if not, it joins: the others rebalance.
 WAS_LIVE = "SELECT 1 FROM workers WHERE worker = $1 AND heartbeat_at >= $2"
 
-# A worker's heartbeat.
+# A worker's heartbeat, with the providers whose breaker it has open (JSON, or NULL).
 BEAT = """
-INSERT INTO workers (worker, heartbeat_at) VALUES ($1, $2)
-ON CONFLICT (worker) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+INSERT INTO workers (worker, heartbeat_at, breakers) VALUES ($1, $2, $3)
+ON CONFLICT (worker) DO UPDATE
+SET heartbeat_at = excluded.heartbeat_at, breakers = excluded.breakers
 """
 
 # Tell every worker that parts were let go or a worker joined, so that they renew at once
@@ -759,4 +760,82 @@ WITH moved AS (
 )
 SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke
 FROM moved
+"""
+
+# -- the status board ---------------------------------------------------------------------------
+
+# How the status board's counts and samples are planned. Each reads one minute (bucket) at a
+# time from a parameter of a function scan, so the planner estimates a minute by a default
+# selectivity (15 rows of 3,000; a few thousand of a billion) whatever it holds: for a
+# small estimate it prefers a bitmap scan, which reads every index entry of the minute
+# before the LIMIT applies — all 3 million of 09:00 New York — and sorts them. Without bitmap
+# scans and sorts, each minute is an index scan in index order that stops at the cap.
+STATUS_PLANNING = (
+    "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off;"
+    " SET LOCAL max_parallel_workers_per_gather = 0"
+)
+
+# Every worker's heartbeat row, with the breakers it reported (the table stays small: silent
+# workers are forgotten at renewals).
+STATUS_WORKERS = "SELECT worker, heartbeat_at, breakers FROM workers ORDER BY worker"
+
+# The leases held now, by the database's clock.
+STATUS_LEASES = """
+SELECT holder, part FROM leases
+WHERE holder IS NOT NULL AND expires_at > clock_timestamp()
+ORDER BY holder, part
+"""
+
+# Pending reminders due in each bucket of [$1, $2], each counted up to $3: one range scan of
+# `reminders_due` per bucket, stopped at the cap.
+COUNT_DUE = """
+SELECT buckets.bucket, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND reminders.bucket = buckets.bucket
+        LIMIT $3
+    ) AS capped
+) AS due
+FROM generate_series($1::integer, $2::integer) AS buckets (bucket)
+"""
+
+# Pending reminders due before bucket $1, counted up to $2 (the sweep keeps them few).
+COUNT_OVERDUE = """
+SELECT count(*) FROM (
+    SELECT 1 FROM reminders WHERE status = 'pending' AND bucket < $1 LIMIT $2
+) AS capped
+"""
+
+# The firings due in each minute of [$1, $2] (UTC epoch minutes), the $3 earliest of a
+# minute at most (one range scan of `firings_due` per minute), counted by state, with the
+# lateness of the sent ones: nearest-rank percentiles (percentile_disc skips the NULLs of
+# the others). One row per minute.
+SAMPLE_RINGS = """
+SELECT minutes.minute, counted.*
+FROM generate_series($1::bigint, $2::bigint) AS minutes (minute)
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE state = 'sent') AS sent,
+           count(*) FILTER (WHERE state = 'failed') AS failed,
+           count(*) FILTER (WHERE state = 'expired') AS expired,
+           count(*) FILTER (WHERE state IN ('queued', 'sending')) AS waiting,
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness) AS p50,
+           percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness) AS p99,
+           max(lateness) AS max
+    FROM (
+        SELECT state, extract(epoch FROM sent_at - due_at)::float8 AS lateness
+        FROM firings
+        WHERE due_at >= to_timestamp(minutes.minute * 60)
+          AND due_at < to_timestamp((minutes.minute + 1) * 60)
+        ORDER BY due_at
+        LIMIT $3
+    ) AS sample
+) AS counted
+"""
+
+# Firings waiting for a sender and being sent, each counted up to $1 through its partial
+# index.
+COUNT_QUEUE = """
+SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'queued' LIMIT $1) AS q),
+    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'sending' LIMIT $1) AS s)
 """

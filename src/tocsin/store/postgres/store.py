@@ -19,14 +19,18 @@ from tocsin.domain import (
     Channel,
     Claim,
     Contact,
+    DueCounts,
     DueRing,
     Fence,
     Firing,
+    FiringState,
     HeldParts,
     IdempotencyRecord,
     Outcome,
     Reminder,
     ReminderStatus,
+    RingMinute,
+    WorkerState,
 )
 from tocsin.errors import (
     DuplicateIdempotencyKey,
@@ -55,6 +59,7 @@ from tocsin.store.rows import (
     app_from,
     app_values,
     attempt_from,
+    breakers_value,
     by_owner_and_kind,
     claimed_firing_from,
     contact_from,
@@ -62,6 +67,8 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     reminder_from,
+    ring_minute_from,
+    workers_from,
 )
 
 T = TypeVar("T")
@@ -536,9 +543,11 @@ class PostgresStore(Store):
             )
         return int(status.rsplit(" ", 1)[-1])
 
-    async def renew_leases(self, worker: str, *, parts: int, ttl: timedelta) -> HeldParts:
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
+    ) -> HeldParts:
         async def work(connection: asyncpg.Connection) -> HeldParts:
-            return await _renew(connection, worker, parts, ttl)
+            return await _renew(connection, worker, parts, ttl, breakers)
 
         return await self._transaction(work)
 
@@ -674,6 +683,44 @@ class PostgresStore(Store):
         )
         return [row["id"] for row in rows]
 
+    # -- the status board ------------------------------------------------------------------
+
+    async def list_workers(self) -> list[WorkerState]:
+        async def work(connection: asyncpg.Connection) -> list[WorkerState]:
+            workers = await connection.fetch(q.STATUS_WORKERS)
+            leases = await connection.fetch(q.STATUS_LEASES)
+            return workers_from(workers, leases, _as_is)
+
+        return await self._transaction(work)
+
+    async def count_due(self, *, first_bucket: int, last_bucket: int, cap: int) -> DueCounts:
+        async def work(connection: asyncpg.Connection) -> DueCounts:
+            await connection.execute(q.STATUS_PLANNING)
+            rows = await connection.fetch(q.COUNT_DUE, first_bucket, last_bucket, cap)
+            overdue: int = await connection.fetchval(q.COUNT_OVERDUE, first_bucket, cap)
+            buckets = {row["bucket"]: row["due"] for row in rows if row["due"]}
+            return DueCounts(overdue=overdue, buckets=buckets)
+
+        return await self._transaction(work)
+
+    async def sample_rings(
+        self, *, first_minute: int, last_minute: int, per_minute: int
+    ) -> list[RingMinute]:
+        async def work(connection: asyncpg.Connection) -> list[RingMinute]:
+            await connection.execute(q.STATUS_PLANNING)
+            rows = await connection.fetch(q.SAMPLE_RINGS, first_minute, last_minute, per_minute)
+            return sorted((ring_minute_from(row) for row in rows), key=lambda m: m.minute)
+
+        return await self._transaction(work)
+
+    async def count_queue(self, *, cap: int) -> dict[FiringState, int]:
+        async def work(connection: asyncpg.Connection) -> dict[FiringState, int]:
+            await connection.execute(q.STATUS_PLANNING)
+            row = await connection.fetchrow(q.COUNT_QUEUE, cap)
+            return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
+
+        return await self._transaction(work)
+
 
 # -- transactions -------------------------------------------------------------------------------
 
@@ -700,11 +747,15 @@ async def _migrate(connection: asyncpg.Connection) -> list[int]:
 
 
 async def _renew(
-    connection: asyncpg.Connection, worker: str, parts: int, ttl: timedelta
+    connection: asyncpg.Connection,
+    worker: str,
+    parts: int,
+    ttl: timedelta,
+    breakers: Sequence[str],
 ) -> HeldParts:
     now: datetime = await connection.fetchval(q.DATABASE_NOW)
     joined = await connection.fetchval(q.WAS_LIVE, worker, now - ttl) is None
-    await connection.execute(q.BEAT, worker, now)
+    await connection.execute(q.BEAT, worker, now, breakers_value(breakers))
     await connection.execute(q.FORGET_WORKERS, now - 10 * ttl)
     live = max(1, await connection.fetchval(q.COUNT_LIVE, now - ttl))
     share = math.ceil(parts / live)

@@ -418,10 +418,11 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'sending' AND sender
 # Whether the worker was live (a heartbeat since ?); if not, it joins: the others rebalance.
 WAS_LIVE = "SELECT 1 FROM workers WHERE worker = ? AND heartbeat_at >= ?"
 
-# A worker's heartbeat.
+# A worker's heartbeat, with the providers whose breaker it has open (JSON, or NULL).
 BEAT = """
-INSERT INTO workers (worker, heartbeat_at) VALUES (?, ?)
-ON CONFLICT (worker) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
+INSERT INTO workers (worker, heartbeat_at, breakers) VALUES (?, ?, ?)
+ON CONFLICT (worker) DO UPDATE
+SET heartbeat_at = excluded.heartbeat_at, breakers = excluded.breakers
 """
 
 # Forget workers silent for long (they are not live; this only keeps the table small).
@@ -623,4 +624,57 @@ RESCHEDULE = """
 UPDATE reminders
 SET due_at = :due_at, bucket = :bucket, version = version + 1, updated_at = :now
 WHERE id = :id AND version = :version AND due_at = :was AND status = 'pending'
+"""
+
+# -- the status board ---------------------------------------------------------------------------
+
+# Every worker's heartbeat row, with the breakers it reported (the table stays small: silent
+# workers are forgotten at renewals).
+STATUS_WORKERS = "SELECT worker, heartbeat_at, breakers FROM workers ORDER BY worker"
+
+# The leases held at :now.
+STATUS_LEASES = """
+SELECT holder, part FROM leases
+WHERE holder IS NOT NULL AND expires_at > :now
+ORDER BY holder, part
+"""
+
+# Pending reminders due in each bucket of [:first, :last], each counted up to :cap: one range
+# scan of `reminders_due` per bucket, stopped at the cap.
+COUNT_DUE = """
+WITH RECURSIVE buckets (bucket) AS (
+    SELECT :first UNION ALL SELECT bucket + 1 FROM buckets WHERE bucket < :last
+)
+SELECT buckets.bucket, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND reminders.bucket = buckets.bucket
+        LIMIT :cap
+    )
+) AS due
+FROM buckets
+"""
+
+# Pending reminders due before bucket :first, counted up to :cap (the sweep keeps them few).
+COUNT_OVERDUE = """
+SELECT count(*) FROM (
+    SELECT 1 FROM reminders WHERE status = 'pending' AND bucket < :first LIMIT :cap
+)
+"""
+
+# The firings due in one minute [:start, :end) (microseconds), the :limit earliest at most,
+# with their lateness in seconds: a range scan of `firings_due`.
+SAMPLE_RINGS = """
+SELECT state, (sent_at - due_at) / 1e6 AS lateness FROM firings
+WHERE due_at >= :start AND due_at < :end
+ORDER BY due_at
+LIMIT :limit
+"""
+
+# Firings waiting for a sender and being sent, each counted up to :cap through its partial
+# index.
+COUNT_QUEUE = """
+SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'queued' LIMIT :cap)),
+    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'sending' LIMIT :cap))
 """

@@ -18,14 +18,18 @@ from tocsin.domain import (
     Channel,
     Claim,
     Contact,
+    DueCounts,
     DueRing,
     Fence,
     Firing,
+    FiringState,
     HeldParts,
     IdempotencyRecord,
     Outcome,
     Reminder,
     ReminderStatus,
+    RingMinute,
+    WorkerState,
 )
 from tocsin.errors import DuplicateIdempotencyKey, StoreError
 from tocsin.ids import SHARDS, firing_id
@@ -47,6 +51,7 @@ from tocsin.store.rows import (
     app_from,
     app_values,
     attempt_from,
+    breakers_value,
     by_owner_and_kind,
     claimed_firing_from,
     contact_from,
@@ -54,6 +59,8 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     reminder_from,
+    ring_minute,
+    workers_from,
 )
 from tocsin.store.sqlite import queries as q
 from tocsin.store.sqlite.engine import Database, SqliteUrl
@@ -63,6 +70,7 @@ log = logging.getLogger(__name__)
 Row = sqlite3.Row
 T = TypeVar("T")
 _MICROSECOND = timedelta(microseconds=1)
+MINUTE_US = 60_000_000  # a bucket, in the microseconds instants are stored as
 # Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
 _SEALED_QUERIES = {
     "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APP),
@@ -503,10 +511,14 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.RELEASE_DELIVERIES, params).rowcount
         )
 
-    async def renew_leases(self, worker: str, *, parts: int, ttl: timedelta) -> HeldParts:
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
+    ) -> HeldParts:
+        beat = (worker, breakers_value(breakers))
+
         def work(connection: sqlite3.Connection) -> tuple[HeldParts, bool]:
             # The database's clock is the host's: every process sharing the file runs there.
-            return _renew(connection, worker, parts, datetime.now(UTC), ttl)
+            return _renew(connection, beat, parts, datetime.now(UTC), ttl)
 
         held, changed = await self._db.write(work)
         if changed:
@@ -529,6 +541,48 @@ class SqliteStore(Store):
         return await self._db.write(
             lambda connection: connection.execute(q.ADVANCE_WATERMARK, params).rowcount > 0
         )
+
+    # -- the status board ------------------------------------------------------------------
+
+    async def list_workers(self) -> list[WorkerState]:
+        now = {"now": _us(datetime.now(UTC))}  # the database's clock is the host's
+
+        def work(connection: sqlite3.Connection) -> list[WorkerState]:
+            workers = connection.execute(q.STATUS_WORKERS).fetchall()
+            leases = connection.execute(q.STATUS_LEASES, now).fetchall()
+            return workers_from(workers, leases, _utc)
+
+        return await self._db.read(work)
+
+    async def count_due(self, *, first_bucket: int, last_bucket: int, cap: int) -> DueCounts:
+        params = {"first": first_bucket, "last": last_bucket, "cap": cap}
+
+        def work(connection: sqlite3.Connection) -> DueCounts:
+            rows = connection.execute(q.COUNT_DUE, params).fetchall()
+            overdue = connection.execute(q.COUNT_OVERDUE, params).fetchone()[0]
+            return DueCounts(overdue=overdue, buckets={bucket: due for bucket, due in rows if due})
+
+        return await self._db.read(work)
+
+    async def sample_rings(
+        self, *, first_minute: int, last_minute: int, per_minute: int
+    ) -> list[RingMinute]:
+        def work(connection: sqlite3.Connection) -> list[RingMinute]:
+            minutes = []
+            for minute in range(first_minute, last_minute + 1):
+                start = minute * MINUTE_US
+                params = {"start": start, "end": start + MINUTE_US, "limit": per_minute}
+                rows = connection.execute(q.SAMPLE_RINGS, params).fetchall()
+                minutes.append(ring_minute(minute, rows))
+            return minutes
+
+        return await self._db.read(work)
+
+    async def count_queue(self, *, cap: int) -> dict[FiringState, int]:
+        row = await self._db.read(
+            lambda connection: connection.execute(q.COUNT_QUEUE, {"cap": cap}).fetchone()
+        )
+        return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
 
     # -- wake-ups ----------------------------------------------------------------------------
 
@@ -767,14 +821,19 @@ def _insert_idempotency(connection: sqlite3.Connection, record: IdempotencyRecor
 
 
 def _renew(
-    connection: sqlite3.Connection, worker: str, parts: int, now: datetime, ttl: timedelta
+    connection: sqlite3.Connection,
+    beat: tuple[str, str | None],
+    parts: int,
+    now: datetime,
+    ttl: timedelta,
 ) -> tuple[HeldParts, bool]:
     """Renew, and say whether others should renew at once (a worker joined, or parts were
-    let go)."""
+    let go). `beat` is the worker and its open breakers (the column's value)."""
+    worker, breakers = beat
     now_us, until_us = _us(now), _us(now + ttl)
     live_since = _us(now - ttl)
     joined = connection.execute(q.WAS_LIVE, (worker, live_since)).fetchone() is None
-    connection.execute(q.BEAT, (worker, now_us))
+    connection.execute(q.BEAT, (worker, now_us, breakers))
     connection.execute(q.FORGET_WORKERS, (now_us - 10 * (until_us - now_us),))
     live = max(1, connection.execute(q.COUNT_LIVE, (live_since,)).fetchone()[0])
     share = math.ceil(parts / live)

@@ -144,6 +144,7 @@ CREATE TABLE secrets (
 CREATE TABLE workers (
     heartbeat_at timestamp with time zone NOT NULL,
     worker text NOT NULL,
+    breakers text,
     CONSTRAINT workers_pkey PRIMARY KEY (worker)
 );
 
@@ -155,7 +156,7 @@ CREATE TABLE zone_data (
 );
 
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
-CREATE INDEX firings_age ON public.firings USING btree (due_at);
+CREATE INDEX firings_due ON public.firings USING btree (due_at) INCLUDE (state, sent_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);

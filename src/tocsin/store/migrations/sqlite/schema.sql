@@ -128,7 +128,7 @@ CREATE TABLE secrets (
 CREATE TABLE workers (
     worker TEXT PRIMARY KEY,
     heartbeat_at INTEGER NOT NULL
-);
+, breakers TEXT);
 
 CREATE TABLE zone_data (
     version TEXT NOT NULL,
@@ -139,7 +139,7 @@ CREATE TABLE zone_data (
 
 CREATE INDEX contacts_owner_kind ON contacts (owner, kind, id);
 
-CREATE INDEX firings_age ON firings (due_at);
+CREATE INDEX firings_due ON firings (due_at);
 
 CREATE INDEX firings_feed ON firings (owner, deadline) WHERE channel = 'inapp';
 

@@ -2,9 +2,8 @@
 -- idempotency keys older than their age are deleted in small batches, oldest first. Each
 -- index below makes a batch a range scan from the old end that stops at the batch's size.
 --
--- Rings by due time. Firings are inserted at their due time, so this index grows at its
--- right end and retention trims its left end.
-CREATE INDEX firings_age ON firings (due_at);
+-- Rings by due time: `firings_due` (0009, the status board's). Firings are inserted at their
+-- due time, so that index grows at its right end and retention trims its left end.
 -- Finished reminders by their last change: only rows that are no longer pending enter it,
 -- so the pending reminders (the billion the schema is sized for) pay nothing for it.
 CREATE INDEX reminders_finished ON reminders (updated_at) WHERE status <> 'pending';

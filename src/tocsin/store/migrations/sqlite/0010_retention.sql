@@ -2,8 +2,7 @@
 -- idempotency keys older than their age are deleted in small batches, oldest first. Each
 -- index below makes a batch a range scan from the old end that stops at the batch's size.
 --
--- Rings by due time.
-CREATE INDEX firings_age ON firings (due_at);
+-- Rings by due time: `firings_due` (0009, the status board's).
 -- Finished reminders by their last change: pending reminders pay nothing for it.
 CREATE INDEX reminders_finished ON reminders (updated_at) WHERE status <> 'pending';
 -- Idempotency keys by age (kept 24 hours).
