@@ -99,6 +99,25 @@ def test_a_reminder_is_added_listed_shown_edited_snoozed_and_cancelled(server: S
     assert again.problem()["type"] == "urn:tocsin:problem:already-cancelled"
 
 
+def test_channels_are_a_comma_list_or_a_fallback_chain(server: Server) -> None:
+    both = server.ok("add", "tea", "--at", "+1h", "--owner", "ana", "--channel", "log,webhook")
+    chain = server.ok("add", "tea", "--at", "+1h", "--owner", "ana", "--fallback", "webhook,log")
+    assert both["channel"] == ["log", "webhook"]
+    assert (chain["channel"], chain["fallback"]) == (None, ["webhook", "log"])
+    listed = server.cli("list", "--owner", "ana").out
+    assert "log,webhook" in listed
+    assert "webhook>log" in listed
+    assert server.ok("edit", chain["id"], "--channel", "log")["channel"] == "log"
+
+    both_ways = server.cli(
+        "add", "x", "--at", "+1h", "--channel", "log", "--fallback", "log,webhook"
+    )
+    assert both_ways.status == USAGE  # argparse: one or the other
+    twice = server.cli("add", "x", "--at", "+1h", "--owner", "ana", "--fallback", "log,log")
+    assert twice.status == REFUSED
+    assert "fallback[1]" in twice.err
+
+
 def test_a_phrase_previews_and_a_bad_one_names_its_field(server: Server) -> None:
     preview = server.ok(
         "next", "monthly on the last Friday at 17:00", "--zone", "Europe/Lisbon", "--count", "3"
