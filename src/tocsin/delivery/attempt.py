@@ -1,5 +1,6 @@
 """One delivery round of a firing: deadline check, destinations, a send to each destination
-not settled yet, and the policy's decision for the firing."""
+not settled yet, and the policy's decision for the firing — for a firing on several channels,
+step by step along its route (all at once, or a fallback chain)."""
 
 from __future__ import annotations
 
