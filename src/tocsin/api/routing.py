@@ -41,7 +41,7 @@ def _list_schema(minimum: int, description: str) -> JsonDict:
 
 CHANNEL_SCHEMA: JsonDict = {
     "anyOf": [
-        {"type": "string", "enum": [c.value for c in Channel], "examples": ["log"]},
+        {"$ref": "#/components/schemas/Channel"},  # the enum every answer refers to
         _list_schema(1, "Several channels, all rung at once under the ring's one identity."),
     ],
     "description": "Where rings go: a channel, or a list of channels rung all at once. "
