@@ -32,13 +32,8 @@ MAX_METADATA_BYTES = 4096
 MAX_BATCH = 1000
 DEFAULT_FRESHNESS = "10m"
 SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
-NOT_NULL = (
-    "text",
-    "channel",
-    "fallback",
-    "zone",
-    "freshness",
-)  # in an edit (`changes.check_patch`)
+# The fields an edit may not set to null (`changes.check_patch`).
+NOT_NULL = ("text", "channel", "fallback", "zone", "freshness")
 
 
 def _no_nul(value: str) -> str:

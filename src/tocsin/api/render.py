@@ -112,9 +112,8 @@ def firing(item: Firing) -> dict[str, Any]:
 
 def _step(route: Route, channel: Channel) -> dict[str, Any]:
     """Where an attempt of a fallback ring stands in the chain: a step after the first is
-    only ever tried when the one before failed for good (`Deliverer._deliver_route`)."""
-    if channel not in route.channels:  # the reminder's chain was edited since
-        return {"step": None, "reason": None}
+    only ever tried when the one before failed for good (`Deliverer._deliver_route`). The
+    firing keeps the route it rang with, so each of its attempts is on one of its steps."""
     step = route.step_of(channel)
     if step == 1:
         return {"step": 1, "reason": None}
