@@ -25,6 +25,63 @@ class Channel(StrEnum):
     LOG = "log"
 
 
+ROUTE_MAX = 4  # channels in one route: a set or a chain longer than this is not a reminder's
+ALL_AT_ONCE = ","  # `apns,email`: every channel rings
+THEN = ">"  # `apns>sms`: a fallback chain
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where a reminder's rings go: one channel, several at once, or a fallback chain.
+
+    `channels` in the order given. Without `fallback`, every channel rings at once (one
+    step); with it, each channel is a step of its own, tried only when every destination of
+    the step before failed for good. Stored as text in the `channel` column (`value`):
+    `apns` for one channel (as before routes existed), `apns,email` for all at once,
+    `apns>sms` for a chain — a few bytes, no column of its own.
+    """
+
+    channels: tuple[Channel, ...]
+    fallback: bool = False
+
+    @property
+    def single(self) -> Channel | None:
+        """The one channel of a one-channel route, else None."""
+        return self.channels[0] if len(self.channels) == 1 else None
+
+    @property
+    def steps(self) -> tuple[tuple[Channel, ...], ...]:
+        """The groups tried in turn: all channels at once, or one step per channel."""
+        if self.fallback:
+            return tuple((channel,) for channel in self.channels)
+        return (self.channels,)
+
+    @property
+    def value(self) -> str:
+        """The route as stored."""
+        return (THEN if self.fallback else ALL_AT_ONCE).join(c.value for c in self.channels)
+
+    def step_of(self, channel: Channel) -> int:
+        """The 1-based step `channel` belongs to (1 for every channel of a route without
+        fallback)."""
+        return self.channels.index(channel) + 1 if self.fallback else 1
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def one(channel: Channel) -> Route:
+    """The route of a single channel (shared: there are only a few)."""
+    return SINGLE_ROUTES[channel]
+
+
+def parse_route(value: str) -> Route:
+    """A route from its stored text; ValueError when it is not one."""
+    fallback = THEN in value
+    names = value.split(THEN if fallback else ALL_AT_ONCE)
+    return Route(tuple(Channel(name) for name in names), fallback)
+
+
 class ReminderStatus(StrEnum):
     """Where a reminder is in its life."""
 
@@ -32,6 +89,9 @@ class ReminderStatus(StrEnum):
     FIRED = "fired"  # a one-off that rang; its firing says how delivery went
     ENDED = "ended"  # a series with no occurrence left
     CANCELLED = "cancelled"  # cancelled by its owner or app before it rang
+
+
+SINGLE_ROUTES: dict[Channel, Route] = {channel: Route((channel,)) for channel in Channel}
 
 
 class FiringState(StrEnum):
@@ -79,7 +139,7 @@ class Reminder:
     owner: str
     shard: int
     text: str
-    channel: Channel
+    channel: Route
     schedule: Schedule
     at: str | None  # `at` as the app gave it (normalised ISO 8601), or None
     repeat: str | None  # `repeat` as the app gave it, or None
@@ -142,7 +202,7 @@ class Firing(NamedTuple):
     shard: int
     due_at: datetime
     deadline: datetime  # due_at + freshness: never sent after this
-    channel: Channel
+    channel: Route
     text: str
     metadata: JSON | None
     source: str | None

@@ -11,8 +11,10 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -85,11 +87,14 @@ def test_a_reminder_is_added_listed_shown_edited_snoozed_and_cancelled(server: S
     assert "in " in table.out
     assert server.ok("show", made["id"])["id"] == made["id"]
 
-    edited = server.ok("edit", made["id"], "--text", "call mom and dad", "--at", "19:30")
+    # Hours ahead of Paris's clock, so that the edited reminder cannot ring during the test.
+    later = datetime.now(ZoneInfo("Europe/Paris")).replace(second=0) + timedelta(hours=3)
+    edited = server.ok("edit", made["id"], "--text", "call mom and dad", "--at", f"{later:%H:%M}")
     assert edited["text"] == "call mom and dad"
-    assert edited["next_local"][11:16] == "19:30"
+    assert edited["next_local"][11:16] == f"{later:%H:%M}"
     moved = server.ok("snooze", made["id"], "10m")
-    assert moved["next_local"][11:16] == "19:40"  # a one-off moves, counted from its due time
+    snoozed = later + timedelta(minutes=10)  # a one-off moves, counted from its due time
+    assert moved["next_local"][11:16] == f"{snoozed:%H:%M}"
 
     cancelled = server.cli("cancel", made["id"])
     assert cancelled.status == OK
@@ -97,6 +102,25 @@ def test_a_reminder_is_added_listed_shown_edited_snoozed_and_cancelled(server: S
     again = server.cli("cancel", made["id"], "--json")
     assert again.status == REFUSED
     assert again.problem()["type"] == "urn:tocsin:problem:already-cancelled"
+
+
+def test_channels_are_a_comma_list_or_a_fallback_chain(server: Server) -> None:
+    both = server.ok("add", "tea", "--at", "+1h", "--owner", "ana", "--channel", "log,webhook")
+    chain = server.ok("add", "tea", "--at", "+1h", "--owner", "ana", "--fallback", "webhook,log")
+    assert both["channel"] == ["log", "webhook"]
+    assert (chain["channel"], chain["fallback"]) == (None, ["webhook", "log"])
+    listed = server.cli("list", "--owner", "ana").out
+    assert "log,webhook" in listed
+    assert "webhook>log" in listed
+    assert server.ok("edit", chain["id"], "--channel", "log")["channel"] == "log"
+
+    both_ways = server.cli(
+        "add", "x", "--at", "+1h", "--channel", "log", "--fallback", "log,webhook"
+    )
+    assert both_ways.status == USAGE  # argparse: one or the other
+    twice = server.cli("add", "x", "--at", "+1h", "--owner", "ana", "--fallback", "log,log")
+    assert twice.status == REFUSED
+    assert "fallback[1]" in twice.err
 
 
 def test_a_phrase_previews_and_a_bad_one_names_its_field(server: Server) -> None:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tocsin.delivery.line import Line
-from tocsin.domain import Channel, Firing, FiringState
+from tocsin.domain import Channel, Firing, FiringState, one
 
 NOW = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -23,7 +23,7 @@ def firing(number: int, deadline_s: int, hold_s: int) -> Firing:
         shard=0,
         due_at=NOW,
         deadline=NOW + timedelta(seconds=deadline_s),
-        channel=Channel.LOG,
+        channel=one(Channel.LOG),
         text="Call mom",
         metadata=None,
         source=None,

@@ -88,7 +88,7 @@ def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datet
         owner=owner,
         shard=shard,
         text=item.text,
-        channel=item.channel,
+        channel=item.route,
         schedule=schedule,
         at=normalised_at(schedule, item.at),
         repeat=item.repeat,
@@ -134,7 +134,7 @@ def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminde
     changed = replace(
         current,
         text=patch.text if "text" in fields and patch.text else current.text,
-        channel=patch.channel if "channel" in fields and patch.channel else current.channel,
+        channel=patch.route or current.channel,
         metadata=patch.metadata if "metadata" in fields else current.metadata,
         freshness=freshness,
         updated_at=now,

@@ -6,21 +6,34 @@ ignored. Strings may not hold NUL characters: PostgreSQL cannot store them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.config import JsonDict, JsonValue
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
+from tocsin.api.routing import CHANNEL_SCHEMA, FALLBACK_SCHEMA, ROUTE_FIELDS, parse_route
 from tocsin.channels.contacts import VALIDATORS
-from tocsin.domain import Channel, FiringState, Outcome, ReminderStatus
+from tocsin.domain import Channel, FiringState, Outcome, ReminderStatus, Route
 
 OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
 MAX_METADATA_BYTES = 4096
 MAX_BATCH = 1000
 DEFAULT_FRESHNESS = "10m"
 SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
-NOT_NULL = ("text", "channel", "zone", "freshness")  # in an edit (`changes.check_patch`)
+# The fields an edit may not set to null (`changes.check_patch`).
+NOT_NULL = ("text", "channel", "fallback", "zone", "freshness")
 
 
 def _no_nul(value: str) -> str:
@@ -76,10 +89,57 @@ Repeat = Annotated[
 ]
 Duration = Annotated[str, Field(max_length=32, examples=["10m"]), AfterValidator(_no_nul)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(_plain_json)]
+# Checked by `routing.parse_route` (see `_Routed`), which names a list's item at fault
+# (`channel[1]`); the schema says what it accepts.
+ChannelIn = Annotated[Any, WithJsonSchema(CHANNEL_SCHEMA)]
+FallbackIn = Annotated[Any, WithJsonSchema(FALLBACK_SCHEMA)]
 
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _Routed(_Request):
+    """A body that may name channels (`channel` or `fallback`). They are checked with the
+    other fields, so that a 422 names every field at fault at once, and a list's item by
+    its index (`channel[1]`), which a field validator cannot say."""
+
+    _route: Route | None = PrivateAttr(default=None)
+    route_optional: ClassVar[bool] = False  # an edit may leave the channels as they are
+
+    @property
+    def route(self) -> Route | None:
+        """The channels named (None: an edit that keeps them)."""
+        return self._route
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_route(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        if not isinstance(data, dict) or (cls.route_optional and not data.keys() & ROUTE_FIELDS):
+            return handler(data)
+        route, errors = parse_route(data.get("channel"), data.get("fallback"), given=set(data))
+        found: list[InitErrorDetails] = [
+            {"type": PydanticCustomError("channels", e.message), "loc": (e.field,), "input": data}
+            for e in errors
+        ]
+        try:
+            model = handler(data)
+        except ValidationError as error:
+            if not found:
+                raise
+            others = [_detail(e) for e in error.errors()]
+            raise ValidationError.from_exception_data(cls.__name__, others + found) from None
+        if found:
+            raise ValidationError.from_exception_data(cls.__name__, found)
+        model._route = route
+        return model
+
+
+def _detail(error: ErrorDetails) -> InitErrorDetails:
+    detail: InitErrorDetails = {"type": error["type"], "loc": error["loc"], "input": error["input"]}
+    if "ctx" in error:
+        detail["ctx"] = error["ctx"]
+    return detail
 
 
 # The schema of a body that needs `at`, `repeat` or both, not null (`changes.schedule_of`):
@@ -91,7 +151,7 @@ _AT_OR_REPEAT: JsonDict = {
 }
 
 
-class ReminderIn(_Request):
+class ReminderIn(_Routed):
     """A reminder to save: `at`, `repeat` or both. `owner` is required with an API key; with
     an owner token it may be left out (it is the token's) or must be the token's (else 403).
     The schema cannot make a field's presence depend on the credential, so it lists `owner`
@@ -114,12 +174,19 @@ class ReminderIn(_Request):
 
     owner: Owner | None = None
     text: Annotated[Text, AfterValidator(_no_nul)]
-    channel: Channel
+    channel: ChannelIn = None
+    fallback: FallbackIn = None
     zone: Zone
     at: At | None = None
     repeat: Repeat | None = None
     freshness: Duration = DEFAULT_FRESHNESS
     metadata: Metadata = None
+
+    @property
+    def route(self) -> Route:
+        """The channels named (validation requires them)."""
+        assert self._route is not None
+        return self._route
 
 
 class BatchIn(_Request):
@@ -142,8 +209,10 @@ def _snooze_or_edit(schema: JsonDict) -> None:
     for name in (*SNOOZE_FIELDS, *NOT_NULL):
         field = properties[name]
         assert isinstance(field, dict)
-        branches = field.pop("anyOf")
-        assert isinstance(branches, list)
+        branches = field.get("anyOf")
+        if not isinstance(branches, list) or {"type": "null"} not in branches:
+            continue  # its schema admits no null already (`channel`, `fallback`)
+        del field["anyOf"]
         not_null = [branch for branch in branches if branch != {"type": "null"}]
         assert isinstance(not_null[0], dict)
         field.update(not_null[0])
@@ -153,16 +222,18 @@ def _snooze_or_edit(schema: JsonDict) -> None:
     schema["dependentSchemas"] = {name: {"maxProperties": 1} for name in sorted(SNOOZE_FIELDS)}
 
 
-class ReminderPatch(_Request):
+class ReminderPatch(_Routed):
     """Either a snooze (`snooze` or `snooze_until`, one of them) or an edit (any other
     fields; it needs `If-Match`), not both."""
 
     model_config = ConfigDict(json_schema_extra=_snooze_or_edit)
+    route_optional: ClassVar[bool] = True
 
     snooze: Duration | None = Field(default=None, description="How long to snooze: `10m`.")
     snooze_until: At | None = Field(default=None, description="When to ring again.")
     text: Annotated[Text, AfterValidator(_no_nul)] | None = None
-    channel: Channel | None = None
+    channel: ChannelIn = None
+    fallback: FallbackIn = None
     zone: Zone | None = None
     at: At | None = None
     repeat: Repeat | None = None
@@ -248,11 +319,19 @@ class LastFiringOut(BaseModel):
     state: FiringState
 
 
+RingChannels = Channel | list[Channel] | None
+
+
 class ReminderOut(BaseModel):
     id: str
     owner: str
     text: str
-    channel: Channel
+    channel: RingChannels = Field(
+        description="Its channel, or the channels rung all at once; null for a `fallback`."
+    )
+    fallback: list[Channel] | None = Field(
+        default=None, description="The fallback chain, in order (instead of `channel`)."
+    )
     zone: str
     at: str | None
     repeat: str | None
@@ -346,7 +425,16 @@ class AttemptOut(BaseModel):
     provider_id: str | None
     destination: str | None = Field(
         description="Where it went: a contact's id, `app:<name>` (the app's webhook endpoint), "
-        "`default` (TOCSIN_WEBHOOK_URL) or `log`."
+        "`default` (TOCSIN_WEBHOOK_URL) or `log`; null when its channel had no destination "
+        "(a ring on several channels records that, and moves on)."
+    )
+    step: int | None = Field(
+        default=None, description="On a `fallback` ring: the step of the chain (1, 2, …)."
+    )
+    reason: str | None = Field(
+        default=None,
+        description="On a `fallback` ring's step after the first: why it was tried "
+        "(`step 1 (apns) failed for good`).",
     )
 
 
@@ -355,7 +443,8 @@ class FiringOut(BaseModel):
     state: FiringState
     due: str
     deadline: str
-    channel: Channel
+    channel: RingChannels = Field(description="As the reminder's, when it rang.")
+    fallback: list[Channel] | None = None
     attempts: int
     next_attempt_at: str | None
     sent_at: str | None

@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from tocsin.domain import Attempt, Contact, Firing, Reminder
+from tocsin.api.routing import shown
+from tocsin.domain import Attempt, Channel, Contact, Firing, Reminder, Route
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
 
@@ -50,7 +51,7 @@ def reminder(item: Reminder) -> dict[str, Any]:
         "id": item.id,
         "owner": item.owner,
         "text": item.text,
-        "channel": item.channel.value,
+        **shown(item.channel),
         "zone": zone,
         "at": item.at,
         "repeat": item.repeat,
@@ -87,12 +88,17 @@ def batch_created(index: int, item: Reminder) -> dict[str, Any]:
 
 
 def firing(item: Firing) -> dict[str, Any]:
+    route = item.channel
+    history = [attempt(a) for a in item.history]
+    if route.fallback:
+        for shown_attempt, made in zip(history, item.history, strict=True):
+            shown_attempt.update(_step(route, made.channel))
     return {
         "id": item.id,
         "state": item.state.value,
         "due": format_utc(item.due_at),
         "deadline": format_utc(item.deadline),
-        "channel": item.channel.value,
+        **shown(route),
         "attempts": item.attempts,
         "next_attempt_at": _utc(item.next_attempt_at),
         "sent_at": _utc(item.sent_at),
@@ -100,8 +106,19 @@ def firing(item: Firing) -> dict[str, Any]:
         "last_error": item.last_error,
         "snoozed_by": item.snoozed_by,
         "created_at": format_utc(item.created_at),
-        "history": [attempt(a) for a in item.history],
+        "history": history,
     }
+
+
+def _step(route: Route, channel: Channel) -> dict[str, Any]:
+    """Where an attempt of a fallback ring stands in the chain: a step after the first is
+    only ever tried when the one before failed for good (`Deliverer._deliver_route`). The
+    firing keeps the route it rang with, so each of its attempts is on one of its steps."""
+    step = route.step_of(channel)
+    if step == 1:
+        return {"step": 1, "reason": None}
+    before = route.channels[step - 2]
+    return {"step": step, "reason": f"step {step - 1} ({before}) failed for good"}
 
 
 def attempt(item: Attempt) -> dict[str, Any]:

@@ -26,10 +26,11 @@ from tocsin.api.expansion import (
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
+from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
-from tocsin.channels import CONTACT_MODULES, enabled_by
+from tocsin.channels import CONTACT_MODULES
 from tocsin.clock import Clock
-from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus
+from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route
 from tocsin.errors import ExpansionBudgetExceeded
 from tocsin.store import Store
 from tocsin.time import Occurrence, occurrences
@@ -52,35 +53,31 @@ class ReminderService:
         self.clock = clock
         self.configured = configured
 
-    def check_channel(self, channel: Channel, field: str = "channel") -> None:
-        """422 naming `field` when `channel` is not configured here, and how to enable it."""
-        if channel not in self.configured:
-            message = (
-                f"the {channel} channel is not configured on this server "
-                f"(it needs {enabled_by(channel)})"
-            )
-            raise invalid([FieldError(field, message)])
+    def check_configured(self, route: Route | None) -> None:
+        """422 naming each channel of `route` not configured here, and how to enable it
+        (a ring on it could only fail)."""
+        if route is not None:
+            check_configured(route, self.configured)
 
     async def warnings(self, reminders: Sequence[Reminder]) -> dict[str, list[dict[str, str]]]:
-        """By reminder id, what the caller should know: an owner with no contact of the
-        reminder's kind yet (it is saved; at ring time it fails `no-destination` unless one
-        is added by then). One query for all."""
-        wanted = {(r.owner, r.channel) for r in reminders if r.channel in CONTACT_KINDS}
+        """By reminder id, what the caller should know: for each channel of a reminder, an
+        owner with no contact of that kind yet (it is saved; at ring time that channel has
+        no destination). One query for all."""
+        wanted = {
+            (r.owner, channel)
+            for r in reminders
+            for channel in r.channel.channels
+            if channel in CONTACT_KINDS
+        }
         if not wanted:
             return {}
         found = await self.store.destinations(sorted(wanted))
-        return {
-            r.id: [
-                {
-                    "field": "channel",
-                    "message": f"{r.owner} has no {r.channel} contact yet: add one "
-                    f"(POST /v1/owners/{r.owner}/contacts) before it rings, or the ring "
-                    "fails with no-destination",
-                }
-            ]
-            for r in reminders
-            if (r.owner, r.channel) in wanted and not found.get((r.owner, r.channel))
-        }
+        warned: dict[str, list[dict[str, str]]] = {}
+        for r in reminders:
+            for field, channel in fields_of(r.channel):
+                if (r.owner, channel) in wanted and not found.get((r.owner, channel)):
+                    warned.setdefault(r.id, []).append(_no_contact(r.owner, field, channel))
+        return warned
 
     # -- create ------------------------------------------------------------------------------
 
@@ -92,7 +89,7 @@ class ReminderService:
             return earlier
         now = self.clock.now()
         owner = owner_for(principal, item.owner)
-        self.check_channel(item.channel)
+        self.check_configured(item.route)
         made = await off_loop(
             lambda: changes.new_reminder(item, owner=owner, source=principal.source, now=now),
             field="repeat",
@@ -160,10 +157,9 @@ class ReminderService:
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
-            self.check_channel(item.channel)
-            return changes.new_reminder(
-                item, owner=owner_for(principal, item.owner), source=principal.source, now=now
-            )
+            owner = owner_for(principal, item.owner)
+            self.check_configured(item.route)
+            return changes.new_reminder(item, owner=owner, source=principal.source, now=now)
         except ValidationError as error:
             raise invalid(field_errors(error.errors(), prefix=prefix)) from None
         except Problem as problem:
@@ -248,8 +244,7 @@ class ReminderService:
             )
         if not render.etag_matches(if_match, current.version):
             raise stale(current)
-        if patch.channel is not None:
-            self.check_channel(patch.channel)
+        self.check_configured(patch.route)
         now = self.clock.now()
         updated = await off_loop(lambda: changes.edited(current, patch, now=now), field="repeat")
         saved = await self.store.update_reminder(updated, expected_version=current.version)
@@ -292,6 +287,15 @@ class ReminderService:
                 snoozed_by = firing.snoozed_by
         detail = f"its last ring {firing_id} was snoozed already"
         return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
+
+
+def _no_contact(owner: str, field: str, channel: Channel) -> dict[str, str]:
+    return {
+        "field": field,
+        "message": f"{owner} has no {channel} contact yet: add one "
+        f"(POST /v1/owners/{owner}/contacts) before it rings, or the ring "
+        "finds no-destination there",
+    }
 
 
 def owner_for(principal: Principal, owner: str | None) -> str:

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from tocsin.domain import Channel, Reminder, ReminderStatus, Schedule
+from tocsin.domain import Channel, Reminder, ReminderStatus, Schedule, one
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.time import first_due, parse_schedule
 
@@ -126,7 +126,7 @@ class Population:
             owner=owner,
             shard=shard,
             text=self.text(),
-            channel=channel,
+            channel=one(channel),
             schedule=schedule,
             at=at_text,
             repeat=repeat,

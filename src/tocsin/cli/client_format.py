@@ -99,6 +99,15 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def channels(item: Mapping[str, Any]) -> str:
+    """A reminder's or firing's channels: `email`, `webhook,email` (all at once) or
+    `apns>sms` (a fallback chain)."""
+    if item.get("fallback"):
+        return ">".join(item["fallback"])
+    channel = item.get("channel")
+    return ",".join(channel) if isinstance(channel, list) else str(channel)
+
+
 def reminders_table(reminders: Iterable[Mapping[str, Any]]) -> str:
     return table(
         ("ID", "STATUS", "NEXT (LOCAL)", "", "ZONE", "CHANNEL", "REPEAT", "TEXT"),
@@ -109,7 +118,7 @@ def reminders_table(reminders: Iterable[Mapping[str, Any]]) -> str:
                 wall_time(r.get("next_local")),
                 relative(parse_instant(r.get("next"))),
                 r["zone"],
-                r["channel"],
+                channels(r),
                 cut(r.get("repeat") or "once", 24),
                 cut(r["text"]),
             )
@@ -133,7 +142,7 @@ def reminder_details(r: Mapping[str, Any]) -> str:
         ("next", next_ring),
         ("repeat", f"{r['repeat']} ({r['rule']})" if r.get("repeat") else "once"),
         ("at", r.get("at") or "-"),
-        ("channel", r["channel"]),
+        ("channel", channels(r)),
         ("freshness", r["freshness"]),
     ]
     fields += _optional_fields(r)
@@ -174,7 +183,7 @@ def firings_table(firings: Iterable[Mapping[str, Any]]) -> str:
                 f["id"],
                 f["due"],
                 f["state"],
-                f["channel"],
+                channels(f),
                 str(f["attempts"]),
                 cut(f.get("last_error") or "-", 60),
             )

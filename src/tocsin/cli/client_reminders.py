@@ -19,6 +19,49 @@ DEFAULT_CHANNEL = "log"  # the one channel every server has: it writes the ring 
 CHANNELS = [c.value for c in Channel]
 
 
+def channel_list(text: str) -> list[str]:
+    """`--channel` and `--fallback`: channel names, comma-separated (`apns,email`)."""
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in CHANNELS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"not a channel: {', '.join(unknown) or '(empty)'} (choose from {', '.join(CHANNELS)})"
+        )
+    return names
+
+
+def channel_field(names: list[str]) -> str | list[str]:
+    """`channel` as the API takes it: one name, or the list rung all at once."""
+    return names[0] if len(names) == 1 else names
+
+
+def route_options(parser: argparse.ArgumentParser, *, default: str = "") -> None:
+    """`--channel a,b` (all at once) or `--fallback a,b` (in turn), not both."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--channel",
+        type=channel_list,
+        metavar="NAME[,NAME…]",
+        help=f"how it rings: a channel, or several rung at once (webhook,email){default}",
+    )
+    group.add_argument(
+        "--fallback",
+        type=channel_list,
+        metavar="NAME,NAME[,…]",
+        help="a chain tried in turn: the next only when every destination of the one before "
+        "failed for good (apns,sms)",
+    )
+
+
+def route_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The body's `channel` or `fallback` from the options given (empty: none was)."""
+    if args.fallback is not None:
+        return {"fallback": args.fallback}
+    if args.channel is not None:
+        return {"channel": channel_field(args.channel)}
+    return {}
+
+
 def register(subparsers: Any) -> None:
     _register_add(subparsers)
     _register_list(subparsers)
@@ -62,16 +105,14 @@ def _register_add(subparsers: Any) -> None:
         summary="save a reminder",
         examples="""\
   tocsin add "call mom" --at 18:00 --zone Europe/Paris --channel email --owner ana
+  tocsin add "pills" --at 8:00 --channel apns,email
+  tocsin add "pay rent" --at 9:00 --fallback apns,sms
   tocsin add "water the plants" --repeat "every Monday 9:00"
   tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id""",
     )
     parser.add_argument("text", help="what to say when it rings")
     schedule_options(parser, defaults=True)
-    parser.add_argument(
-        "--channel",
-        choices=CHANNELS,
-        help=f"how it rings (default TOCSIN_CHANNEL, else {DEFAULT_CHANNEL})",
-    )
+    route_options(parser, default=f"; default TOCSIN_CHANNEL, else {DEFAULT_CHANNEL}")
     owner_option(parser, "reminder")
     parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
@@ -81,9 +122,12 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
     if args.at is None and args.repeat is None:
         raise usage_error("give --at, --repeat or both")
     zone = args.zone or default_zone()
+    route = route_fields(args) or {
+        "channel": channel_field(_env_channels() or [DEFAULT_CHANNEL]),
+    }
     body: dict[str, Any] = {
         "text": args.text,
-        "channel": args.channel or os.environ.get("TOCSIN_CHANNEL") or DEFAULT_CHANNEL,
+        **route,
         "zone": zone,
         "owner": owner_of(args, api),
         "at": resolve_at(args.at, zone) if args.at else None,
@@ -103,6 +147,16 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
     for line in fmt.warnings_lines(saved):
         print(line, file=sys.stderr)
     return print_reminder(saved, args)
+
+
+def _env_channels() -> list[str] | None:
+    value = os.environ.get("TOCSIN_CHANNEL")
+    if not value:
+        return None
+    try:
+        return channel_list(value)
+    except argparse.ArgumentTypeError as error:
+        raise usage_error(f"TOCSIN_CHANNEL: {error}") from None
 
 
 def metadata(text: str | None) -> dict[str, Any] | None:
@@ -202,7 +256,7 @@ def _until(api: Api, reminder_id: str, until: str) -> str:
     return resolve_at(until, zone)
 
 
-EDITABLE = ("text", "at", "repeat", "zone", "channel", "freshness")
+EDITABLE = ("text", "at", "repeat", "zone", "freshness")
 
 
 def _register_edit(subparsers: Any) -> None:
@@ -213,12 +267,13 @@ def _register_edit(subparsers: Any) -> None:
         summary="change a reminder (refused if someone else changed it since it was read)",
         examples="""\
   tocsin edit 06gnwn92027gfgz1 --repeat "daily 18:00"
-  tocsin edit 06gnwn92027gfgz1 --text "call mom and dad" --at 19:30 --zone Europe/Paris""",
+  tocsin edit 06gnwn92027gfgz1 --text "call mom and dad" --at 19:30 --zone Europe/Paris
+  tocsin edit 06gnwn92027gfgz1 --fallback apns,email""",
     )
     parser.add_argument("id", help="the reminder's id")
     parser.add_argument("--text", help="what to say")
     schedule_options(parser, defaults=False)
-    parser.add_argument("--channel", choices=CHANNELS)
+    route_options(parser)
     parser.add_argument("--freshness", help="how late a ring may still go out")
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
 
@@ -227,6 +282,7 @@ def edit_reminder(api: Api, args: argparse.Namespace) -> int:
     """Read for the version (ETag), then change with If-Match: an edit made from a stale
     read is refused (412), not applied over someone else's."""
     changes = {name: getattr(args, name) for name in EDITABLE if getattr(args, name) is not None}
+    changes |= route_fields(args)
     if args.metadata is not None:
         changes["metadata"] = None if args.metadata == "null" else metadata(args.metadata)
     if not changes:

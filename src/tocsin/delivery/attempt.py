@@ -1,5 +1,6 @@
 """One delivery round of a firing: deadline check, destinations, a send to each destination
-not settled yet, and the policy's decision for the firing."""
+not settled yet, and the policy's decision for the firing — for a firing on several channels,
+step by step along its route (all at once, or a fallback chain)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,16 @@ from tocsin.clock import Clock
 from tocsin.delivery.destinations import Destinations, Nowhere
 from tocsin.delivery.isolation import Isolation, provider
 from tocsin.delivery.retry import Decision, RetryPolicy
-from tocsin.domain import Attempt, AttemptResult, Firing, FiringState, Outcome
+from tocsin.domain import Attempt, AttemptResult, Channel, Firing, FiringState, Outcome
 from tocsin.errors import StoreError
 
 logger = logging.getLogger(__name__)
+
+# A channel of a route's step with nowhere to ring is recorded as a failed attempt with no
+# destination; `Store.settled_destinations` keys such attempts by this and the channel.
+NOWHERE_PREFIX = "channel:"
+Target = tuple[Channel, DestinationSender, Destination]
+"""One send of a round: the channel, its sender, and the destination."""
 
 EXPIRED_UNSENT = "expired: its deadline passed before it could be sent"
 # An attempt needs this much time before the deadline, so that it arrives before it.
@@ -32,6 +39,10 @@ class Deliverer:
     once every destination is settled and one accepted it, `failed` when none did, and
     `queued` for another round while one asks to be retried and the deadline allows. At the
     deadline, a firing that reached a destination counts as sent.
+
+    A firing on several channels (its `Route`) rings them by steps: every channel at once
+    is one step whose destinations are all of theirs; a fallback chain has a step per
+    channel (`_deliver_route`).
     """
 
     def __init__(
@@ -57,48 +68,119 @@ class Deliverer:
             # Checked right before sending: nothing goes out after its deadline. No attempt
             # was made, so none is recorded.
             return self._unsent(firing, FiringState.EXPIRED, EXPIRED_UNSENT)
-        sender = self._channels.sender(firing.channel)
-        if sender is None:
-            why = f"channel {firing.channel} not configured: set {enabled_by(firing.channel)}"
-            return self._unsent(firing, FiringState.FAILED, why)
         try:
-            destinations = await self._destinations.of(firing)
             settled = await self._destinations.settled(firing)
+            if firing.channel.single is None:
+                return await self._deliver_route(firing, settled)
+            channel = firing.channel.single
+            sender, destinations = await self._where(firing, channel)
         except Nowhere as nowhere:
             return self._unsent(firing, FiringState.FAILED, str(nowhere))
         except StoreError as error:
-            retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
-            decision = self._decide(retry, firing, now)
-            return self._unsent(firing, decision.state, retry.error, decision.next_attempt_at)
-        open_ = [d for d in destinations if d.id not in settled]
-        results = await self._send_all(sender, firing, open_, now)
+            return self._lookup_failed(firing, now, error)
+        open_ = [(channel, sender, d) for d in destinations if d.id not in settled]
+        results = await self._send_all(firing, open_, now)
         return self._round(firing, now, open_, results, settled)
 
-    async def _send_all(
+    async def _where(
+        self, firing: Firing, channel: Channel
+    ) -> tuple[DestinationSender, list[Destination]]:
+        """The sender of `channel` and the firing's destinations on it; `Nowhere` when the
+        channel is not configured here or has no destination."""
+        sender = self._channels.sender(channel)
+        if sender is None:
+            raise Nowhere(f"channel {channel} not configured: set {enabled_by(channel)}")
+        return sender, await self._destinations.of(firing, channel)
+
+    def _lookup_failed(self, firing: Firing, now: datetime, error: StoreError) -> AttemptResult:
+        retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
+        decision = self._decide(retry, firing, now)
+        return self._unsent(firing, decision.state, retry.error, decision.next_attempt_at)
+
+    async def _deliver_route(self, firing: Firing, settled: Mapping[str, Outcome]) -> AttemptResult:
+        """A round of a firing on several channels: its route's steps in order (one step
+        holding every channel, or one step per channel of a fallback chain). A step that
+        failed for good — every destination failed, or there was none — passes the ring to
+        the next step in the same round; a step that reached someone or is being retried
+        ends the round, so a later step is never tried once an earlier one succeeded."""
+        trail = Trail(firing)
+        for number, step in enumerate(firing.channel.steps, 1):
+            if number > 1 and firing.deadline - self._clock.now() < MIN_TIME_LEFT:
+                expired = Decision(state=FiringState.EXPIRED, error=EXPIRED_UNSENT)
+                return trail.result(self._sender, expired)
+            decision = await self._ring_step(firing, step, settled, trail)
+            if decision is not None:
+                return trail.result(self._sender, decision)
+        why = "; ".join(trail.errors()) or "every destination had failed for good"
+        failed = Decision(state=FiringState.FAILED, error=f"every step failed for good: {why}")
+        return trail.result(self._sender, failed)
+
+    async def _ring_step(
         self,
-        sender: DestinationSender,
         firing: Firing,
-        destinations: Sequence[Destination],
+        step: tuple[Channel, ...],
+        settled: Mapping[str, Outcome],
+        trail: Trail,
+    ) -> Decision | None:
+        """Ring one step's open destinations and decide; None when the step failed for good."""
+        now = self._clock.now()
+        try:
+            targets = await self._targets(firing, step, settled, trail, now)
+        except StoreError as error:
+            retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
+            return self._decide(retry, firing, now)
+        open_ = [target for target in targets if target[2].id not in settled]
+        results = await self._send_all(firing, open_, now)
+        for (channel, _, destination), result in zip(open_, results, strict=True):
+            trail.add(now, channel, destination, result)
+        accepted = any(r.outcome is Outcome.SENT for r in results) or any(
+            settled.get(target[2].id) is Outcome.SENT for target in targets
+        )
+        decision = self._firing_decision(firing, now, results, accepted)
+        retrying = any(r.outcome is Outcome.RETRY for r in results)
+        if decision.state is FiringState.FAILED and not accepted and not retrying:
+            return None
+        return decision
+
+    async def _targets(
+        self,
+        firing: Firing,
+        step: tuple[Channel, ...],
+        settled: Mapping[str, Outcome],
+        trail: Trail,
         now: datetime,
+    ) -> list[Target]:
+        """Every destination of a step's channels. A channel with none is recorded once, as
+        a failed attempt that went nowhere, so the history shows why the ring moved on."""
+        targets: list[Target] = []
+        for channel in step:
+            try:
+                sender, destinations = await self._where(firing, channel)
+            except Nowhere as nowhere:
+                if NOWHERE_PREFIX + channel not in settled:
+                    trail.add(now, channel, None, DeliveryResult.failed(str(nowhere)))
+                continue
+            targets.extend((channel, sender, d) for d in destinations)
+        return targets
+
+    async def _send_all(
+        self, firing: Firing, targets: Sequence[Target], now: datetime
     ) -> list[DeliveryResult]:
         time_limit = (firing.deadline - now).total_seconds()
-        if len(destinations) == 1:  # the common case, without a gather
-            results = [await self._send(sender, firing, destinations[0], time_limit)]
+        if len(targets) == 1:  # the common case, without a gather
+            results = [await self._send(firing, targets[0], time_limit)]
         else:
             results = list(
-                await asyncio.gather(
-                    *(self._send(sender, firing, d, time_limit) for d in destinations)
-                )
+                await asyncio.gather(*(self._send(firing, t, time_limit) for t in targets))
             )
-        for destination, result in zip(destinations, results, strict=True):
+        for (_, _, destination), result in zip(targets, results, strict=True):
             if result.gone:
                 await self._gone(destination, result)
         return results
 
-    async def _send(
-        self, sender: DestinationSender, firing: Firing, destination: Destination, limit: float
-    ) -> DeliveryResult:
-        key = provider(firing.channel, destination)
+    async def _send(self, firing: Firing, target: Target, limit: float) -> DeliveryResult:
+        channel, sender, destination = target
+        key = provider(channel, destination)
         refused = self._isolation.refusal(key, limit)
         if refused is not None:
             return refused
@@ -107,9 +189,7 @@ class Deliverer:
                 result = await sender.send(firing, destination, time_limit=limit)
             except Exception as error:
                 # A bug in one channel must not stop the pool; the firing is retried.
-                logger.exception(
-                    "channel %s raised", firing.channel, extra={"firing_id": firing.id}
-                )
+                logger.exception("channel %s raised", channel, extra={"firing_id": firing.id})
                 result = DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
         self._isolation.record(key, result)
         return result
@@ -128,22 +208,16 @@ class Deliverer:
         self,
         firing: Firing,
         now: datetime,
-        destinations: Sequence[Destination],
+        targets: Sequence[Target],
         results: Sequence[DeliveryResult],
         settled: Mapping[str, Outcome],
     ) -> AttemptResult:
         first = firing.attempts + 1
         attempts = [
-            Attempt(
-                number=first + n,
-                at=now,
-                channel=firing.channel,
-                outcome=result.outcome,
-                error=result.error,
-                provider_id=result.provider_id,
-                destination=destination.id,
+            attempt_of(first + n, now, channel, destination, result)
+            for n, ((channel, _, destination), result) in enumerate(
+                zip(targets, results, strict=True)
             )
-            for n, (destination, result) in enumerate(zip(destinations, results, strict=True))
         ]
         accepted = any(r.outcome is Outcome.SENT for r in results) or any(
             outcome is Outcome.SENT for outcome in settled.values()
@@ -206,4 +280,60 @@ class Deliverer:
             state=state,
             error=error,
             next_attempt_at=next_attempt_at,
+        )
+
+
+def attempt_of(
+    number: int,
+    now: datetime,
+    channel: Channel,
+    destination: Destination | None,
+    result: DeliveryResult,
+) -> Attempt:
+    """The record of one send (or, with no destination, of a channel that had none)."""
+    return Attempt(
+        number=number,
+        at=now,
+        channel=channel,
+        outcome=result.outcome,
+        error=result.error,
+        provider_id=result.provider_id,
+        destination=None if destination is None else destination.id,
+    )
+
+
+class Trail:
+    """The attempts of one round at a firing on several channels, numbered as they come."""
+
+    def __init__(self, firing: Firing) -> None:
+        self.firing = firing
+        self.attempts: list[Attempt] = []
+
+    def add(
+        self,
+        at: datetime,
+        channel: Channel,
+        destination: Destination | None,
+        result: DeliveryResult,
+    ) -> None:
+        number = self.firing.attempts + len(self.attempts) + 1
+        self.attempts.append(attempt_of(number, at, channel, destination, result))
+
+    def errors(self) -> list[str]:
+        """What each send that failed for good in this round said, by channel."""
+        return [
+            f"{a.channel}: {a.error}"
+            for a in self.attempts
+            if a.outcome is Outcome.FAILED and a.error
+        ]
+
+    def result(self, sender: str, decision: Decision) -> AttemptResult:
+        return AttemptResult(
+            firing_id=self.firing.id,
+            sender=sender,
+            state=decision.state,
+            attempt=self.attempts[-1] if self.attempts else None,
+            earlier=tuple(self.attempts[:-1]),
+            next_attempt_at=decision.next_attempt_at,
+            error=decision.error,
         )

@@ -63,22 +63,23 @@ class Destinations:
         self._wanted: dict[Wanted, asyncio.Future[list[Contact]]] = {}
         self._lookups: set[asyncio.Task[dict[Wanted, list[Contact]]]] = set()
 
-    async def of(self, firing: Firing) -> list[Destination]:
-        """Where `firing` goes now. Raises `Nowhere` (saying why) when it has no destination,
-        and StoreError when the database cannot say (the firing is retried)."""
+    async def of(self, firing: Firing, channel: Channel) -> list[Destination]:
+        """Where `firing` goes now on `channel` (one of its route's). Raises `Nowhere`
+        (saying why) when it has no destination there, and StoreError when the database
+        cannot say (the firing is retried)."""
         if self._null:
             return [NULL]
-        if firing.channel is Channel.LOG:
+        if channel is Channel.LOG:
             return [LOG]
-        if firing.channel is Channel.INAPP:
+        if channel is Channel.INAPP:
             return [FEED]
         found: list[Destination] = []
-        why = f"no-destination: {firing.owner} has no {firing.channel} contact to ring"
-        if firing.channel is Channel.WEBHOOK:
+        why = f"no-destination: {firing.owner} has no {channel} contact to ring"
+        if channel is Channel.WEBHOOK:
             endpoint, why = await self._endpoint(firing.source, why)
             if endpoint is not None:
                 found.append(endpoint)
-        contacts = await self._contacts((firing.owner, firing.channel))
+        contacts = await self._contacts((firing.owner, channel))
         found.extend(
             Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret) for c in contacts
         )

@@ -285,7 +285,9 @@ class Store(ABC):
     @abstractmethod
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
         """The destinations a firing's attempts settled for good — sent, or failed — by
-        destination id (with the outcome): a retry goes to the others only."""
+        destination id (with the outcome): a retry goes to the others only. An attempt
+        recorded with no destination (a channel of the firing's route that had none) is
+        keyed `channel:<name>`."""
 
     # -- the scheduler's side ----------------------------------------------------------------
 

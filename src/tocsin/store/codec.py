@@ -7,7 +7,17 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from tocsin.domain import JSON, Channel, DueRing, FiringState, Reminder, ReminderStatus, Schedule
+from tocsin.domain import (
+    JSON,
+    SINGLE_ROUTES,
+    DueRing,
+    FiringState,
+    Reminder,
+    ReminderStatus,
+    Route,
+    Schedule,
+    parse_route,
+)
 from tocsin.store.base import WAKE_HORIZON, Move
 
 DUE_CHANNEL = "tocsin_due"
@@ -19,8 +29,18 @@ FEED_CHANNEL = "tocsin_feed"  # payload: `<owner> <firing id>` (see `feed_payloa
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Stored values to enum members by a dict lookup: calling the enum costs ~2 µs a row.
-CHANNELS: dict[str, Channel] = {member.value: member for member in Channel}
 FIRING_STATES: dict[str, FiringState] = {member.value: member for member in FiringState}
+# Routes by stored text, parsed once each: the API lets through only a few thousand
+# distinct ones (`ROUTE_MAX` of the channels, in order), so the cache stays small.
+_ROUTES: dict[str, Route] = {channel.value: route for channel, route in SINGLE_ROUTES.items()}
+
+
+def route_of(value: str) -> Route:
+    """The route a `channel` column holds (a dict lookup after its first time)."""
+    route = _ROUTES.get(value)
+    if route is None:
+        route = _ROUTES[value] = parse_route(value)
+    return route
 
 
 def bucket_of(instant: datetime) -> int:

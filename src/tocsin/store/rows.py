@@ -65,7 +65,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         owner=row["owner"],
         shard=row["shard"],
         text=row["text"],
-        channel=Channel(row["channel"]),
+        channel=codec.route_of(row["channel"]),
         schedule=Schedule(
             zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
         ),
@@ -92,7 +92,7 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
         shard=row["shard"],
         due_at=instant(row["due_at"]),
         deadline=instant(row["deadline"]),
-        channel=Channel(row["channel"]),
+        channel=codec.route_of(row["channel"]),
         text=row["text"],
         metadata=codec.load_json(row["metadata"]),
         source=row["source"],
@@ -141,7 +141,7 @@ def claimed_firing_from(
         shard=shard,
         due_at=instant(due_at),
         deadline=instant(deadline),
-        channel=codec.CHANNELS[channel],
+        channel=codec.route_of(channel),
         text=text,
         metadata=codec.load_json(metadata),
         source=source,

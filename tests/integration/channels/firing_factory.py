@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tocsin.channels.base import Destination
-from tocsin.domain import Channel, Firing, FiringState
+from tocsin.domain import Channel, Firing, FiringState, one
 from tocsin.ids import firing_id, new_reminder_id, shard_of
 
 # A Monday at 09:00 UTC: the ring's due time in these tests.
@@ -30,7 +30,7 @@ def firing(
         shard=shard,
         due_at=due,
         deadline=due + freshness,
-        channel=channel,
+        channel=one(channel),
         text=text,
         metadata=None,
         source="phone-app",

@@ -10,7 +10,7 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
-from tocsin.domain import JSON, Channel, Firing, FiringState
+from tocsin.domain import JSON, Channel, Firing, FiringState, one
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -33,7 +33,7 @@ def firing(
         shard=7,
         due_at=due_at,
         deadline=due_at + freshness,
-        channel=channel,
+        channel=one(channel),
         text=text,
         metadata=metadata,
         source="phone",

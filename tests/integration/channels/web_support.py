@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from tocsin.channels.base import Destination
-from tocsin.domain import Channel, Firing, FiringState
+from tocsin.domain import Channel, Firing, FiringState, one
 from tocsin.ids import firing_id, new_reminder_id, shard_of
 
 
@@ -27,7 +27,7 @@ def firing(
         shard=shard_of("ana"),
         due_at=due,
         deadline=due + timedelta(seconds=freshness),
-        channel=channel,
+        channel=one(channel),
         text=text,
         metadata=None,
         source=None,

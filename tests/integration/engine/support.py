@@ -17,7 +17,7 @@ import httpx
 
 from tocsin.channels import Channels, build_channels
 from tocsin.clock import Clock
-from tocsin.domain import JSON, Channel, Firing, Reminder, ReminderStatus
+from tocsin.domain import JSON, Channel, Firing, Reminder, ReminderStatus, Route, one
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.scheduler import Engine, EngineTuning, LoadTuning
 from tocsin.settings import Settings
@@ -53,7 +53,7 @@ def reminder(
     now: datetime,
     at: datetime | None = None,
     repeat: str | None = None,
-    channel: Channel = Channel.LOG,
+    channel: Channel | Route = Channel.LOG,
     freshness: int = 600,
     text: str = "Call mom",
     source: str | None = None,
@@ -70,7 +70,7 @@ def reminder(
         owner=owner,
         shard=shard,
         text=text,
-        channel=channel,
+        channel=channel if isinstance(channel, Route) else one(channel),
         schedule=schedule,
         at=at_text,
         repeat=repeat,

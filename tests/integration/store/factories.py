@@ -16,6 +16,7 @@ from tocsin.domain import (
     Reminder,
     ReminderStatus,
     Schedule,
+    one,
 )
 from tocsin.ids import new_reminder_id, shard_of
 
@@ -43,7 +44,7 @@ def reminder(
         owner=owner,
         shard=shard,
         text=text,
-        channel=Channel.WEBHOOK,
+        channel=one(Channel.WEBHOOK),
         schedule=Schedule(zone="Europe/Paris", anchor=anchor, rule=rule),
         at=None if rule else (due_at or NOW).isoformat(),
         repeat="daily 10:00" if rule else None,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
-from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder
+from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder, one
 from tocsin.store import Store
 
 SECOND = timedelta(seconds=1)
@@ -16,7 +16,7 @@ SECOND = timedelta(seconds=1)
 
 def inapp(owner: str = "ana", *, due_in: int = 0, freshness: int = 600) -> Reminder:
     made = reminder(owner, due_at=NOW + due_in * SECOND, freshness=freshness)
-    return replace(made, channel=Channel.INAPP)
+    return replace(made, channel=one(Channel.INAPP))
 
 
 async def rung(store: Store, *reminders: Reminder) -> list[Firing]:
@@ -31,7 +31,7 @@ async def rung(store: Store, *reminders: Reminder) -> list[Firing]:
 
 async def test_a_page_gets_what_waits_for_its_owner_in_due_order(store: Store) -> None:
     later, sooner, stale = inapp(due_in=2), inapp(due_in=1), inapp(due_in=-60, freshness=30)
-    others = [inapp("bob"), replace(inapp(), channel=Channel.WEBHOOK)]
+    others = [inapp("bob"), replace(inapp(), channel=one(Channel.WEBHOOK))]
     f_later, f_sooner, _, *_ = await rung(store, later, sooner, stale, *others)
     now = NOW + 5 * SECOND
 
@@ -105,7 +105,7 @@ async def test_a_queued_ring_is_sent_after_the_worker_recorded_it(store: Store) 
 
 async def test_feed_rings_leaves_out_the_final_and_the_stale(store: Store) -> None:
     kept, expired = await rung(store, inapp(due_in=1), inapp(due_in=1, freshness=30))
-    other = (await rung(store, replace(inapp(), channel=Channel.WEBHOOK)))[0]
+    other = (await rung(store, replace(inapp(), channel=one(Channel.WEBHOOK))))[0]
     gone = result(expired.id, state=FiringState.EXPIRED, outcome=Outcome.RETRY)
     await store.record_attempts([gone])
 

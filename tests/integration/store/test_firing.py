@@ -9,7 +9,9 @@ from datetime import datetime, timedelta
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
 from tocsin.domain import (
+    Attempt,
     AttemptResult,
+    Channel,
     DueRing,
     Fence,
     Firing,
@@ -17,6 +19,7 @@ from tocsin.domain import (
     Outcome,
     Reminder,
     ReminderStatus,
+    Route,
 )
 from tocsin.ids import firing_id
 from tocsin.store import Store, open_store
@@ -589,3 +592,41 @@ def _to_retry(firing_id: str, *, error: str, at: datetime) -> AttemptResult:
 def _in_order(reminders: list[Reminder], firings: list[Firing]) -> list[Firing]:
     by_reminder = {firing.reminder_id: firing for firing in firings}
     return [by_reminder[r.id] for r in reminders]
+
+
+async def test_a_route_is_copied_to_its_firing_and_settled_attempts_are_keyed(
+    store: Store,
+) -> None:
+    """A chain's text travels from the reminder to its firing; `settled_destinations`
+    keys an attempt with no destination (a step with nowhere to ring) by its channel, and
+    leaves out retries."""
+    chain = Route((Channel.EMAIL, Channel.WEBHOOK), fallback=True)
+    one_off = replace(reminder(), channel=chain)
+    await store.add_reminders([one_off])
+    [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
+    tried = [
+        Attempt(number=1, at=NOW, channel=Channel.EMAIL, outcome=Outcome.FAILED, error="none"),
+        Attempt(number=2, at=NOW, channel=Channel.WEBHOOK, outcome=Outcome.RETRY, destination="c1"),
+        Attempt(number=3, at=NOW, channel=Channel.WEBHOOK, outcome=Outcome.SENT, destination="c2"),
+    ]
+    await store.record_attempts(
+        [
+            AttemptResult(
+                firing_id=firing.id,
+                sender="w1",
+                state=FiringState.SENT,
+                attempt=tried[-1],
+                earlier=tuple(tried[:-1]),
+            )
+        ]
+    )
+
+    [stored] = await store.list_firings(one_off.id)
+    assert firing.channel == stored.channel == chain
+    saved = await store.get_reminder(one_off.id)
+    assert saved is not None
+    assert saved.channel == chain
+    assert await store.settled_destinations(firing.id) == {
+        "channel:email": Outcome.FAILED,
+        "c2": Outcome.SENT,
+    }

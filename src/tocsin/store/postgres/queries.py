@@ -221,10 +221,11 @@ ORDER BY c.id
 """
 
 # The destinations a firing's attempts settled for good (its attempts are found by the
-# primary key's prefix).
+# primary key's prefix); `channel:<name>` for an attempt that found its channel with no
+# destination.
 SETTLED_DESTINATIONS = """
-SELECT destination, outcome FROM attempts
-WHERE firing_id = $1 AND outcome <> 'retry' AND destination IS NOT NULL
+SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
+WHERE firing_id = $1 AND outcome <> 'retry'
 """
 
 # -- apps and secrets -------------------------------------------------------------------------

@@ -161,10 +161,11 @@ WHERE c.owner = json_extract(wanted.value, '$[0]') AND c.kind = json_extract(wan
 ORDER BY c.id
 """
 
-# The destinations a firing's attempts settled for good.
+# The destinations a firing's attempts settled for good (`channel:<name>` for an attempt that
+# found its channel with no destination).
 SETTLED_DESTINATIONS = """
-SELECT destination, outcome FROM attempts
-WHERE firing_id = ? AND outcome <> 'retry' AND destination IS NOT NULL
+SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
+WHERE firing_id = ? AND outcome <> 'retry'
 """
 
 # -- apps and secrets -------------------------------------------------------------------------
