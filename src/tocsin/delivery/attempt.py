@@ -15,6 +15,8 @@ from tocsin.delivery.isolation import Isolation, provider
 from tocsin.delivery.retry import Decision, RetryPolicy
 from tocsin.domain import Attempt, AttemptResult, Firing, FiringState, Outcome
 from tocsin.errors import StoreError
+from tocsin.metrics import instruments
+from tocsin.metrics.instruments import ENGINE
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class Deliverer:
         if firing.deadline - now < MIN_TIME_LEFT:
             # Checked right before sending: nothing goes out after its deadline. No attempt
             # was made, so none is recorded.
+            ENGINE.expired(instruments.EXPIRED_BEFORE_SEND)
             return self._unsent(firing, FiringState.EXPIRED, EXPIRED_UNSENT)
         sender = self._channels.sender(firing.channel)
         if sender is None:
@@ -68,6 +71,7 @@ class Deliverer:
             return self._unsent(firing, FiringState.FAILED, str(nowhere))
         except StoreError as error:
             retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
+            ENGINE.retried(firing.channel, instruments.RETRY_LOOKUP)
             decision = self._decide(retry, firing, now)
             return self._unsent(firing, decision.state, retry.error, decision.next_attempt_at)
         open_ = [d for d in destinations if d.id not in settled]
@@ -101,6 +105,7 @@ class Deliverer:
         key = provider(firing.channel, destination)
         refused = self._isolation.refusal(key, limit)
         if refused is not None:
+            ENGINE.retried(firing.channel, instruments.RETRY_BREAKER_OPEN)
             return refused
         async with self._isolation.slot(key):
             try:
@@ -112,6 +117,11 @@ class Deliverer:
                 )
                 result = DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
         self._isolation.record(key, result)
+        if result.outcome is Outcome.RETRY and not result.held:
+            reason = instruments.RETRY_ERROR
+            if result.retry_after is not None:
+                reason = instruments.RETRY_AFTER
+            ENGINE.retried(firing.channel, reason)
         return result
 
     async def _gone(self, destination: Destination, result: DeliveryResult) -> None:
@@ -184,13 +194,19 @@ class Deliverer:
         )
 
     def _decide(self, result: DeliveryResult, firing: Firing, now: datetime) -> Decision:
-        return self._policy.decide(
+        decision = self._policy.decide(
             result,
             attempt=firing.attempts + 1,
             now=self._clock.now(),
             due=firing.due_at,
             deadline=firing.deadline,
         )
+        if decision.state is FiringState.EXPIRED:
+            late_peer = result.retry_after is not None
+            ENGINE.expired(
+                instruments.EXPIRED_RETRY_AFTER if late_peer else instruments.EXPIRED_LAST_TRY
+            )
+        return decision
 
     def _unsent(
         self,
