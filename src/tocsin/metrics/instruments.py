@@ -58,6 +58,9 @@ EXPIRED_LAST_TRY = "last_try_failed"  # retried until its deadline; the last try
 EXPIRED_RETRY_AFTER = "retry_after_past_deadline"  # the peer asked to wait past the deadline
 
 
+_RETRIED = FiringState.QUEUED  # a module constant: an enum class's attribute costs more
+
+
 class Breakers(Protocol):
     """What reports open circuit breakers (`tocsin.delivery.isolation.Isolation`)."""
 
@@ -137,9 +140,11 @@ class EngineMetrics(Collector):
 
     def finished(self, channel: Channel, state: FiringState, lateness: float | None) -> None:
         """A firing's round ended in `state`; `lateness` (seconds past due) when sent."""
-        if state is FiringState.QUEUED:  # retried: counted by reason where decided
+        if state is _RETRIED:  # counted by reason where decided
             return
-        self.rings.add((channel.value, state.value))
+        counts = self.rings.counts  # once per ring: inlined `Tally.add`, keyed by the enums
+        key = (channel, state)
+        counts[key] = counts.get(key, 0) + 1
         if lateness is not None:
             self.lateness.observe(lateness)
 

@@ -18,7 +18,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 
 
 class Tally:
-    """A counter by label values: `add(("webhook", "sent"))` counts one."""
+    """A counter by label values: `add(("webhook", "sent"))` counts one. Keys may be
+    `StrEnum` members (cheaper to hash than to turn into their values on the hot path)."""
 
     def __init__(self, name: str, documentation: str, labels: Sequence[str]) -> None:
         self.name = name
@@ -33,7 +34,7 @@ class Tally:
     def family(self) -> CounterMetricFamily:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labels)
         for key, value in sorted(self.counts.items()):
-            family.add_metric(list(key), value)
+            family.add_metric([str(label) for label in key], value)
         return family
 
 
