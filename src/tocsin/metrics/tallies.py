@@ -1,12 +1,12 @@
 """Counters and histograms kept as plain Python numbers, for the engine's hot path.
 
 A worker rings tens of thousands of reminders a second. prometheus-client's own `Counter`
-and `Histogram` take a lock on every update (0.9 µs and 1.7 µs measured here, against
-0.2 µs for a list index and an add): at 40,000 rings a second that is several per cent of
-a core spent on counting. These keep the numbers in dicts and lists that only the event
-loop's thread updates, and are read as metric families when scraped. They are never used
-by the API processes (`tocsin api --workers N`), which need prometheus-client's
-multiprocess values instead.
+and `Histogram` take a lock on every update: 0.41 µs and 0.92 µs here (best of 7, one
+labelled counter child, the lateness buckets), against 0.10 µs and 0.14 µs for these, so
+about 1 µs a ring less — 4 % of a core at 40,000 rings a second. These keep the numbers in
+dicts and lists that only the event loop's thread updates, and are read as metric families
+when scraped. They are never used by the API processes (`tocsin api --workers N`), which
+need prometheus-client's multiprocess values instead.
 """
 
 from __future__ import annotations
