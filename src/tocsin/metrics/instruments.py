@@ -183,7 +183,6 @@ class QueueMetrics(Collector):
     def __init__(self) -> None:
         self._stats: QueueStats | None = None
         self._read_at = 0.0
-        self._lock = asyncio.Lock()
         self._registered = False
 
     async def refresh(self, store: Store) -> None:
@@ -192,16 +191,15 @@ class QueueMetrics(Collector):
         if not self._registered:
             REGISTRY.register(self)
             self._registered = True
-        async with self._lock:
-            if time.monotonic() - self._read_at < QUEUE_REFRESH_SECONDS:
-                return
-            try:
-                stats = await asyncio.wait_for(store.queue_stats(), QUEUE_TIMEOUT_SECONDS)
-            except (StoreError, TimeoutError) as error:
-                logger.warning("reading the queue's numbers failed: %s", error)
-                self._stats = None
-                return
-            self._stats, self._read_at = stats, time.monotonic()
+        if time.monotonic() - self._read_at < QUEUE_REFRESH_SECONDS:
+            return
+        try:
+            stats = await asyncio.wait_for(store.queue_stats(), QUEUE_TIMEOUT_SECONDS)
+        except (StoreError, TimeoutError) as error:
+            logger.warning("reading the queue's numbers failed: %s", error)
+            self._stats = None
+            return
+        self._stats, self._read_at = stats, time.monotonic()
 
     def describe(self) -> list[Metric]:
         return []
