@@ -46,7 +46,7 @@ REQUEST_SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 QUEUE_REFRESH_SECONDS = 5.0  # scrapes closer together than this reuse the last reading
 QUEUE_TIMEOUT_SECONDS = 2.0
 
-# Why a ring was not sent but retried (`tocsin_retries_total`) or expired
+# Why a send failed retryably (`tocsin_retries_total`) or a ring expired
 # (`tocsin_expiries_total`): a short, fixed set, never an error text.
 RETRY_ERROR = "error"  # a timeout, a refused connection, a 5xx or 429 without Retry-After
 RETRY_AFTER = "retry_after"  # the peer said when to come back
@@ -95,7 +95,8 @@ class EngineMetrics(Collector):
         )
         self.retries = Tally(
             "tocsin_retries_total",
-            "Sends that will be retried, by channel and reason.",
+            "Sends that failed retryably, by channel and reason: the ring is tried again "
+            "while its deadline allows, else it expires.",
             ["channel", "reason"],
         )
         self.expiries = Tally(
