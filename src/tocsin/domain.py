@@ -350,6 +350,7 @@ class HeldParts:
     epochs: dict[int, int] = field(default_factory=dict)  # part -> its lease's epoch
     next_expiry: float | None = None  # seconds until another worker's lease runs out
     as_of: datetime | None = None  # the database's clock when the leases were renewed
+    taken_over: int = 0  # parts taken in this renewal from a worker whose lease ran out
 
     def fence(self, parts: int) -> Fence:
         """The fence claims made under these leases carry."""
@@ -400,3 +401,12 @@ class RingMinute:
     @property
     def read(self) -> int:
         return self.sent + self.failed + self.expired + self.waiting
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueStats:
+    """What an operator watches of the queue: firings waiting by state (`queued`, `sending`)
+    and the due time of the oldest reminder due and not yet claimed (None: none pending)."""
+
+    depth: Mapping[str, int]
+    oldest_due: datetime | None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -154,8 +155,12 @@ async def test_a_worker_started_while_the_database_is_down_waits_for_it(tmp_path
     supervisor would otherwise restart it in a loop)."""
     with workers(tmp_path) as started:
         waiting = started.start("postgresql://postgres@127.0.0.1:1/tocsin", "early")
-        await asyncio.sleep(3)
+        said = time.monotonic() + 30  # a busy machine may take seconds to start a process
+        while "cannot reach the database yet" not in waiting.output():
+            assert waiting.process.poll() is None, waiting.output()
+            assert time.monotonic() < said, waiting.output()
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2)  # and it goes on waiting rather than exit
         alive = waiting.process.poll() is None
         output = waiting.output()
     assert alive, output
-    assert "cannot reach the database yet" in output

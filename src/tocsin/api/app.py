@@ -9,13 +9,14 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tocsin import __version__
-from tocsin.api import docs, openapi, problems
+from tocsin.api import docs, metrics, openapi, problems
 from tocsin.api.body import BodyGuard
 from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
 from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
+from tocsin.api.metrics import RequestMetrics
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
 from tocsin.api.routes import contacts, feed, health, page, reminders, status
 from tocsin.api.security import Authenticator
@@ -61,6 +62,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     )
     problems.install(app)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(reminders.router)
     app.include_router(contacts.router)
     app.include_router(feed.router)
@@ -74,6 +76,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)
     app.add_middleware(LoopbackGuard, is_open=auth.is_open)
+    app.add_middleware(RequestMetrics)
     app.add_middleware(AccessLog)
     return app
 

@@ -7,7 +7,9 @@ parent checks the database once, binds the port, forks the processes, and then o
 them: SIGTERM or SIGINT to it stops them all gracefully (a second signal stops them at once);
 if one dies, it stops the others and exits 1, for the supervisor (systemd, Kubernetes) to
 restart. `tocsin serve` stays one process: it runs the scheduler, which must not run twice
-beside one API.
+beside one API. Each process's metrics are written to files in a directory the parent makes
+for the run and removes at the end, so that `/metrics` from any one of them counts them all
+(`tocsin.metrics.exposition`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tocsin.cli.serve import (
     settings_from,
 )
 from tocsin.logging import configure_logging
+from tocsin.metrics import exposition
 from tocsin.settings import Settings
 
 log = logging.getLogger("tocsin.api")
@@ -80,9 +83,11 @@ def serve_processes(args: argparse.Namespace, count: int) -> int:
         log.error("not starting: %s", error)
         print(f"tocsin: {error}", file=sys.stderr)
         return 1
-    children = [_fork(settings, listening) for _ in range(count)]
-    log.info("API processes started", extra={"processes": count, "pids": children})
-    return _watch(children)
+    # Their metrics are kept in files of this run's own, which any of them reads for a scrape.
+    with exposition.multiprocess():
+        children = [_fork(settings, listening) for _ in range(count)]
+        log.info("API processes started", extra={"processes": count, "pids": children})
+        return _watch(children)
 
 
 async def _prepare(settings: Settings, *, migrate: bool) -> None:

@@ -14,8 +14,10 @@ from tocsin.channels import build_channels
 from tocsin.cli.serve import StartupError, open_ready_store, run_async
 from tocsin.clock import DatabaseClock
 from tocsin.logging import FORMATS, configure_logging
+from tocsin.metrics.port import MetricsPort
 from tocsin.scheduler import Engine, new_worker_id
 from tocsin.settings import Settings, load_settings
+from tocsin.store import Store
 
 log = logging.getLogger("tocsin.worker")
 
@@ -49,6 +51,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--log-format", choices=FORMATS, help="log line format (default TOCSIN_LOG_FORMAT or kv)"
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve /metrics, /healthz and /readyz on this port (default: none)",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address of the metrics port (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -81,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _work(settings: Settings, args: argparse.Namespace) -> None:
     store = await open_ready_store(settings, migrate=args.migrate, wait=True)
+    port: MetricsPort | None = None
     try:
         clock = DatabaseClock()  # rings by the database's clock, which judges the leases
         channels = build_channels(
@@ -88,6 +103,8 @@ async def _work(settings: Settings, args: argparse.Namespace) -> None:
         )
         worker_id = args.worker_id or new_worker_id()
         engine = Engine(store, settings, clock, worker_id=worker_id, channels=channels)
+        if args.metrics_port is not None:
+            port = await _open_port(store, engine, args)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -98,4 +115,19 @@ async def _work(settings: Settings, args: argparse.Namespace) -> None:
         log.info("stopping: finishing what is in flight", extra={"worker": worker_id})
         await engine.stop()
     finally:
+        if port is not None:
+            await port.stop()
         await store.close()
+
+
+async def _open_port(store: Store, engine: Engine, args: argparse.Namespace) -> MetricsPort:
+    port = MetricsPort(
+        store, host=args.metrics_host, port=args.metrics_port, problem=engine.holding_problem
+    )
+    try:
+        await port.start()
+    except OSError as error:
+        raise StartupError(
+            f"cannot listen on the metrics port {args.metrics_host}:{args.metrics_port}: {error}"
+        ) from error
+    return port

@@ -25,6 +25,7 @@ from tocsin.delivery.recorder import Recorder
 from tocsin.delivery.retry import RetryPolicy
 from tocsin.domain import Firing
 from tocsin.errors import StoreError
+from tocsin.metrics.instruments import ENGINE
 from tocsin.store.base import Store
 
 __all__ = ["Delivery", "DeliveryTuning", "RetryPolicy"]
@@ -69,6 +70,7 @@ class Delivery:
             interval=tuning.record_seconds,
         )
         self.isolation = Isolation(concurrency=tuning.concurrency)
+        ENGINE.watch(self.isolation)
         deliverer = Deliverer(
             channels, destinations, policy, clock, sender=sender, isolation=self.isolation
         )

@@ -16,6 +16,8 @@ from tocsin.delivery.isolation import Isolation, provider
 from tocsin.delivery.retry import Decision, RetryPolicy
 from tocsin.domain import Attempt, AttemptResult, Channel, Firing, FiringState, Outcome
 from tocsin.errors import StoreError
+from tocsin.metrics import instruments
+from tocsin.metrics.instruments import ENGINE
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,7 @@ class Deliverer:
         if firing.deadline - now < MIN_TIME_LEFT:
             # Checked right before sending: nothing goes out after its deadline. No attempt
             # was made, so none is recorded.
+            ENGINE.expired(instruments.EXPIRED_BEFORE_SEND)
             return self._unsent(firing, FiringState.EXPIRED, EXPIRED_UNSENT)
         try:
             settled = await self._destinations.settled(firing)
@@ -94,6 +97,7 @@ class Deliverer:
 
     def _lookup_failed(self, firing: Firing, now: datetime, error: StoreError) -> AttemptResult:
         retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
+        ENGINE.retried(firing.channel, instruments.RETRY_LOOKUP)
         decision = self._decide(retry, firing, now)
         return self._unsent(firing, decision.state, retry.error, decision.next_attempt_at)
 
@@ -183,6 +187,7 @@ class Deliverer:
         key = provider(channel, destination)
         refused = self._isolation.refusal(key, limit)
         if refused is not None:
+            ENGINE.retried(channel, instruments.RETRY_BREAKER_OPEN)
             return refused
         async with self._isolation.slot(key):
             try:
@@ -192,6 +197,11 @@ class Deliverer:
                 logger.exception("channel %s raised", channel, extra={"firing_id": firing.id})
                 result = DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
         self._isolation.record(key, result)
+        if result.outcome is Outcome.RETRY and not result.held:
+            reason = instruments.RETRY_ERROR
+            if result.retry_after is not None:
+                reason = instruments.RETRY_AFTER
+            ENGINE.retried(channel, reason)
         return result
 
     async def _gone(self, destination: Destination, result: DeliveryResult) -> None:
@@ -258,13 +268,19 @@ class Deliverer:
         )
 
     def _decide(self, result: DeliveryResult, firing: Firing, now: datetime) -> Decision:
-        return self._policy.decide(
+        decision = self._policy.decide(
             result,
             attempt=firing.attempts + 1,
             now=self._clock.now(),
             due=firing.due_at,
             deadline=firing.deadline,
         )
+        if decision.state is FiringState.EXPIRED:
+            late_peer = result.retry_after is not None
+            ENGINE.expired(
+                instruments.EXPIRED_RETRY_AFTER if late_peer else instruments.EXPIRED_LAST_TRY
+            )
+        return decision
 
     def _unsent(
         self,

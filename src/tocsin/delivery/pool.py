@@ -13,6 +13,7 @@ from tocsin.delivery.attempt import Deliverer
 from tocsin.delivery.line import Line
 from tocsin.delivery.recorder import Recorder
 from tocsin.domain import Firing, FiringState
+from tocsin.metrics.instruments import ENGINE
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +158,11 @@ class DeliveryPool:
         result = await self._deliverer.deliver(firing)
         self._recorder.add(result)
         self.delivered += 1
+        state = result.state
+        late = None
+        if state is FiringState.SENT:
+            late = (self._clock.now() - firing.due_at).total_seconds()
+        ENGINE.finished(firing.channel, state, late)
         retry_at = result.next_attempt_at
         if result.state is FiringState.QUEUED and retry_at and self._on_retry is not None:
             self._on_retry(retry_at)

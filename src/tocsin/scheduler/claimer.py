@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
 
 from tocsin.clock import Clock
 from tocsin.domain import Fence, Firing, FiringState
 from tocsin.errors import StoreError
+from tocsin.metrics.instruments import ENGINE, EXPIRED_AT_CLAIM
 from tocsin.scheduler.planning import Plan, plan
 from tocsin.scheduler.timeline import Entry, Timeline
 from tocsin.store.base import Store
@@ -87,6 +89,7 @@ class Claimer:
     async def _apply(self, entries: Sequence[Entry]) -> list[Firing]:
         now = self._clock.now()
         decided = Plan([], {})
+        started = time.perf_counter()
         try:
             decided = plan(entries, now)
             firings = await self._store.claim(
@@ -104,6 +107,8 @@ class Claimer:
             return []
         finally:
             self._timeline.release(entries)
+        ENGINE.claim_seconds.observe(time.perf_counter() - started)
+        ENGINE.claim_batch.observe(len(entries))
         self._count(firings, len(entries))
         if decided.follow_ups:
             landed = {firing.id for firing in firings}
@@ -111,11 +116,20 @@ class Claimer:
         return firings
 
     def _count(self, firings: list[Firing], tried: int) -> None:
-        expired = sum(1 for firing in firings if firing.state is FiringState.EXPIRED)
-        failed = sum(1 for firing in firings if firing.state is FiringState.FAILED)
-        self.claimed += len(firings) - expired - failed
+        expired = failed = 0
+        for firing in firings:
+            if firing.state is not FiringState.SENDING:  # few: only after an outage or a bug
+                expired += firing.state is FiringState.EXPIRED
+                failed += firing.state is FiringState.FAILED
+                ENGINE.finished(firing.channel, firing.state, None)
+        claimed, lost = len(firings) - expired - failed, tried - len(firings)
+        self.claimed += claimed
         self.expired += expired
         self.failed += failed
-        self.lost += tried - len(firings)
+        self.lost += lost
+        for result, count in (("claimed", claimed), ("expired", expired), ("failed", failed)):
+            ENGINE.claims.add((result,), count)
+        ENGINE.claims.add(("lost",), lost)
         if expired:
+            ENGINE.expired(EXPIRED_AT_CLAIM, expired)
             logger.info("%d rings were too stale to send: recorded expired", expired)

@@ -20,6 +20,7 @@ from tocsin.delivery.destinations import Destinations
 from tocsin.domain import HeldParts
 from tocsin.errors import StoreError
 from tocsin.ids import part_of_shard, part_shards
+from tocsin.metrics.instruments import ENGINE
 from tocsin.scheduler.claimer import Claimer
 from tocsin.scheduler.leases import LeaseKeeper
 from tocsin.scheduler.loader import LoadTuning, PartLoader
@@ -67,6 +68,7 @@ class Engine:
         rng: random.Random | None = None,
     ) -> None:
         tuning = tuning or EngineTuning()
+        ENGINE.register(settings.parts)
         self.worker_id = worker_id
         self._store = store
         self._settings = settings
@@ -138,6 +140,16 @@ class Engine:
         """The parts this worker holds now."""
         return frozenset(self._loaders)
 
+    def holding_problem(self) -> str | None:
+        """Why this worker does not hold its share of the parts now, or None. A worker with
+        no part is fine only as a standby, when there are more live workers than parts."""
+        held = self.leases.held
+        if held.parts or held.live_workers > self._settings.parts:
+            return None
+        if not held.live_workers:
+            return "holds no part: its leases are not renewed (the database is away?)"
+        return f"holds no part of {self._settings.parts} ({held.live_workers} live workers)"
+
     async def start(self) -> None:
         self.delivery.start()
         self._unlisten = [
@@ -170,6 +182,7 @@ class Engine:
             await self._store.release_leases(self.worker_id)
         except StoreError as error:
             logger.warning("giving the leases up failed (they run out): %s", error)
+        ENGINE.holding(self.worker_id, None)
         logger.info("engine stopped", extra={"worker": self.worker_id})
 
     def _hold(self, held: HeldParts) -> None:

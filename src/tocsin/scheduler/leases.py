@@ -17,6 +17,7 @@ from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
 from tocsin.domain import Fence, HeldParts
 from tocsin.errors import StoreError
+from tocsin.metrics.instruments import ENGINE
 from tocsin.store.base import Store
 
 logger = logging.getLogger(__name__)
@@ -119,4 +120,7 @@ class LeaseKeeper:
                 extra={"parts": sorted(held.parts), "live_workers": held.live_workers},
             )
         self.held = held
+        self.takeovers += held.taken_over
+        ENGINE.takeovers.add((), held.taken_over)
+        ENGINE.holding(self._worker, len(held.parts))
         self._on_change(held)

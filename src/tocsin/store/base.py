@@ -31,6 +31,7 @@ from tocsin.domain import (
     HeldParts,
     IdempotencyRecord,
     Outcome,
+    QueueStats,
     Reminder,
     ReminderStatus,
     RingMinute,
@@ -192,6 +193,13 @@ class Store(ABC):
     @abstractmethod
     async def list_apps(self) -> list[App]:
         """Every app (API key), by name."""
+
+    @abstractmethod
+    async def queue_stats(self) -> QueueStats:
+        """The delivery queue's depth by state (`queued`, `sending`) and the due time of the
+        oldest pending reminder, for metrics. Each number is an index-only read of a partial
+        index (firings_queued, firings_sending, the first entry of reminders_due), never a
+        scan of the tables; cheap enough for every scrape, not for every ring."""
 
     @abstractmethod
     async def count_apps(self) -> int:
@@ -365,8 +373,9 @@ class Store(ABC):
         workers (heartbeat within `ttl`), keep held parts (extending them to `now + ttl`) up
         to the fair share ceil(parts / live), release the excess, and take free or expired
         parts up to the share, each at a new epoch. Two workers never hold one part at once.
-        Return the parts held with their watermarks and epochs, `now` (`as_of`) and how long
-        until the first lease another worker holds runs out. When a worker joined or parts
+        Return the parts held with their watermarks and epochs, `now` (`as_of`), how long
+        until the first lease another worker holds runs out, and how many of the parts taken
+        another worker's expired lease held (`taken_over`). When a worker joined or parts
         were released, tell `listen_leases` listeners (every process on PostgreSQL) after
         commit."""
 

@@ -247,7 +247,12 @@ def app_from(row: Row, instant: Instant, keyring: Keyring) -> App:
 
 
 def held_parts(
-    rows: Iterable[Row], live: int, now: datetime, next_expiry: datetime | None
+    rows: Iterable[Row],
+    live: int,
+    now: datetime,
+    next_expiry: datetime | None,
+    *,
+    taken_over: int = 0,
 ) -> HeldParts:
     """What `renew_leases` returns, from the (part, watermark, epoch) rows of the parts held
     and the database's clock `now`."""
@@ -263,6 +268,7 @@ def held_parts(
         epochs=epochs,
         next_expiry=None if next_expiry is None else (next_expiry - now).total_seconds(),
         as_of=now,
+        taken_over=taken_over,
     )
 
 

@@ -52,7 +52,8 @@ def test_serve_answers_the_readme_call(tmp_path: Path) -> None:
 
 
 def test_serve_rings_what_its_api_saved(tmp_path: Path) -> None:
-    """API and scheduler share one process: a reminder due in two seconds is sent."""
+    """API and scheduler share one process: a reminder due in two seconds is sent, and its
+    `/metrics` count the ring with the API's requests."""
     with running("serve", "--db", str(tmp_path / "tocsin.db")) as (base, _):
         due = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
         body = {
@@ -69,8 +70,14 @@ def test_serve_rings_what_its_api_saved(tmp_path: Path) -> None:
             found = httpx.get(f"{base}/v1/reminders/{made['id']}/firings").json()
             firings = [f for f in found["firings"] if f["state"] == "sent"]
             time.sleep(0.2)
+        metrics = httpx.get(f"{base}/metrics").text
 
     assert firings, "the reminder was not sent"
+    assert 'tocsin_rings_total{channel="log",outcome="sent"} 1.0' in metrics
+    assert "tocsin_ring_lateness_seconds_count 1.0" in metrics
+    assert 'tocsin_http_requests_total{method="POST",route="/v1/reminders",status="201"} 1.0' in (
+        metrics
+    )
     assert firings[0]["due"] == body["at"]
 
 

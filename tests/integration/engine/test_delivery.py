@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from tocsin.channels.signing import new_secret, secret_key, sign
 from tocsin.clock import SystemClock
 from tocsin.delivery.isolation import FAILURES_TO_OPEN
 from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder
+from tocsin.metrics.instruments import ENGINE
 from tocsin.store import Store
 
 clock = SystemClock()
@@ -199,12 +201,14 @@ async def test_a_receiver_back_just_before_the_deadline_still_gets_the_last_try(
 
 
 async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(store: Store) -> None:
+    counted = _engine_counts()
     with receiver("--fail-first", "1000") as sink:
         one = reminder("ana", now=clock.now(), at=soon(), channel=Channel.WEBHOOK, freshness=10)
         await store.add_reminders([one])
         async with running(store, settings(webhook_url=sink.url), clock):
             (firing,) = await final(store, [one], within=25)
         stats = await sink.astats(ids=True)
+    more = _engine_counts() - counted
     assert firing.state is FiringState.EXPIRED
     assert firing.sent_at is None
     assert firing.last_error is not None
@@ -215,6 +219,10 @@ async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(store: St
     last_try = firing.deadline.timestamp() - 1
     assert last_try <= max(at for at, _ in arrivals) < firing.deadline.timestamp()
     assert stats["accepted"] == 0
+    # The metrics say the same: every send failed retryably, the last try's too.
+    assert more[("expiries", "last_try_failed")] == 1
+    assert more[("rings", "webhook", "expired")] == 1
+    assert more[("retries", "webhook", "error")] == len(arrivals)
 
 
 async def test_410_gone_disables_the_endpoint(store: Store) -> None:
@@ -309,5 +317,21 @@ async def test_a_failing_provider_opens_its_breaker_and_the_others_ring_on(store
 
             await eventually(breaker_shown, within=20)
             open_now = engine.delivery.isolation.open_breakers()
+            gauge = next(f for f in ENGINE.collect() if f.name == "tocsin_circuit_breakers_open")
     assert all(firing.state is FiringState.SENT for firing in sent)
     assert open_now == [f"webhook:{urlsplit(down.url).hostname}"]
+    assert gauge.samples[0].value >= 1
+    assert ENGINE.retries.counts[("webhook", "breaker_open")] >= 1
+
+
+def _engine_counts() -> Counter[tuple[str, ...]]:
+    """The engine's counters of this process now, to compare before and after a test."""
+    counts: Counter[tuple[str, ...]] = Counter()
+    for name, tally in (
+        ("rings", ENGINE.rings),
+        ("retries", ENGINE.retries),
+        ("expiries", ENGINE.expiries),
+    ):
+        for key, value in tally.counts.items():
+            counts[(name, *(str(label) for label in key))] += int(value)
+    return counts

@@ -68,6 +68,9 @@ async def test_a_silent_workers_parts_are_taken_over_after_expiry(store: Store) 
     assert late.live_workers == 1
     assert before.parts <= late.parts
     assert late.next_expiry is None  # nobody else holds anything
+    # Taking the silent worker's parts is a takeover; sharing out free parts is not.
+    assert late.taken_over == len(before.parts)
+    assert first.taken_over == before.taken_over == early.taken_over == 0
     # A part taken over starts a new epoch: the silent worker's claims are fenced off.
     assert all(late.epochs[part] == before.epochs[part] + 1 for part in before.parts)
     assert all(late.epochs[part] == first.epochs[part] for part in first.parts)
@@ -140,6 +143,7 @@ async def test_release_lets_others_take_over_at_once(store: Store) -> None:
     assert partial.parts == frozenset({0, 1})
     assert rest.parts == frozenset(range(PARTS))
     assert rest.live_workers == 1  # w1's heartbeat went with its leases
+    assert partial.taken_over == rest.taken_over == 0  # let go, not run out
 
 
 async def test_watermarks_rise_only_by_the_holder_and_stay_with_the_part(store: Store) -> None:

@@ -45,12 +45,7 @@ async def _fill(store: Store) -> None:
 
 
 async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str) -> None:
-    store = await open_store(sqlite_url)
-    try:
-        await store.migrate()
-        await _fill(store)
-    finally:
-        await store.close()
+    await _filled(sqlite_url)
     connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     try:
         connection.execute("ANALYZE")
@@ -207,9 +202,10 @@ async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_ur
 
 
 async def _filled(url: str, *, firings: bool = False) -> None:
-    """Fill the migrated database at `url`: reminders, and firings when asked."""
+    """Migrate the database at `url` and fill it: reminders, and firings when asked."""
     store = await open_store(url)
     try:
+        await store.migrate()
         await _fill(store)
         if firings:
             await _fill_firings(store)
@@ -284,3 +280,39 @@ def _nodes(node: dict[str, Any]) -> Any:
     yield node
     for child in node.get("Plans", []):
         yield from _nodes(child)
+
+
+async def test_sqlite_reads_the_queues_numbers_from_partial_indexes(sqlite_url: str) -> None:
+    await _filled(sqlite_url, firings=True)
+    connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    try:
+        connection.execute("ANALYZE")
+        depth = " ".join(_sqlite_plan(connection, lite.QUEUE_DEPTH, {}))
+        oldest = " ".join(_sqlite_plan(connection, lite.OLDEST_PENDING, {}))
+    finally:
+        connection.close()
+
+    assert "INDEX firings_queued" in depth, depth
+    assert "INDEX firings_sending" in depth, depth
+    assert "INDEX reminders_due" in oldest, oldest
+    assert "TEMP B-TREE" not in oldest, oldest
+
+
+@pytest.mark.postgres
+async def test_postgres_reads_the_queues_numbers_from_partial_indexes(pg_migrated_url: str) -> None:
+    await _filled(pg_migrated_url, firings=True)
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        await connection.execute("ANALYZE reminders")
+        await connection.execute("ANALYZE firings")
+        depth = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.QUEUE_DEPTH)
+        oldest = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.OLDEST_PENDING)
+    finally:
+        await connection.close()
+
+    depth_nodes = list(_nodes(json.loads(depth)[0]["Plan"]))
+    oldest_nodes = list(_nodes(json.loads(oldest)[0]["Plan"]))
+    assert {n.get("Index Name") for n in depth_nodes} >= {"firings_queued", "firings_sending"}
+    assert any(n.get("Index Name") == "reminders_due" for n in oldest_nodes), oldest
+    for node in (*depth_nodes, *oldest_nodes):
+        assert node["Node Type"] not in ("Seq Scan", "Sort"), node

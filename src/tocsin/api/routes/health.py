@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter
 from starlette.responses import Response
 
@@ -11,10 +9,9 @@ from tocsin.api import openapi
 from tocsin.api.context import Context
 from tocsin.api.problems import unavailable
 from tocsin.api.render import JSON
-from tocsin.errors import StoreError
+from tocsin.readiness import database_problem
 
 router = APIRouter(tags=["health"])
-READY_TIMEOUT_SECONDS = 2.0
 
 
 # In loopback dev mode every request passes `tocsin.api.loopback.LoopbackGuard`: a `Host`
@@ -34,13 +31,12 @@ async def healthz() -> Response:
 
 @router.get(
     "/readyz",
-    summary="The database answers",
+    summary="The database answers, with the schema this version needs",
     operation_id="ready",
     responses=openapi.problems(503, notes=_DEV_HOST),
 )
 async def readyz(context: Context) -> Response:
-    try:
-        await asyncio.wait_for(context.store.count_apps(), READY_TIMEOUT_SECONDS)
-    except (StoreError, TimeoutError):
-        return unavailable("the database does not answer").response()
+    problem = await database_problem(context.store)
+    if problem is not None:
+        return unavailable(problem).response()
     return JSON({"status": "ready"})

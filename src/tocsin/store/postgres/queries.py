@@ -245,6 +245,20 @@ LIST_APPS = "SELECT * FROM apps ORDER BY name"
 
 COUNT_APPS = "SELECT count(*) FROM apps"
 
+# -- metrics --------------------------------------------------------------------------------------
+
+# The delivery queue's depth by state: each count an index-only scan of its partial index.
+QUEUE_DEPTH = """
+SELECT 'queued' AS state, count(*) AS n FROM firings WHERE state = 'queued'
+UNION ALL
+SELECT 'sending', count(*) FROM firings WHERE state = 'sending'
+"""
+
+# The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
+OLDEST_PENDING = """
+SELECT due_at FROM reminders WHERE status = 'pending' ORDER BY bucket, due_at LIMIT 1
+"""
+
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = true WHERE name = $1"
 
 REVOKE_APP = "UPDATE apps SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL"
@@ -555,16 +569,20 @@ WHERE parts = $1 AND holder = $2
 """
 
 # Take up to $5 free or expired parts, lowest first, each at a new epoch (the fencing token);
-# parts another worker is taking are skipped, and a part is re-checked once locked.
+# parts another worker is taking are skipped, and a part is re-checked once locked. One row
+# per part taken, saying whether another worker's expired lease held it (a takeover: this
+# worker's own excess parts were let go, holder NULL, just before).
 TAKE_PARTS = """
-UPDATE leases SET holder = $2, expires_at = $3, epoch = epoch + 1
-WHERE parts = $1 AND part IN (
-    SELECT part FROM leases
+WITH taking AS (
+    SELECT part, holder FROM leases
     WHERE parts = $1 AND (holder IS NULL OR expires_at <= $4)
     ORDER BY part
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 )
+UPDATE leases SET holder = $2, expires_at = $3, epoch = epoch + 1
+WHERE parts = $1 AND part IN (SELECT part FROM taking)
+RETURNING (SELECT t.holder FROM taking AS t WHERE t.part = leases.part) IS NOT NULL AS takeover
 """
 
 WATERMARKS = """

@@ -27,6 +27,7 @@ from tocsin.domain import (
     HeldParts,
     IdempotencyRecord,
     Outcome,
+    QueueStats,
     Reminder,
     ReminderStatus,
     RingMinute,
@@ -325,6 +326,14 @@ class PostgresStore(Store):
 
     async def list_apps(self) -> list[App]:
         return [app_from(row, _as_is, self._keyring) for row in await self._fetch(q.LIST_APPS)]
+
+    async def queue_stats(self) -> QueueStats:
+        async def work(connection: asyncpg.Connection) -> QueueStats:
+            depth = {row["state"]: row["n"] for row in await connection.fetch(q.QUEUE_DEPTH)}
+            oldest: datetime | None = await connection.fetchval(q.OLDEST_PENDING)
+            return QueueStats(depth=depth, oldest_due=oldest)
+
+        return await self._transaction(work)
 
     async def count_apps(self) -> int:
         with boundary():
@@ -764,13 +773,15 @@ async def _renew(
     kept = held[:share]
     await connection.execute(q.KEEP_PARTS, parts, worker, kept, now + ttl)
     wanted = share - len(kept)
+    taken_over = 0
     if wanted:
-        await connection.execute(q.TAKE_PARTS, parts, worker, now + ttl, now, wanted)
+        taken = await connection.fetch(q.TAKE_PARTS, parts, worker, now + ttl, now, wanted)
+        taken_over = sum(1 for row in taken if row["takeover"])
     if joined or len(held) > share:
         await connection.execute(q.LEASES_CHANGED, worker)
     next_expiry: datetime | None = await connection.fetchval(q.NEXT_EXPIRY, parts, worker, now)
     rows = await connection.fetch(q.WATERMARKS, parts, worker)
-    return held_parts(rows, live, now, next_expiry)
+    return held_parts(rows, live, now, next_expiry, taken_over=taken_over)
 
 
 # -- rows to values ------------------------------------------------------------------------------

@@ -185,6 +185,20 @@ LIST_APPS = "SELECT * FROM apps ORDER BY name"
 
 COUNT_APPS = "SELECT count(*) FROM apps"
 
+# -- metrics --------------------------------------------------------------------------------------
+
+# The delivery queue's depth by state: each count a scan of its partial index alone.
+QUEUE_DEPTH = """
+SELECT 'queued' AS state, count(*) AS n FROM firings WHERE state = 'queued'
+UNION ALL
+SELECT 'sending', count(*) FROM firings WHERE state = 'sending'
+"""
+
+# The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
+OLDEST_PENDING = """
+SELECT due_at FROM reminders WHERE status = 'pending' ORDER BY bucket, due_at LIMIT 1
+"""
+
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = 1 WHERE name = ?"
 
 REVOKE_APP = "UPDATE apps SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL"
@@ -456,7 +470,7 @@ EXTEND_PART = "UPDATE leases SET expires_at = ? WHERE parts = ? AND part = ? AND
 
 # Free or expired parts, lowest first.
 FREE_PARTS = """
-SELECT part FROM leases
+SELECT part, holder FROM leases
 WHERE parts = ? AND (holder IS NULL OR expires_at <= ?)
 ORDER BY part
 LIMIT ?

@@ -26,6 +26,7 @@ from tocsin.domain import (
     HeldParts,
     IdempotencyRecord,
     Outcome,
+    QueueStats,
     Reminder,
     ReminderStatus,
     RingMinute,
@@ -262,6 +263,14 @@ class SqliteStore(Store):
     async def list_apps(self) -> list[App]:
         rows = await self._db.read(lambda connection: connection.execute(q.LIST_APPS).fetchall())
         return [app_from(row, _utc, self._keyring) for row in rows]
+
+    async def queue_stats(self) -> QueueStats:
+        def work(connection: sqlite3.Connection) -> QueueStats:
+            depth = {state: n for state, n in connection.execute(q.QUEUE_DEPTH)}
+            oldest = connection.execute(q.OLDEST_PENDING).fetchone()
+            return QueueStats(depth=depth, oldest_due=None if oldest is None else _utc(oldest[0]))
+
+        return await self._db.read(work)
 
     async def count_apps(self) -> int:
         row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
@@ -844,13 +853,16 @@ def _renew(
     for part in held[:share]:
         connection.execute(q.EXTEND_PART, (until_us, parts, part, worker))
     wanted = share - min(share, len(held))
+    taken_over = 0
     if wanted:
-        free = [row[0] for row in connection.execute(q.FREE_PARTS, (parts, now_us, wanted))]
-        for part in free:
+        free = connection.execute(q.FREE_PARTS, (parts, now_us, wanted)).fetchall()
+        for part, holder in free:
             connection.execute(q.TAKE_PART, (worker, until_us, parts, part))
+            taken_over += holder is not None
     rows = connection.execute(q.WATERMARKS, (parts, worker)).fetchall()
     next_expiry = connection.execute(q.NEXT_EXPIRY, (parts, worker, now_us)).fetchone()[0]
-    held_now = held_parts(rows, live, now, None if next_expiry is None else _utc(next_expiry))
+    expiry = None if next_expiry is None else _utc(next_expiry)
+    held_now = held_parts(rows, live, now, expiry, taken_over=taken_over)
     return held_now, joined or len(held) > share
 
 
