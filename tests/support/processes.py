@@ -76,7 +76,7 @@ def running(
 
 
 def _wait_until_up(base: str, process: subprocess.Popen[str], log: Path | None) -> None:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a loaded machine can take long to start one
     while time.monotonic() < deadline:
         if process.poll() is not None:
             out = process.stdout.read() if process.stdout else log.read_text() if log else ""
