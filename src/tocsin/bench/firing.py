@@ -24,6 +24,7 @@ import asyncpg
 
 from tocsin.bench import outcome
 from tocsin.bench.databases import migrated_store, throwaway
+from tocsin.bench.peers import CONTACT_CHANNELS, add_contacts, owner_name, start_peer
 from tocsin.bench.population import Population, at_rate, spread_over
 from tocsin.bench.processes import (
     Process,
@@ -45,6 +46,9 @@ SETTLE_GRACE = timedelta(minutes=12)  # past the last due: freshness (10 min) an
 PARTS = 16  # PostgreSQL; SQLite runs with its own default (see `Settings.parts`)
 POLL_WHILE_DUE = 5.0  # seconds between progress counts until the last ring is due
 POLL_AFTER_DUE = 0.5  # and after, to see the end soon
+# apns, email: the reminders go to this many owners in turn, each with one contact (as a
+# busy minute rings many people, but a contact lookup per ring is what is measured).
+CONTACT_OWNERS = 2_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +60,7 @@ class FiringSpec:
     reminders: int
     spread: int  # seconds the due instants cover
     workers: int
-    channel: str  # "null" or "webhook"
+    channel: str  # "null", "webhook", "apns" or "email"
     pg_url: str | None = None
     rate: int | None = None  # steady: reminders due per second
     save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
@@ -100,7 +104,12 @@ async def _run(
 ) -> dict[str, Any]:
     settings: dict[str, str] = {**_parts(spec), **dict(spec.worker_settings)}
     receiver_url = None
-    if spec.channel == "webhook":
+    peer = None
+    if spec.channel in CONTACT_CHANNELS:
+        peer = start_peer(Channel(spec.channel), logs)
+        processes.append(peer.process)
+        settings |= peer.settings
+    elif spec.channel == "webhook":
         secret = new_secret()
         receiver, receiver_url = start_receiver(secret, logs)
         processes.append(receiver)
@@ -113,6 +122,8 @@ async def _run(
     processes.extend(workers)
     note(f"{spec.scenario}: {_engine_name(spec)} starting; logs in {logs}")
     await _wait_for_leases(url, workers)
+    if peer is not None:
+        await add_contacts(store, peer, _owners(spec))
     start = _first_due(spec)
     save = await _save(spec, store, start)
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
@@ -122,6 +133,8 @@ async def _run(
     stats = receiver_stats(receiver_url) if receiver_url else None
     for process in processes:
         process.stop()
+    if peer is not None:
+        stats = peer.stats()
     report = await outcome.read_outcome(url)
     report["finished"] = finished
     if not finished:
@@ -134,7 +147,7 @@ async def _run(
     report["max_peak_rss_mb"] = max(report["peak_rss_mb"], default=0.0)
     report["duplicates"] = _duplicates(stats, report)
     if stats is not None:
-        report["receiver"] = stats
+        report["receiver" if peer is None else "peer"] = stats
     report["logs"] = str(logs)
     return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
 
@@ -161,9 +174,15 @@ def _engine_name(spec: FiringSpec) -> str:
     return "tocsin serve" if spec.db == "sqlite" else f"{spec.workers} worker(s)"
 
 
+def _owners(spec: FiringSpec) -> int:
+    """How many owners the reminders of a contact channel go to, each with one contact."""
+    return min(spec.reminders, CONTACT_OWNERS)
+
+
 def _duplicates(stats: dict[str, Any] | None, report: dict[str, Any]) -> int:
-    """Identities delivered more than once: seen by the receiver (webhook), or sends recorded
-    twice for one firing (null channel: nothing outside the worker sees them)."""
+    """Identities delivered more than once: seen by the receiver or the peer (webhook, apns,
+    email), or sends recorded twice for one firing (null channel: nothing outside the worker
+    sees them)."""
     if stats is not None:
         return int(stats["duplicates"])
     return int(report["repeated_sends"])
@@ -191,8 +210,12 @@ def _due_instants(spec: FiringSpec, start: datetime) -> Iterator[datetime]:
 async def _save(spec: FiringSpec, store: Store, start: datetime) -> dict[str, Any]:
     """Save the reminders in batches (`add_reminders`), timing the store calls alone."""
     population = Population(seed=3)
+    contacts = spec.channel in CONTACT_CHANNELS
     made = population.due_one_offs(
-        spec.reminders, _due_instants(spec, start), channel=Channel.WEBHOOK
+        spec.reminders,
+        _due_instants(spec, start),
+        channel=Channel(spec.channel) if contacts else Channel.WEBHOOK,
+        owners=[owner_name(n) for n in range(_owners(spec))] if contacts else (),
     )
     in_store = 0.0
     began = time.perf_counter()

@@ -45,7 +45,13 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="worker processes (SQLite: one tocsin serve)"
     )
-    parser.add_argument("--channel", choices=("null", "webhook"), default="null")
+    parser.add_argument(
+        "--channel",
+        choices=("null", "webhook", "apns", "email"),
+        default="null",
+        help="where rings go: nowhere (null), or a local peer process: the webhook "
+        "receiver, an HTTP/2 APNs, an SMTP server (email: the `bench` extra)",
+    )
     parser.add_argument(
         "--due-in",
         type=float,
