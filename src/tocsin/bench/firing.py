@@ -24,7 +24,8 @@ import asyncpg
 
 from tocsin.bench import outcome
 from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.peers import CONTACT_CHANNELS, add_contacts, owner_name, start_peer
+from tocsin.bench.feed_clients import Pages, raise_open_files
+from tocsin.bench.peers import CONTACT_CHANNELS, Peer, add_contacts, owner_name, start_peer
 from tocsin.bench.population import Population, at_rate, spread_over
 from tocsin.bench.processes import (
     Process,
@@ -49,6 +50,8 @@ POLL_AFTER_DUE = 0.5  # and after, to see the end soon
 # apns, email: the reminders go to this many owners in turn, each with one contact (as a
 # busy minute rings many people, but a contact lookup per ring is what is measured).
 CONTACT_OWNERS = 2_000
+INAPP_OWNERS = 10_000  # inapp: one open page per owner
+OWNED_CHANNELS = CONTACT_CHANNELS | {"inapp"}  # rings to the benchmark's named owners
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +63,8 @@ class FiringSpec:
     reminders: int
     spread: int  # seconds the due instants cover
     workers: int
-    channel: str  # "null", "webhook", "apns" or "email"
+    channel: str  # "null", "webhook", "apns", "email" or "inapp"
+    owners: int | None = None  # apns, email, inapp: how many owners (else the default)
     pg_url: str | None = None
     rate: int | None = None  # steady: reminders due per second
     save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
@@ -103,27 +107,20 @@ async def _run(
     spec: FiringSpec, url: str, store: Store, logs: Path, processes: list[Process]
 ) -> dict[str, Any]:
     settings: dict[str, str] = {**_parts(spec), **dict(spec.worker_settings)}
-    receiver_url = None
-    peer = None
-    if spec.channel in CONTACT_CHANNELS:
-        peer = start_peer(Channel(spec.channel), logs)
-        processes.append(peer.process)
-        settings |= peer.settings
-    elif spec.channel == "webhook":
-        secret = new_secret()
-        receiver, receiver_url = start_receiver(secret, logs)
-        processes.append(receiver)
-        settings |= {
-            "webhook_url": f"{receiver_url}/hook",
-            "webhook_secret": secret,
-            "allow_private_urls": "true",  # the local receiver
-        }
-    workers = _start_engine(spec, url, logs, settings)
+    receiver_url, peer = _start_peer(spec, logs, processes, settings)
+    if spec.channel == "inapp":
+        raise_open_files(_owners(spec))  # before the API process starts: it inherits it
+    workers, api_url = _start_engine(spec, url, logs, settings)
     processes.extend(workers)
     note(f"{spec.scenario}: {_engine_name(spec)} starting; logs in {logs}")
     await _wait_for_leases(url, workers)
     if peer is not None:
         await add_contacts(store, peer, _owners(spec))
+    pages = None
+    if api_url is not None:
+        pages = Pages(api_url)
+        note(f"{spec.scenario}: opening {_owners(spec):,} feed connections")
+        await pages.open([owner_name(n) for n in range(_owners(spec))])
     start = _first_due(spec)
     save = await _save(spec, store, start)
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
@@ -131,6 +128,9 @@ async def _run(
     finished = await _settle(spec, url, workers, last_due)
     rss = [worker.sample() for worker in workers]
     stats = receiver_stats(receiver_url) if receiver_url else None
+    if pages is not None:
+        stats = pages.tally.stats()
+        pages.close()
     for process in processes:
         process.stop()
     if peer is not None:
@@ -147,9 +147,38 @@ async def _run(
     report["max_peak_rss_mb"] = max(report["peak_rss_mb"], default=0.0)
     report["duplicates"] = _duplicates(stats, report)
     if stats is not None:
-        report["receiver" if peer is None else "peer"] = stats
+        report[_counted_by(spec)] = stats
     report["logs"] = str(logs)
     return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
+
+
+def _start_peer(
+    spec: FiringSpec, logs: Path, processes: list[Process], settings: dict[str, str]
+) -> tuple[str | None, Peer | None]:
+    """The process the channel's rings go to, if any (added to `processes`), with the
+    engine's settings for it (added to `settings`): the webhook receiver's URL, or the
+    provider peer (apns, email)."""
+    if spec.channel in CONTACT_CHANNELS:
+        peer = start_peer(Channel(spec.channel), logs)
+        processes.append(peer.process)
+        settings |= peer.settings
+        return None, peer
+    if spec.channel == "webhook":
+        secret = new_secret()
+        receiver, receiver_url = start_receiver(secret, logs)
+        processes.append(receiver)
+        settings |= {
+            "webhook_url": f"{receiver_url}/hook",
+            "webhook_secret": secret,
+            "allow_private_urls": "true",  # the local receiver
+        }
+        return receiver_url, None
+    return None, None
+
+
+def _counted_by(spec: FiringSpec) -> str:
+    """Who counted the deliveries: the webhook receiver, a provider peer, the feed's pages."""
+    return {"webhook": "receiver", "inapp": "pages"}.get(spec.channel, "peer")
 
 
 def _parts(spec: FiringSpec) -> dict[str, str]:
@@ -160,14 +189,21 @@ def _parts(spec: FiringSpec) -> dict[str, str]:
 
 def _start_engine(
     spec: FiringSpec, url: str, logs: Path, settings: dict[str, str]
-) -> list[Process]:
-    """The processes that ring: `tocsin worker`s on PostgreSQL, `tocsin serve` on SQLite."""
+) -> tuple[list[Process], str | None]:
+    """The processes that ring: `tocsin worker`s on PostgreSQL, `tocsin serve` on SQLite;
+    for the in-app channel, also the base URL of the API that holds the feed connections
+    (`tocsin serve` itself, or one `tocsin api` beside the workers)."""
     null = spec.channel == "null"
+    inapp = spec.channel == "inapp"
     if spec.db == "sqlite":
         null_channels = ["--null-channels"] if null else []
-        server, _ = start_server("serve", url, logs, args=null_channels, **settings)
-        return [server]
-    return start_workers(spec.workers, url, logs, null=null, **settings)
+        server, base = start_server("serve", url, logs, args=null_channels, **settings)
+        return [server], base if inapp else None
+    workers = start_workers(spec.workers, url, logs, null=null, **settings)
+    if not inapp:
+        return workers, None
+    api, base = start_server("api", url, logs, **settings)
+    return [*workers, api], base
 
 
 def _engine_name(spec: FiringSpec) -> str:
@@ -175,8 +211,11 @@ def _engine_name(spec: FiringSpec) -> str:
 
 
 def _owners(spec: FiringSpec) -> int:
-    """How many owners the reminders of a contact channel go to, each with one contact."""
-    return min(spec.reminders, CONTACT_OWNERS)
+    """How many owners the reminders go to in turn (apns, email: each with one contact;
+    inapp: each with one open page)."""
+    if spec.owners is not None:
+        return spec.owners
+    return min(spec.reminders, INAPP_OWNERS if spec.channel == "inapp" else CONTACT_OWNERS)
 
 
 def _duplicates(stats: dict[str, Any] | None, report: dict[str, Any]) -> int:
@@ -210,12 +249,12 @@ def _due_instants(spec: FiringSpec, start: datetime) -> Iterator[datetime]:
 async def _save(spec: FiringSpec, store: Store, start: datetime) -> dict[str, Any]:
     """Save the reminders in batches (`add_reminders`), timing the store calls alone."""
     population = Population(seed=3)
-    contacts = spec.channel in CONTACT_CHANNELS
+    named = spec.channel in OWNED_CHANNELS
     made = population.due_one_offs(
         spec.reminders,
         _due_instants(spec, start),
-        channel=Channel(spec.channel) if contacts else Channel.WEBHOOK,
-        owners=[owner_name(n) for n in range(_owners(spec))] if contacts else (),
+        channel=Channel(spec.channel) if named else Channel.WEBHOOK,
+        owners=[owner_name(n) for n in range(_owners(spec))] if named else (),
     )
     in_store = 0.0
     began = time.perf_counter()

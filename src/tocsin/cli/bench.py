@@ -47,10 +47,17 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--channel",
-        choices=("null", "webhook", "apns", "email"),
+        choices=("null", "webhook", "apns", "email", "inapp"),
         default="null",
-        help="where rings go: nowhere (null), or a local peer process: the webhook "
-        "receiver, an HTTP/2 APNs, an SMTP server (email: the `bench` extra)",
+        help="where rings go: nowhere (null); a local peer process: the webhook "
+        "receiver, an HTTP/2 APNs, an SMTP server (email: the `bench` extra); or "
+        "(inapp) pages connected to a `tocsin api`'s feed, one per owner",
+    )
+    parser.add_argument(
+        "--owners",
+        type=int,
+        help="apns, email, inapp: the reminders go to this many owners in turn, each with "
+        "one contact or one open feed connection (default 2,000; inapp 10,000)",
     )
     parser.add_argument(
         "--due-in",
@@ -153,6 +160,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         channel=args.channel,
         pg_url=args.pg_url,
         due_in=args.due_in,
+        owners=args.owners,
         worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
@@ -171,6 +179,7 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
         rate=args.rate,
         due_in=args.due_in,
+        owners=args.owners,
         worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
