@@ -110,8 +110,9 @@ async def _run(
     receiver_url, peer = _start_peer(spec, logs, processes, settings)
     if spec.channel == "inapp":
         raise_open_files(_owners(spec))  # before the API process starts: it inherits it
-    workers, api_url = _start_engine(spec, url, logs, settings)
+    workers = _start_engine(spec, url, logs, settings)
     processes.extend(workers)
+    api_url = _start_feed_api(spec, url, logs, settings, workers, processes)
     note(f"{spec.scenario}: {_engine_name(spec)} starting; logs in {logs}")
     await _wait_for_leases(url, workers)
     if peer is not None:
@@ -189,21 +190,34 @@ def _parts(spec: FiringSpec) -> dict[str, str]:
 
 def _start_engine(
     spec: FiringSpec, url: str, logs: Path, settings: dict[str, str]
-) -> tuple[list[Process], str | None]:
-    """The processes that ring: `tocsin worker`s on PostgreSQL, `tocsin serve` on SQLite;
-    for the in-app channel, also the base URL of the API that holds the feed connections
-    (`tocsin serve` itself, or one `tocsin api` beside the workers)."""
+) -> list[Process]:
+    """The processes that ring: `tocsin worker`s on PostgreSQL, `tocsin serve` on SQLite."""
     null = spec.channel == "null"
-    inapp = spec.channel == "inapp"
     if spec.db == "sqlite":
         null_channels = ["--null-channels"] if null else []
         server, base = start_server("serve", url, logs, args=null_channels, **settings)
-        return [server], base if inapp else None
-    workers = start_workers(spec.workers, url, logs, null=null, **settings)
-    if not inapp:
-        return workers, None
+        server.extra["base_url"] = base  # inapp: it holds the feed connections too
+        return [server]
+    return start_workers(spec.workers, url, logs, null=null, **settings)
+
+
+def _start_feed_api(
+    spec: FiringSpec,
+    url: str,
+    logs: Path,
+    settings: dict[str, str],
+    engine: list[Process],
+    processes: list[Process],
+) -> str | None:
+    """inapp: the base URL of the API that holds the feed connections — `tocsin serve`
+    itself on SQLite, else one `tocsin api` beside the workers (added to `processes`)."""
+    if spec.channel != "inapp":
+        return None
+    if spec.db == "sqlite":
+        return str(engine[0].extra["base_url"])
     api, base = start_server("api", url, logs, **settings)
-    return [*workers, api], base
+    processes.append(api)
+    return base
 
 
 def _engine_name(spec: FiringSpec) -> str:
