@@ -34,7 +34,7 @@ def _burst(channel: str, pg_server: PostgresServer) -> dict[str, Any]:
     )
     assert completed.returncode == 0, completed.stderr
     result: dict[str, Any] = json.loads(completed.stdout)
-    metrics = result["metrics"]
+    metrics: dict[str, Any] = result["metrics"]
     assert metrics["finished"] is True
     assert metrics["lost"] == 0
     assert metrics["duplicates"] == 0
