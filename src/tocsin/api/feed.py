@@ -18,7 +18,6 @@ page may get an event twice (the same `id`), never one past its deadline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -44,7 +43,11 @@ MAX_SEEN = 4096  # ids a connection remembers having written, to write each only
 
 
 class Subscription:
-    """One open feed connection: the rings handed to it, waiting to be written."""
+    """One open feed connection: the rings handed to it, waiting to be written.
+
+    Its task waits on a bare future with a timer (`wait`), not `asyncio.wait_for` on an
+    event: that made a task per wait, and with ten thousand pages woken at once by a burst,
+    it was half of the API process's work (docs/benchmarks.md, the in-app row)."""
 
     def __init__(self, owner: str, tenant: str | None) -> None:
         self.owner = owner
@@ -52,33 +55,47 @@ class Subscription:
         self.closed = False
         self.stale = False  # announcements may have been missed: read the store again
         self._rings: deque[Firing] = deque()
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
 
     def offer(self, firing: Firing) -> None:
         if self.tenant is None or firing.source == self.tenant:
             self._rings.append(firing)
-            self._wake.set()
+            self._wake()
 
     def missed(self) -> None:
         self.stale = True
-        self._wake.set()
+        self._wake()
 
     def close(self) -> None:
         self.closed = True
-        self._wake.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None:
+            _set_done(self._waiter)
 
     async def wait(self, idle: float) -> list[Firing] | None:
         """The rings handed over since the last call; None when `idle` seconds passed
         without any (time for a heartbeat), or the subscription was closed."""
         if not self._rings and not self.stale and not self.closed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), idle)
-        self._wake.clear()
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(idle, _set_done, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
         if not self._rings:
             return None
         rings = list(self._rings)
         self._rings.clear()
         return rings
+
+
+def _set_done(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Feed:

@@ -24,6 +24,8 @@ import asyncpg
 
 from tocsin.bench import outcome
 from tocsin.bench.databases import migrated_store, throwaway
+from tocsin.bench.feed_clients import Pages, raise_open_files
+from tocsin.bench.peers import CONTACT_CHANNELS, Peer, add_contacts, owner_name, start_peer
 from tocsin.bench.population import Population, at_rate, spread_over
 from tocsin.bench.processes import (
     Process,
@@ -45,6 +47,11 @@ SETTLE_GRACE = timedelta(minutes=12)  # past the last due: freshness (10 min) an
 PARTS = 16  # PostgreSQL; SQLite runs with its own default (see `Settings.parts`)
 POLL_WHILE_DUE = 5.0  # seconds between progress counts until the last ring is due
 POLL_AFTER_DUE = 0.5  # and after, to see the end soon
+# apns, email: the reminders go to this many owners in turn, each with one contact (as a
+# busy minute rings many people, but a contact lookup per ring is what is measured).
+CONTACT_OWNERS = 2_000
+INAPP_OWNERS = 10_000  # inapp: one open page per owner
+OWNED_CHANNELS = CONTACT_CHANNELS | {"inapp"}  # rings to the benchmark's named owners
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +63,8 @@ class FiringSpec:
     reminders: int
     spread: int  # seconds the due instants cover
     workers: int
-    channel: str  # "null" or "webhook"
+    channel: str  # "null", "webhook", "apns", "email" or "inapp"
+    owners: int | None = None  # apns, email, inapp: how many owners (else the default)
     pg_url: str | None = None
     rate: int | None = None  # steady: reminders due per second
     save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
@@ -106,23 +114,24 @@ async def _run(
     spec: FiringSpec, url: str, store: Store, logs: Path, processes: list[Process]
 ) -> dict[str, Any]:
     settings: dict[str, str] = {**_parts(spec), **dict(spec.worker_settings)}
-    receiver_url = None
-    if spec.channel == "webhook":
-        secret = new_secret()
-        receiver, receiver_url = start_receiver(secret, logs)
-        processes.append(receiver)
-        settings |= {
-            "webhook_url": f"{receiver_url}/hook",
-            "webhook_secret": secret,
-            "allow_private_urls": "true",  # the local receiver
-        }
+    receiver_url, peer = _start_peer(spec, logs, processes, settings)
+    if spec.channel == "inapp":
+        raise_open_files(_owners(spec))  # before the API process starts: it inherits it
     workers = _start_engine(spec, url, logs, settings)
     processes.extend(workers)
     beside: asyncio.Task[dict[str, Any]] | None = None
     if spec.beside is not None:
         beside = asyncio.create_task(spec.beside(url))
+    api_url = _start_feed_api(spec, url, logs, settings, workers, processes)
     note(f"{spec.scenario}: {_engine_name(spec)} starting; logs in {logs}")
     await _wait_for_leases(url, workers)
+    if peer is not None:
+        await add_contacts(store, peer, _owners(spec))
+    pages = None
+    if api_url is not None:
+        pages = Pages(api_url)
+        note(f"{spec.scenario}: opening {_owners(spec):,} feed connections")
+        await pages.open([owner_name(n) for n in range(_owners(spec))])
     start = _first_due(spec)
     save = await _save(spec, store, start)
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
@@ -131,8 +140,30 @@ async def _run(
     beside_report = None if beside is None else await beside
     rss = [worker.sample() for worker in workers]
     stats = receiver_stats(receiver_url) if receiver_url else None
+    if pages is not None:
+        stats = pages.tally.stats()
+        pages.close()
     for process in processes:
         process.stop()
+    if peer is not None:
+        stats = peer.stats()
+    report = await _report(spec, url, finished=finished, save=save, rss=rss, stats=stats)
+    if beside_report is not None:
+        report["beside"] = beside_report
+    report["logs"] = str(logs)
+    return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
+
+
+async def _report(
+    spec: FiringSpec,
+    url: str,
+    *,
+    finished: bool,
+    save: dict[str, Any],
+    rss: list[int],
+    stats: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What the database says of the run, with what the engine and the peer reported."""
     report = await outcome.read_outcome(url)
     report["finished"] = finished
     if not finished:
@@ -145,11 +176,37 @@ async def _run(
     report["max_peak_rss_mb"] = max(report["peak_rss_mb"], default=0.0)
     report["duplicates"] = _duplicates(stats, report)
     if stats is not None:
-        report["receiver"] = stats
-    if beside_report is not None:
-        report["beside"] = beside_report
-    report["logs"] = str(logs)
-    return {"scenario": spec.scenario, "params": spec.params(), "metrics": report}
+        report[_counted_by(spec)] = stats
+    return report
+
+
+def _start_peer(
+    spec: FiringSpec, logs: Path, processes: list[Process], settings: dict[str, str]
+) -> tuple[str | None, Peer | None]:
+    """The process the channel's rings go to, if any (added to `processes`), with the
+    engine's settings for it (added to `settings`): the webhook receiver's URL, or the
+    provider peer (apns, email)."""
+    if spec.channel in CONTACT_CHANNELS:
+        peer = start_peer(Channel(spec.channel), logs)
+        processes.append(peer.process)
+        settings |= peer.settings
+        return None, peer
+    if spec.channel == "webhook":
+        secret = new_secret()
+        receiver, receiver_url = start_receiver(secret, logs)
+        processes.append(receiver)
+        settings |= {
+            "webhook_url": f"{receiver_url}/hook",
+            "webhook_secret": secret,
+            "allow_private_urls": "true",  # the local receiver
+        }
+        return receiver_url, None
+    return None, None
+
+
+def _counted_by(spec: FiringSpec) -> str:
+    """Who counted the deliveries: the webhook receiver, a provider peer, the feed's pages."""
+    return {"webhook": "receiver", "inapp": "pages"}.get(spec.channel, "peer")
 
 
 def _parts(spec: FiringSpec) -> dict[str, str]:
@@ -165,18 +222,47 @@ def _start_engine(
     null = spec.channel == "null"
     if spec.db == "sqlite":
         null_channels = ["--null-channels"] if null else []
-        server, _ = start_server("serve", url, logs, args=null_channels, **settings)
+        server, base = start_server("serve", url, logs, args=null_channels, **settings)
+        server.extra["base_url"] = base  # inapp: it holds the feed connections too
         return [server]
     return start_workers(spec.workers, url, logs, null=null, **settings)
+
+
+def _start_feed_api(
+    spec: FiringSpec,
+    url: str,
+    logs: Path,
+    settings: dict[str, str],
+    engine: list[Process],
+    processes: list[Process],
+) -> str | None:
+    """inapp: the base URL of the API that holds the feed connections — `tocsin serve`
+    itself on SQLite, else one `tocsin api` beside the workers (added to `processes`)."""
+    if spec.channel != "inapp":
+        return None
+    if spec.db == "sqlite":
+        return str(engine[0].extra["base_url"])
+    api, base = start_server("api", url, logs, **settings)
+    processes.append(api)
+    return base
 
 
 def _engine_name(spec: FiringSpec) -> str:
     return "tocsin serve" if spec.db == "sqlite" else f"{spec.workers} worker(s)"
 
 
+def _owners(spec: FiringSpec) -> int:
+    """How many owners the reminders go to in turn (apns, email: each with one contact;
+    inapp: each with one open page)."""
+    if spec.owners is not None:
+        return spec.owners
+    return min(spec.reminders, INAPP_OWNERS if spec.channel == "inapp" else CONTACT_OWNERS)
+
+
 def _duplicates(stats: dict[str, Any] | None, report: dict[str, Any]) -> int:
-    """Identities delivered more than once: seen by the receiver (webhook), or sends recorded
-    twice for one firing (null channel: nothing outside the worker sees them)."""
+    """Identities delivered more than once: seen by the receiver or the peer (webhook, apns,
+    email), or sends recorded twice for one firing (null channel: nothing outside the worker
+    sees them)."""
     if stats is not None:
         return int(stats["duplicates"])
     return int(report["repeated_sends"])
@@ -204,8 +290,12 @@ def _due_instants(spec: FiringSpec, start: datetime) -> Iterator[datetime]:
 async def _save(spec: FiringSpec, store: Store, start: datetime) -> dict[str, Any]:
     """Save the reminders in batches (`add_reminders`), timing the store calls alone."""
     population = Population(seed=3)
+    named = spec.channel in OWNED_CHANNELS
     made = population.due_one_offs(
-        spec.reminders, _due_instants(spec, start), channel=Channel.WEBHOOK
+        spec.reminders,
+        _due_instants(spec, start),
+        channel=Channel(spec.channel) if named else Channel.WEBHOOK,
+        owners=[owner_name(n) for n in range(_owners(spec))] if named else (),
     )
     in_store = 0.0
     began = time.perf_counter()

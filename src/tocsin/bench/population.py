@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from tocsin.domain import Channel, Reminder, ReminderStatus, Schedule, one
@@ -72,13 +72,22 @@ class Population:
         return f"{self._rng.choice(_ACTIONS)} {self._rng.choice(_OBJECTS)}"
 
     def due_one_offs(
-        self, count: int, due: Iterator[datetime], *, channel: Channel = Channel.WEBHOOK
+        self,
+        count: int,
+        due: Iterator[datetime],
+        *,
+        channel: Channel = Channel.WEBHOOK,
+        owners: Sequence[str] = (),
     ) -> Iterator[Reminder]:
-        """`count` one-offs at the instants `due` yields (absolute `at`, as apps send)."""
-        for _ in range(count):
+        """`count` one-offs at the instants `due` yields (absolute `at`, as apps send), each
+        for a new owner, or for `owners` in turn when given (owners with contacts)."""
+        for n in range(count):
             at = next(due)
             schedule = Schedule(zone="UTC", anchor=at, rule=None)
-            yield self._reminder(schedule, at, at_text=_utc_text(at), repeat=None, channel=channel)
+            owner = owners[n % len(owners)] if owners else None
+            yield self._reminder(
+                schedule, at, at_text=_utc_text(at), repeat=None, channel=channel, owner=owner
+            )
 
     def mixed(self, count: int) -> Iterator[Reminder]:
         """`count` reminders as people save them: one-offs in the coming weeks (local wall
@@ -115,8 +124,9 @@ class Population:
         at_text: str | None,
         repeat: str | None,
         channel: Channel = Channel.WEBHOOK,
+        owner: str | None = None,
     ) -> Reminder:
-        owner = self.owner()
+        owner = owner or self.owner()
         shard = shard_of(owner)
         metadata = None
         if self._rng.random() < _METADATA_SHARE:

@@ -23,6 +23,8 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import hpack
+from hpack.hpack import encode_integer
+from hpack.table import HeaderTable
 
 Header = tuple[str, str] | hpack.HeaderTuple
 Headers = Sequence[Header]
@@ -30,6 +32,10 @@ Headers = Sequence[Header]
 # adding them to HPACK's table, where they would only push out the values that repeat and
 # make every later lookup (a linear scan of the table) longer.
 Unique = hpack.NeverIndexedHeaderTuple
+# Connections per origin at most: another is opened only while all those open carry as many
+# streams as the server allows (APNs allows 1,000 a connection; Apple asks providers to keep
+# a few connections rather than open one per push).
+MAX_CONNECTIONS = 4
 
 
 class HTTP2Error(Exception):
@@ -57,10 +63,14 @@ class _Stream:
 
 
 class Origin:
-    """Requests to one `https://host[:port]` origin over one kept HTTP/2 connection, opened on
-    first use and again after it is lost or the server sends GOAWAY."""
+    """Requests to one `https://host[:port]` origin over kept HTTP/2 connections: one, opened
+    on first use, and more (up to `max_connections`) only while every one open carries as
+    many streams as the server allows (SETTINGS_MAX_CONCURRENT_STREAMS). Each request goes to
+    the connection with the fewest streams open; one lost or sent GOAWAY is replaced."""
 
-    def __init__(self, base_url: str, tls: ssl.SSLContext) -> None:
+    def __init__(
+        self, base_url: str, tls: ssl.SSLContext, *, max_connections: int = MAX_CONNECTIONS
+    ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme != "https" or not parts.hostname:
             raise ValueError(f"not an https:// URL: {base_url}")
@@ -68,7 +78,8 @@ class Origin:
         self.port = parts.port or 443
         self.authority = parts.netloc
         self._tls = tls
-        self._connection: _Connection | None = None
+        self._max_connections = max(1, max_connections)
+        self._connections: list[_Connection] = []
         self._opening = asyncio.Lock()
         self.connections_opened = 0
 
@@ -84,10 +95,28 @@ class Origin:
             return await connection.request(method, path, headers, body)
 
     async def _connected(self) -> _Connection:
-        async with self._opening:
-            if self._connection is None or not self._connection.usable:
-                self._connection = await self._open()
-            return self._connection
+        connection = self._least_busy()
+        if connection is not None and self._enough(connection):
+            return connection
+        async with self._opening:  # one connection opened at a time; the others wait
+            connection = self._least_busy()
+            if connection is not None and self._enough(connection):
+                return connection
+            connection = await self._open()
+            self._connections.append(connection)
+            return connection
+
+    def _least_busy(self) -> _Connection | None:
+        connections = self._connections
+        if not all(c.usable for c in connections):
+            connections = self._connections = [c for c in connections if c.usable]
+        if len(connections) == 1:
+            return connections[0]
+        return min(connections, key=_Connection.open_count, default=None)
+
+    def _enough(self, connection: _Connection) -> bool:
+        """Whether to use `connection` rather than open another."""
+        return connection.has_room() or len(self._connections) >= self._max_connections
 
     async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -101,9 +130,9 @@ class Origin:
         return connection
 
     async def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+        for connection in self._connections:
+            connection.close()
+        self._connections = []
 
 
 class _Connection(asyncio.Protocol):
@@ -117,9 +146,14 @@ class _Connection(asyncio.Protocol):
             # outgoing header cost more than the rest of sending it.
             validate_outbound_headers=False,
             normalize_outbound_headers=False,
+            # Of a response only the status and a few named headers are read; h2's checks
+            # of every response header (pseudo-headers, characters, cookies) cost a tenth of
+            # a request, for nothing that would change what is read.
+            validate_inbound_headers=False,
+            normalize_inbound_headers=False,
         )
         self._h2 = _H2Client(config=config)
-        self._h2.encoder = _RawEncoder()
+        self._h2.encoder = _LiteralEncoder()
         self._authority = authority
         self._transport: asyncio.Transport | None = None
         self._streams: dict[int, _Stream] = {}
@@ -152,7 +186,7 @@ class _Connection(asyncio.Protocol):
             self._end_stream(stream_id)
 
     async def _open_stream(self, method: str, path: str, headers: Headers, body: bytes) -> int:
-        while self._open_count() >= self._h2.remote_settings.max_concurrent_streams:
+        while not self.has_room():
             await self._wait_for_change()
         if not self.usable:
             raise NotProcessed("connection closing")
@@ -173,8 +207,12 @@ class _Connection(asyncio.Protocol):
         self._flush_soon()
         return stream_id
 
-    def _open_count(self) -> int:
+    def open_count(self) -> int:
         return len(self._streams)
+
+    def has_room(self) -> bool:
+        """Whether the server allows one more stream now."""
+        return len(self._streams) < self._h2.remote_settings.max_concurrent_streams
 
     async def _send_body(self, stream_id: int, body: bytes, stream: _Stream) -> None:
         while body and not stream.done.done():
@@ -291,13 +329,61 @@ def _fail(stream: _Stream, error: HTTP2Error) -> None:
         stream.done.set_exception(error)
 
 
-class _RawEncoder(hpack.Encoder):
-    """HPACK without Huffman coding: a few more bytes per header (values repeated across
-    requests are still sent once and then indexed), and no bit-by-bit Python loop over each
-    unique value, which cost more than all the rest of a request's headers."""
+class _LiteralEncoder(hpack.Encoder):
+    """HPACK that never adds to the dynamic table: every header is a literal (its name by
+    static-table index when it has one), without Huffman coding, and the encoded form of each
+    header that is not `Unique` is cached, so a request's constant headers cost a dictionary
+    lookup each. A request carries some 300 bytes more than with indexing, which nothing
+    notices; the table's linear searches and Huffman's bit-by-bit Python loop were most of a
+    request's cost in h2 (docs/channels.md#apns)."""
+
+    CACHE_LIMIT = 1024  # encoded headers kept; `apns-expiration` takes a new value a second
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cache: dict[tuple[bytes, bytes], bytes] = {}
 
     def encode(self, headers: Any, huffman: bool = False) -> bytes:
-        return super().encode(headers, huffman=False)
+        block = bytearray()
+        if self.header_table.resized:  # the server lowered the table size: say so first
+            block += self._encode_table_size_change()
+            self.header_table.resized = False
+        cache = self._cache
+        for header in headers:
+            if not getattr(header, "indexable", True):  # `Unique`: hpack's never-indexed
+                block += _literal(header[0], header[1], NEVER_INDEXED)
+                continue
+            key = (header[0], header[1])
+            encoded = cache.get(key)
+            if encoded is None:
+                if len(cache) >= self.CACHE_LIMIT:
+                    cache.clear()
+                encoded = cache[key] = _literal(key[0], key[1], WITHOUT_INDEXING)
+            block += encoded
+        return bytes(block)
+
+
+WITHOUT_INDEXING = 0x00  # RFC 7541 6.2.2
+NEVER_INDEXED = 0x10  # RFC 7541 6.2.3
+_STATIC_NAMES: dict[bytes, int] = {}
+for _index, (_name, _) in enumerate(HeaderTable.STATIC_TABLE, start=1):
+    _STATIC_NAMES.setdefault(_name, _index)
+
+
+def _literal(name: bytes, value: bytes, kind: int) -> bytes:
+    """A literal header field, not entering the table; its name by index when static."""
+    index = _STATIC_NAMES.get(name, 0)
+    encoded = encode_integer(index, 4)
+    encoded[0] |= kind
+    if not index:
+        encoded += _string(name)
+    encoded += _string(value)
+    return bytes(encoded)
+
+
+def _string(text: bytes) -> bytearray:
+    """An HPACK string literal, not Huffman coded (RFC 7541 5.2)."""
+    return encode_integer(len(text), 7) + text
 
 
 class _H2Client(h2.connection.H2Connection):

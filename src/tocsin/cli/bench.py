@@ -48,7 +48,20 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="worker processes (SQLite: one tocsin serve)"
     )
-    parser.add_argument("--channel", choices=("null", "webhook"), default="null")
+    parser.add_argument(
+        "--channel",
+        choices=("null", "webhook", "apns", "email", "inapp"),
+        default="null",
+        help="where rings go: nowhere (null); a local peer process: the webhook "
+        "receiver, an HTTP/2 APNs, an SMTP server (email: the `bench` extra); or "
+        "(inapp) pages connected to a `tocsin api`'s feed, one per owner",
+    )
+    parser.add_argument(
+        "--owners",
+        type=int,
+        help="apns, email, inapp: the reminders go to this many owners in turn, each with "
+        "one contact or one open feed connection (default 2,000; inapp 10,000)",
+    )
     parser.add_argument(
         "--due-in",
         type=float,
@@ -186,6 +199,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         channel=args.channel,
         pg_url=args.pg_url,
         due_in=args.due_in,
+        owners=args.owners,
         worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
@@ -204,6 +218,7 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
         rate=args.rate,
         due_in=args.due_in,
+        owners=args.owners,
         worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
