@@ -72,6 +72,18 @@ def test_serve_rings_what_its_api_saved(tmp_path: Path) -> None:
 
     assert firings, "the reminder was not sent"
     assert firings[0]["due"] == body["at"]
+    # Its first try, kept on the firing row, reads as any attempt does.
+    assert firings[0]["history"] == [
+        {
+            "number": 1,
+            "at": firings[0]["sent_at"],
+            "channel": "log",
+            "outcome": "sent",
+            "error": None,
+            "provider_id": None,
+            "destination": "log",
+        }
+    ]
 
 
 def test_serve_refuses_to_listen_beyond_loopback_without_keys(tmp_path: Path) -> None:
