@@ -335,6 +335,24 @@ class AttemptResult(NamedTuple):
         """The firing's `last_error`: `error` (what the round came to), else the attempt's."""
         return self.error if self.error is not None or self.attempt is None else self.attempt.error
 
+    @property
+    def sent_to(self) -> str | None:
+        """The destination of the attempt when it is the firing's first and only one and it
+        was accepted with nothing to say; else None. The firing row can then hold that try
+        whole (state `sent`, `sent_at` its time, `provider_id`, and this as `sent_to`), so
+        `Store.record_attempts` writes no attempts row for the common ring."""
+        attempt = self.attempt
+        if (
+            attempt is None
+            or attempt.number != 1
+            or attempt.outcome is not Outcome.SENT
+            or attempt.error is not None
+            or self.state is not FiringState.SENT
+            or self.error is not None
+        ):
+            return None
+        return attempt.destination
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HeldParts:

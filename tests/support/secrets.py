@@ -8,6 +8,8 @@ from contextlib import closing
 
 import asyncpg
 
+from tests.support.raw import raw_pairs
+
 # (table, key column, secret column) of every column that keeps a secret.
 COLUMNS = (
     ("apps", "name", "webhook_secret"),
@@ -21,7 +23,7 @@ async def raw_secrets(url: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for table, key, column in COLUMNS:
         sql = f"SELECT {key}, {column} FROM {table} WHERE {column} IS NOT NULL"
-        for row_key, value in await _raw(url, sql):
+        for row_key, value in await raw_pairs(url, sql):
             found[f"{table}/{row_key}"] = value
     return found
 
@@ -39,16 +41,5 @@ async def set_raw(url: str, table: str, key: str, value: str) -> None:
         await connection.execute(
             f"UPDATE {table} SET {column} = $1 WHERE {key_column} = $2", value, key
         )
-    finally:
-        await connection.close()
-
-
-async def _raw(url: str, sql: str) -> list[tuple[str, str]]:
-    if url.startswith("sqlite"):
-        with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as connection:
-            return [(row[0], row[1]) for row in connection.execute(sql)]
-    connection = await asyncpg.connect(url)
-    try:
-        return [(row[0], row[1]) for row in await connection.fetch(sql)]
     finally:
         await connection.close()

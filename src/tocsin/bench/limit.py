@@ -173,5 +173,6 @@ async def _loop(
                 ["app:limit"] * size,  # the destination: the app's endpoint
                 [None] * size,
                 *([[]] * 8),  # no other destinations
+                ["app:limit"] * size,  # a first try accepted: kept on the firing row
             )
     return done

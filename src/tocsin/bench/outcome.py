@@ -3,6 +3,7 @@ firing's lateness, states, lost reminders and repeated sends; and cheap progress
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,29 @@ _REPEATED_SENDS = """
 SELECT count(*) - count(DISTINCT firing_id) FROM attempts WHERE outcome = 'sent'
 """
 
+# The row writes the rings made, from PostgreSQL's counts for the throw-away database: the
+# claims' updates of reminders and inserts of firings, the results' updates of firings and
+# inserts of attempts (how many of the updates were HOT: no index entry written). The save's
+# inserts of reminders are not counted. A backend reports its counts when it goes idle or
+# exits, so they are read once the workers have stopped, until two reads agree.
+_PG_WRITES = """
+SELECT coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'reminders'), 0),
+       coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = 'reminders'), 0),
+       coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'firings'), 0),
+       coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'firings'), 0),
+       coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = 'firings'), 0),
+       coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'attempts'), 0)
+FROM pg_stat_user_tables WHERE relname IN ('reminders', 'firings', 'attempts')
+"""
+_WRITE_NAMES = (
+    "reminders_updated",
+    "reminders_hot",
+    "firings_inserted",
+    "firings_updated",
+    "firings_hot",
+    "attempts_inserted",
+)
+
 
 @dataclass(frozen=True)
 class Unfinished:
@@ -91,9 +115,38 @@ async def read_outcome(url: str) -> dict[str, Any]:
             rows = [tuple(r) for r in await connection_pg.fetch(_PG_FIRINGS)]
             lost = await connection_pg.fetchval(_PG_LOST)
             repeated = await connection_pg.fetchval(_REPEATED_SENDS)
+            writes = await _row_writes(connection_pg)
         finally:
             await connection_pg.close()
+        report = summarise(rows, lost=int(lost), repeated_sends=int(repeated))
+        report["row_writes"] = _per_ring(writes, len(rows))
+        return report
     return summarise(rows, lost=int(lost), repeated_sends=int(repeated))
+
+
+async def _row_writes(connection: asyncpg.Connection) -> dict[str, int]:
+    """The rings' row writes by kind, once the counts stopped moving (at most ~5 s)."""
+    last: dict[str, int] = {}
+    for _ in range(10):
+        row = await connection.fetchrow(_PG_WRITES)
+        assert row is not None
+        counts = {name: int(value) for name, value in zip(_WRITE_NAMES, row, strict=True)}
+        if counts == last:
+            break
+        last = counts
+        await asyncio.sleep(0.5)
+    return last
+
+
+def _per_ring(writes: dict[str, int], firings: int) -> dict[str, Any]:
+    """The counts, with their sum per firing (HOT updates are among the updates)."""
+    total = (
+        writes["reminders_updated"]
+        + writes["firings_inserted"]
+        + writes["firings_updated"]
+        + writes["attempts_inserted"]
+    )
+    return {**writes, "per_ring": round(total / firings, 3) if firings else None}
 
 
 def summarise(rows: list[tuple[Any, ...]], *, lost: int, repeated_sends: int) -> dict[str, Any]:

@@ -178,7 +178,8 @@ class Store(ABC):
 
     @abstractmethod
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
-        """The reminder's firings, newest due first, each with its attempt `history`."""
+        """The reminder's firings, newest due first, each with its attempt `history` (a
+        first try kept on the firing row included: `record_attempts`)."""
 
     # -- apps and keys -------------------------------------------------------------------------
 
@@ -353,7 +354,10 @@ class Store(ABC):
         `provider_id`, `last_error`, `attempts`, `next_attempt_at` as the result says), only
         while the firing is `sending` held by `result.sender`. A result without an attempt
         moves the firing and sets `last_error` only (no history entry, `attempts` unchanged).
-        Return how many applied."""
+        A first try accepted with nothing to say (`result.sent_to`) on the firing's own
+        channel is kept on the firing row rather than as a history row, and `list_firings`
+        and `settled_destinations` give it back as that row would: the common ring costs one
+        row write here, not two. Return how many applied."""
 
     @abstractmethod
     async def release_deliveries(

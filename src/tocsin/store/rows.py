@@ -29,6 +29,7 @@ from tocsin.domain import (
     Reminder,
     ReminderStatus,
     RingMinute,
+    Route,
     Schedule,
     WorkerState,
 )
@@ -85,6 +86,11 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
 
 
 def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Firing:
+    """A stored firing with `history`, its attempt rows; a first try kept on the firing row
+    itself (`sent_to` set: `Store.record_attempts`) comes first in it."""
+    route = codec.route_of(row["channel"])
+    if row["sent_to"] is not None:
+        history = (first_try_attempt(row, route, instant), *history)
     return Firing(
         id=row["id"],
         reminder_id=row["reminder_id"],
@@ -92,7 +98,7 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
         shard=row["shard"],
         due_at=instant(row["due_at"]),
         deadline=instant(row["deadline"]),
-        channel=codec.route_of(row["channel"]),
+        channel=route,
         text=row["text"],
         metadata=codec.load_json(row["metadata"]),
         source=row["source"],
@@ -107,6 +113,23 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
         last_error=row["last_error"],
         snoozed_by=row["snoozed_by"],
         history=history,
+    )
+
+
+def first_try_attempt(row: Row, route: Route, instant: Instant) -> Attempt:
+    """The first try of a firing that kept it on its own row (`AttemptResult.sent_to`):
+    the one attempt, accepted at `sent_at` on the firing's channel, as an attempts row would
+    have said it."""
+    channel = route.single
+    if channel is None:  # only a single-channel firing's try is kept on its row
+        raise ValueError(f"firing {row['id']} on {route} keeps a first try on its row")
+    return Attempt(
+        number=1,
+        at=instant(row["sent_at"]),
+        channel=channel,
+        outcome=Outcome.SENT,
+        provider_id=row["provider_id"],
+        destination=row["sent_to"],
     )
 
 

@@ -79,6 +79,18 @@ def test_serve_rings_what_its_api_saved(tmp_path: Path) -> None:
         metrics
     )
     assert firings[0]["due"] == body["at"]
+    # Its first try, kept on the firing row, reads as any attempt does.
+    assert firings[0]["history"] == [
+        {
+            "number": 1,
+            "at": firings[0]["sent_at"],
+            "channel": "log",
+            "outcome": "sent",
+            "error": None,
+            "provider_id": None,
+            "destination": "log",
+        }
+    ]
 
 
 def test_serve_refuses_to_listen_beyond_loopback_without_keys(tmp_path: Path) -> None:

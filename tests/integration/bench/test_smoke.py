@@ -80,4 +80,18 @@ def test_burst_on_sqlite() -> None:
 @pytest.mark.postgres
 @pytest.mark.timeout(110)
 def test_burst_on_postgres(pg_server: PostgresServer) -> None:
-    _check(_burst("postgres", _env(TOCSIN_DATABASE_URL=pg_server.admin_url)))
+    result = _burst("postgres", _env(TOCSIN_DATABASE_URL=pg_server.admin_url))
+    _check(result)
+    metrics = result["metrics"]
+    assert isinstance(metrics, dict)
+    # Every ring accepted at its first try: the claim's update of the reminder and insert of
+    # the firing, the result's update of the firing, and no attempts row.
+    assert metrics["row_writes"] == {
+        "reminders_updated": 200,
+        "reminders_hot": 0,
+        "firings_inserted": 200,
+        "firings_updated": 200,
+        "firings_hot": 0,
+        "attempts_inserted": 0,
+        "per_ring": 3.0,
+    }

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+from tests.support.raw import raw_pairs
 from tocsin.domain import (
     Attempt,
     AttemptResult,
@@ -630,3 +631,65 @@ async def test_a_route_is_copied_to_its_firing_and_settled_attempts_are_keyed(
         "channel:email": Outcome.FAILED,
         "c2": Outcome.SENT,
     }
+
+
+async def test_a_first_try_accepted_is_kept_on_the_firing_row(
+    store: Store, migrated_db_url: str
+) -> None:
+    """The common ring writes no attempts row: its one attempt stays on the firing row, and
+    the history and the settled destinations give it back as the row would have said it. A
+    first try on a route of several channels, and a retry, still get their rows."""
+    plain, routed, retried = reminder("ana"), reminder("bob"), reminder("cy")
+    routed = replace(routed, channel=Route((Channel.WEBHOOK, Channel.EMAIL)))
+    await store.add_reminders([plain, routed, retried])
+    claimed = await store.claim(
+        [claim(plain), claim(routed), claim(retried)], sender="w1", now=NOW, lease=LEASE
+    )
+    fp, fr, ft = _in_order([plain, routed, retried], claimed)
+    first = Attempt(
+        number=1,
+        at=NOW + timedelta(seconds=2),
+        channel=Channel.WEBHOOK,
+        outcome=Outcome.SENT,
+        provider_id="msg-1",
+        destination="app:crm",
+    )
+    retry = first._replace(outcome=Outcome.RETRY, provider_id=None, error="503")
+    later = NOW + timedelta(seconds=5)
+
+    await store.record_attempts(
+        [
+            AttemptResult(firing_id=fp.id, sender="w1", state=FiringState.SENT, attempt=first),
+            AttemptResult(firing_id=fr.id, sender="w1", state=FiringState.SENT, attempt=first),
+            AttemptResult(
+                firing_id=ft.id,
+                sender="w1",
+                state=FiringState.QUEUED,
+                attempt=retry,
+                next_attempt_at=later,
+            ),
+        ]
+    )
+    [again] = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=1)
+    second = first._replace(number=2, at=later)
+    await store.record_attempts(
+        [AttemptResult(firing_id=again.id, sender="w2", state=FiringState.SENT, attempt=second)]
+    )
+
+    rows = await raw_pairs(
+        migrated_db_url, "SELECT firing_id, count(*) FROM attempts GROUP BY firing_id"
+    )
+    assert dict(rows) == {fr.id: 1, ft.id: 2}
+    [kept] = await store.list_firings(plain.id)
+    [routed_firing] = await store.list_firings(routed.id)
+    [retried_firing] = await store.list_firings(retried.id)
+    assert kept.history == routed_firing.history == (first,)
+    assert retried_firing.history == (retry, second)
+    assert (kept.state, kept.attempts, kept.sent_at, kept.provider_id, kept.last_error) == (
+        FiringState.SENT,
+        1,
+        first.at,
+        "msg-1",
+        None,
+    )
+    assert await store.settled_destinations(fp.id) == {"app:crm": Outcome.SENT}

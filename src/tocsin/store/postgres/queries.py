@@ -221,11 +221,13 @@ ORDER BY c.id
 """
 
 # The destinations a firing's attempts settled for good (its attempts are found by the
-# primary key's prefix); `channel:<name>` for an attempt that found its channel with no
-# destination.
+# primary key's prefix), with a first try kept on the firing row; `channel:<name>` for an
+# attempt that found its channel with no destination.
 SETTLED_DESTINATIONS = """
 SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
 WHERE firing_id = $1 AND outcome <> 'retry'
+UNION ALL
+SELECT sent_to, 'sent' FROM firings WHERE id = $1 AND sent_to IS NOT NULL
 """
 
 # -- apps and secrets -------------------------------------------------------------------------
@@ -464,16 +466,19 @@ RETURNING f.*
 # Move firings on after one round of attempts each (or none: `number` NULL), only while the
 # reporting sender still holds them, and record each attempt: the round's last with its
 # result ($1…$12: $9 is the firing's last error, $12 the attempt's), the others (at other
-# destinations of the same firing) from $13…$20. Return how many applied.
+# destinations of the same firing) from $13…$20. A first try accepted with nothing to say
+# ($21: its destination, else NULL) on the firing's own channel stays on the firing row
+# (`sent_to`) and writes no attempts row: one row write instead of two for the common ring.
+# Return how many applied.
 RECORD_ATTEMPTS = """
 WITH result AS (
     SELECT * FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::integer[],
         $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-        $12::text[]
+        $12::text[], $21::text[]
     ) AS result (
         firing_id, sender, state, next_attempt_at, number, at, channel, outcome, last_error,
-        provider_id, destination, error
+        provider_id, destination, error, sent_to
     )
 ), finished AS (
     UPDATE firings AS f
@@ -489,17 +494,19 @@ WITH result AS (
             ELSE f.sent_at
         END,
         provider_id = coalesce(result.provider_id, f.provider_id),
-        last_error = result.last_error
+        last_error = result.last_error,
+        sent_to = CASE WHEN f.channel = result.channel THEN result.sent_to END
     FROM result
     WHERE f.id = ANY($1::text[])
       AND f.id = result.firing_id AND (f.state = 'sending') IS TRUE
       AND f.sender = result.sender
-    RETURNING result.*
+    RETURNING result.*, f.sent_to IS NOT NULL AS on_row
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
     SELECT firing_id, number, at, channel, outcome, error, provider_id, destination
     FROM finished
     WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
+      AND NOT on_row
     UNION ALL
     SELECT earlier.* FROM unnest(
         $13::text[], $14::integer[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],

@@ -536,6 +536,7 @@ class PostgresStore(Store):
             [a.error for _, a in earlier],
             [a.provider_id for _, a in earlier],
             [a.destination for _, a in earlier],
+            [result.sent_to for result in results],
         )
         rows = await self._scheduler_fetch(q.RECORD_ATTEMPTS, *args)
         applied: int = rows[0][0]

@@ -161,11 +161,13 @@ WHERE c.owner = json_extract(wanted.value, '$[0]') AND c.kind = json_extract(wan
 ORDER BY c.id
 """
 
-# The destinations a firing's attempts settled for good (`channel:<name>` for an attempt that
-# found its channel with no destination).
+# The destinations a firing's attempts settled for good, with a first try kept on the firing
+# row (`channel:<name>` for an attempt that found its channel with no destination).
 SETTLED_DESTINATIONS = """
 SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
-WHERE firing_id = ? AND outcome <> 'retry'
+WHERE firing_id = :id AND outcome <> 'retry'
+UNION ALL
+SELECT sent_to, 'sent' FROM firings WHERE id = :id AND sent_to IS NOT NULL
 """
 
 # -- apps and secrets -------------------------------------------------------------------------
@@ -380,9 +382,14 @@ RETURNING *
 # A batch of results travels as one JSON array (`:results`) of one array per result:
 # [0] firing id, [1] sender, [2] new state, [3] next_attempt_at, then the round's last attempt,
 # or nulls when none was made: [4] number, [5] at, [6] channel, [7] outcome, [8] the firing's
-# last error, [9] provider id. Every attempt of the rounds (one per destination) travels in
+# last error, [9] provider id, [10] the destination of a first try the firing row keeps
+# (`AttemptResult.sent_to`). Every attempt of the rounds (one per destination) travels in
 # `:attempts`: [0] firing id, [1] sender, [2] number, [3] at, [4] channel, [5] outcome,
-# [6] error, [7] provider id, [8] destination.
+# [6] error, [7] provider id, [8] destination, [9] its [10] of `:results` (the last only).
+#
+# A first try accepted with nothing to say, on the firing's own channel, stays on the firing
+# row (`sent_to`) and writes no attempts row: one row write instead of two for the common
+# ring (docs/architecture.md, "Row writes per ring").
 
 # The history entries of the attempts whose firing is still `sending` held by the reporting
 # sender. Run before FINISH_ATTEMPTS in the same transaction, so both see the same firings.
@@ -398,6 +405,7 @@ FROM json_each(:attempts) AS a
 CROSS JOIN firings AS f
 WHERE f.id = json_extract(a.value, '$[0]') AND f.state = 'sending'
   AND f.sender = json_extract(a.value, '$[1]')
+  AND NOT (json_extract(a.value, '$[9]') IS NOT NULL AND f.channel = json_extract(a.value, '$[4]'))
 ON CONFLICT (firing_id, number) DO NOTHING
 """
 
@@ -414,7 +422,9 @@ SET state = json_extract(a.value, '$[2]'),
     sent_at = CASE json_extract(a.value, '$[2]') WHEN 'sent'
         THEN coalesce(json_extract(a.value, '$[5]'), :now) ELSE firings.sent_at END,
     provider_id = coalesce(json_extract(a.value, '$[9]'), firings.provider_id),
-    last_error = json_extract(a.value, '$[8]')
+    last_error = json_extract(a.value, '$[8]'),
+    sent_to = CASE WHEN firings.channel = json_extract(a.value, '$[6]')
+        THEN json_extract(a.value, '$[10]') END
 FROM json_each(:results) AS a
 WHERE firings.id = json_extract(a.value, '$[0]') AND firings.state = 'sending'
   AND firings.sender = json_extract(a.value, '$[1]')

@@ -401,7 +401,9 @@ class SqliteStore(Store):
 
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
         rows = await self._db.read(
-            lambda connection: connection.execute(q.SETTLED_DESTINATIONS, (firing_id,)).fetchall()
+            lambda connection: connection.execute(
+                q.SETTLED_DESTINATIONS, {"id": firing_id}
+            ).fetchall()
         )
         return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
@@ -946,6 +948,7 @@ def _result_item(result: AttemptResult) -> list[Any]:
         attempt and attempt.outcome.value,
         result.last_error,
         attempt and attempt.provider_id,
+        result.sent_to,
     ]
 
 
@@ -963,6 +966,7 @@ def _attempt_items(result: AttemptResult) -> list[list[Any]]:
             a.error,
             a.provider_id,
             a.destination,
+            result.sent_to if a is result.attempt else None,
         ]
         for a in made
     ]

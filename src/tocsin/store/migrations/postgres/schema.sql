@@ -72,6 +72,7 @@ CREATE TABLE firings (
     provider_id text,
     last_error text,
     snoozed_by text COLLATE "C",
+    sent_to text COLLATE "C",
     CONSTRAINT firings_pkey PRIMARY KEY (id),
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
 );

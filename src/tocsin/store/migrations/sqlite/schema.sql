@@ -64,7 +64,7 @@ CREATE TABLE firings (
     provider_id TEXT,
     last_error TEXT,
     snoozed_by TEXT
-);
+, sent_to TEXT);
 
 CREATE TABLE idempotency_keys (
     scope TEXT NOT NULL,
