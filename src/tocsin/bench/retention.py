@@ -15,17 +15,19 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 
+from tocsin.bench.bloat import autovacuum_settings, glance, reading
 from tocsin.bench.firing import FiringSpec, run_firing
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
 
-# Sent firings due 40 days ago (a second apart), with one attempt each; ids like the
-# engine's (`<reminder id>.<due epoch second>`) so the rows are as wide as real ones.
+# $1 sent firings, the first due at $2 and each $3 after the one before, with one attempt
+# each (below); ids like the engine's (`<reminder id>.<due epoch second>`) so the rows are as
+# wide as real ones.
 _SEED = """
 INSERT INTO firings (
     due_at, deadline, created_at, sent_at, attempts, shard, id, reminder_id, owner, state,
@@ -36,15 +38,27 @@ SELECT due, due + interval '10 minutes', due, due, 1, n % 1024,
         || '@example.com', 'sent', 'webhook', 'Water the plants'
 FROM generate_series(1, $1) AS n,
     LATERAL (
-        SELECT now() - interval '40 days' - n * interval '1 second' AS due,
+        SELECT $2::timestamptz + (n - 1) * $3::interval AS due,
             'old' || lpad(n::text, 17, '0') AS reminder
     ) AS made;
 """
 _SEED_ATTEMPTS = """
 INSERT INTO attempts (at, number, firing_id, channel, outcome, destination)
 SELECT due_at, 1, id, channel, 'sent', 'app' FROM firings;
-ANALYZE firings, attempts;
 """
+# The fired one-off each seeded firing rang for, last changed when it rang: retention deletes
+# it once its firing is gone, as it would an app's one-off (the churn run).
+_SEED_REMINDERS = """
+INSERT INTO reminders (
+    created_at, updated_at, freshness, version, shard, id, owner, status, channel, text, zone,
+    anchor, at
+)
+SELECT due_at - interval '1 hour', due_at, 600, 2, shard, reminder_id, owner, 'fired', channel,
+    text, 'UTC', to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || '+00:00',
+    to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+FROM firings;
+"""
+_ANALYZE = "ANALYZE firings, attempts, reminders"
 _DELETED = """
 SELECT coalesce(sum(n_tup_del), 0) FROM pg_stat_user_tables
 WHERE relname IN ('firings', 'attempts')
@@ -55,20 +69,15 @@ SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at -
     count(*)
 FROM firings WHERE due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
 """
-# What is left of the churn tables after the run: live and dead rows, autovacuum runs, and
-# (pgstattuple, when the server has it) how much of each table is dead rows and free space.
-_TABLE_STATS = """
-SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, pg_table_size(relid) AS bytes
-FROM pg_stat_user_tables WHERE relname IN ('firings', 'attempts', 'reminders')
-ORDER BY relname
-"""
-_PGSTATTUPLE = """
-SELECT round(dead_tuple_percent::numeric, 1)::float8, round(free_percent::numeric, 1)::float8
-FROM pgstattuple($1::regclass)
-"""
+_FIRINGS_DELETED = "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'firings'"
 _POLL_SECONDS = 1.0
 _WATCH_LIMIT_SECONDS = 1800.0
 _AFTER_DELETION_SECONDS = 15.0  # rings due at the end of the window are sent by then
+_CHURN_KEEP = "1d"  # the shortest TOCSIN_RETAIN_FIRINGS
+# From the seed to about the first ring (workers start, the save, the lead to a minute start).
+_CHURN_LEAD_SECONDS = 60
+_CHURN_GLANCE_SECONDS = 60.0
+_CHURN_OVERTIME_SECONDS = 600  # retention passes every 30 s: it is long done by then
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,10 +130,13 @@ async def run_retention(spec: RetentionSpec) -> dict[str, Any]:
 
 def _steady(spec: RetentionSpec, *, backlog: bool = False) -> FiringSpec:
     async def seed(url: str) -> None:
+        # A second apart, the newest due 40 days ago.
+        first = datetime.now(UTC) - timedelta(days=40, seconds=spec.old_firings)
         connection = await asyncpg.connect(url)
         try:
-            await connection.execute(_SEED, spec.old_firings)
+            await connection.execute(_SEED, spec.old_firings, first, timedelta(seconds=1))
             await connection.execute(_SEED_ATTEMPTS)
+            await connection.execute(_ANALYZE)
         finally:
             await connection.close()
 
@@ -163,7 +175,7 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
             return {"deleted": deleted, "seconds": None, "deleted_per_s": None}
         await asyncio.sleep(_AFTER_DELETION_SECONDS)
         p99, rings = await connection.fetchrow(_LATENESS, first[1], ended[1])
-        tables = await _bloat(connection)
+        tables = await reading(connection)
     finally:
         await connection.close()
     seconds = ended[0] - first[0]
@@ -177,25 +189,118 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
     }
 
 
-async def _bloat(connection: asyncpg.Connection) -> dict[str, Any]:
-    """Per churn table: live and dead rows, autovacuum runs, bytes, and the dead and free
-    percentages pgstattuple reads (None when the extension is not installable)."""
+@dataclass(frozen=True, kw_only=True)
+class ChurnSpec:
+    """A steady ring load beside a retention that deletes as many old rings as it brings."""
+
+    rate: int
+    duration: int
+    workers: int
+    channel: str
+    pg_url: str | None = None
+
+    @property
+    def seeded(self) -> int:
+        """Old rings seeded: as many as the run rings, so the tables end as full as they
+        began."""
+        return self.rate * self.duration
+
+
+async def run_churn(spec: ChurnSpec) -> dict[str, Any]:
+    """Seed a retention window's worth of old rings, run the steady load, and read the churn
+    tables before, every minute, and after (`tocsin.bench.bloat`)."""
+    found: dict[str, Any] = {}
+
+    async def seed(url: str) -> None:
+        found.update(await _seed_churn(url, spec))
+
+    async def watch(url: str) -> dict[str, Any]:
+        return await _watch_churn(url, spec)
+
+    note(f"retention churn: {spec.seeded:,} old rings coming of age at {spec.rate}/s")
+    steady = await run_firing(
+        FiringSpec(
+            scenario="steady",
+            db="postgres",
+            reminders=spec.rate * spec.duration,
+            spread=spec.duration,
+            workers=spec.workers,
+            channel=spec.channel,
+            pg_url=spec.pg_url,
+            rate=spec.rate,
+            worker_settings=(("retain_firings", _CHURN_KEEP),),
+            prepare=seed,
+            beside=watch,
+        )
+    )
+    metrics = steady["metrics"]
+    churn = metrics.get("beside", {})
+    return {
+        "scenario": "retention churn",
+        "params": {
+            "db": "postgres",
+            "rate_per_s": spec.rate,
+            "duration_s": spec.duration,
+            "workers": spec.workers,
+            "channel": spec.channel,
+            "retain_firings": _CHURN_KEEP,
+            "seeded_rings": spec.seeded,
+            **found["autovacuum"],
+        },
+        "metrics": {
+            "p99_sent_s": metrics["due_to_sent_s"]["p99"],
+            "lost": metrics["lost"],
+            "duplicates": metrics["duplicates"],
+            "old_rings_deleted": churn.get("deleted"),
+            "before": found["before"],
+            "every_minute": churn.get("every_minute"),
+            "after": churn.get("after"),
+        },
+    }
+
+
+async def _seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
+    """The old rings, their attempts and reminders, at the ring rate, the first coming of age
+    for deletion about when the first ring is due (so that retention deletes as fast as the
+    run rings); the server's autovacuum settings and the tables' reading before the run."""
+    first = datetime.now(UTC) - timedelta(days=1, seconds=-_CHURN_LEAD_SECONDS)
+    connection = await asyncpg.connect(url)
     try:
-        await connection.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
-        measured = True
-    except asyncpg.PostgresError:
-        measured = False
-    tables: dict[str, Any] = {}
-    for row in await connection.fetch(_TABLE_STATS):
-        dead = free = None
-        if measured:
-            dead, free = await connection.fetchrow(_PGSTATTUPLE, row["relname"])
-        tables[row["relname"]] = {
-            "live": row["n_live_tup"],
-            "dead": row["n_dead_tup"],
-            "autovacuums": row["autovacuum_count"],
-            "mb": round(row["bytes"] / 2**20, 1),
-            "dead_pct": dead,
-            "free_pct": free,
+        await connection.execute(_SEED, spec.seeded, first, timedelta(seconds=1 / spec.rate))
+        await connection.execute(_SEED_ATTEMPTS)
+        await connection.execute(_SEED_REMINDERS)
+        await connection.execute(_ANALYZE)
+    finally:
+        await connection.close()  # its row counts reach the statistics as it closes
+    connection = await asyncpg.connect(url)
+    try:
+        settings = await autovacuum_settings(connection)
+        if settings.get("autovacuum") != "on":
+            note("warning: autovacuum is off on this server: nothing but retention cleans up")
+        return {"autovacuum": settings, "before": await reading(connection)}
+    finally:
+        await connection.close()
+
+
+async def _watch_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
+    """A glance at the churn tables every minute until every seeded ring was deleted (or
+    the run should long be over), then a full reading."""
+    connection = await asyncpg.connect(url)
+    try:
+        began = time.monotonic()
+        give_up = began + spec.duration + _CHURN_LEAD_SECONDS + _CHURN_OVERTIME_SECONDS
+        every_minute: dict[str, Any] = {}
+        deleted = 0
+        while deleted < spec.seeded and time.monotonic() < give_up:
+            await asyncio.sleep(_CHURN_GLANCE_SECONDS)
+            minute = round((time.monotonic() - began) / 60)
+            every_minute[f"{minute:02d} min"] = await glance(connection)
+            deleted = int(await connection.fetchval(_FIRINGS_DELETED))
+        await asyncio.sleep(_AFTER_DELETION_SECONDS)
+        return {
+            "deleted": deleted,
+            "every_minute": every_minute,
+            "after": await reading(connection),
         }
-    return tables
+    finally:
+        await connection.close()
