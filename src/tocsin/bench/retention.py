@@ -8,12 +8,20 @@ days) makes all of them due for deletion at once. Deletion is followed through P
 own counters (`pg_stat_user_tables.n_tup_del`, cheap to read every second), so that watching
 it adds no load to the tables being measured. Both runs are `steady` runs as
 `tocsin bench steady` makes them.
+
+The churn run (`--churn`) is the steady state instead: as many old rings (sent firings with an
+attempt and their fired one-off reminders) as the run rings, due a day ago at the ring rate,
+with the workers keeping a day (`TOCSIN_RETAIN_FIRINGS=1d`), so that retention deletes rows
+as fast as the rings insert them and the tables end as full as they began. What it measures
+is what the space freed does: the tables are read (`tocsin.bench.bloat`) before the run,
+every minute while it runs and after it, so a table that keeps growing shows as such.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -143,6 +151,18 @@ def _steady(spec: RetentionSpec, *, backlog: bool = False) -> FiringSpec:
     async def watch(url: str) -> dict[str, Any]:
         return await _watch_deletion(url, 2 * spec.old_firings)
 
+    return _steady_run(spec, prepare=seed, beside=watch) if backlog else _steady_run(spec)
+
+
+def _steady_run(
+    spec: RetentionSpec | ChurnSpec,
+    *,
+    prepare: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+    beside: Callable[[str], Coroutine[Any, Any, dict[str, Any]]] | None = None,
+    worker_settings: tuple[tuple[str, str], ...] = (),
+) -> FiringSpec:
+    """The steady ring load of `spec` as `tocsin bench steady` makes it, with a database
+    prepared and a watch beside."""
     return FiringSpec(
         scenario="steady",
         db="postgres",
@@ -152,8 +172,9 @@ def _steady(spec: RetentionSpec, *, backlog: bool = False) -> FiringSpec:
         channel=spec.channel,
         pg_url=spec.pg_url,
         rate=spec.rate,
-        prepare=seed if backlog else None,
-        beside=watch if backlog else None,
+        worker_settings=worker_settings,
+        prepare=prepare,
+        beside=beside,
     )
 
 
@@ -218,21 +239,8 @@ async def run_churn(spec: ChurnSpec) -> dict[str, Any]:
         return await _watch_churn(url, spec)
 
     note(f"retention churn: {spec.seeded:,} old rings coming of age at {spec.rate}/s")
-    steady = await run_firing(
-        FiringSpec(
-            scenario="steady",
-            db="postgres",
-            reminders=spec.rate * spec.duration,
-            spread=spec.duration,
-            workers=spec.workers,
-            channel=spec.channel,
-            pg_url=spec.pg_url,
-            rate=spec.rate,
-            worker_settings=(("retain_firings", _CHURN_KEEP),),
-            prepare=seed,
-            beside=watch,
-        )
-    )
+    keep = (("retain_firings", _CHURN_KEEP),)
+    steady = await run_firing(_steady_run(spec, prepare=seed, beside=watch, worker_settings=keep))
     metrics = steady["metrics"]
     churn = metrics.get("beside", {})
     return {

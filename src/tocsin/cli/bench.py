@@ -247,24 +247,16 @@ async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
 async def _run_retention(args: argparse.Namespace) -> dict[str, Any]:
     from tocsin.bench.retention import ChurnSpec, RetentionSpec, run_churn, run_retention
 
+    load = {
+        "rate": args.rate,
+        "duration": args.duration,
+        "workers": args.workers,
+        "channel": args.channel,
+        "pg_url": args.pg_url,
+    }
     if args.churn:
-        churn = ChurnSpec(
-            rate=args.rate,
-            duration=args.duration,
-            workers=args.workers,
-            channel=args.channel,
-            pg_url=args.pg_url,
-        )
-        return await run_churn(churn)
-    spec = RetentionSpec(
-        old_firings=args.old_firings,
-        rate=args.rate,
-        duration=args.duration,
-        workers=args.workers,
-        channel=args.channel,
-        pg_url=args.pg_url,
-    )
-    return await run_retention(spec)
+        return await run_churn(ChurnSpec(**load))
+    return await run_retention(RetentionSpec(old_firings=args.old_firings, **load))
 
 
 def _run_all(args: argparse.Namespace) -> int:
