@@ -35,7 +35,8 @@ ORDER BY 1, 2
 """
 # How much of a table's heap is live rows, dead rows and free space (it reads every page).
 _PGSTATTUPLE = """
-SELECT tuple_percent, dead_tuple_percent, free_percent FROM pgstattuple($1::regclass)
+SELECT tuple_count, dead_tuple_count, tuple_percent, dead_tuple_percent, free_percent
+FROM pgstattuple($1::regclass)
 """
 # How full a B-tree's leaf pages are, and how out of order (it reads every page).
 _PGSTATINDEX = """
@@ -92,8 +93,10 @@ async def reading(connection: asyncpg.Connection) -> dict[str, Any]:
                 for index in indexes
                 if index["table_name"] == name
             },
-            "live": row["n_live_tup"],
+            "live": row["n_live_tup"],  # the statistics' estimates, which autovacuum goes by
             "dead": row["n_dead_tup"],
+            "live_counted": None if heap is None else heap["tuple_count"],  # every page read
+            "dead_counted": None if heap is None else heap["dead_tuple_count"],
             "autovacuums": row["autovacuum_count"],
             "vacuums": row["vacuum_count"],
             "autoanalyzes": row["autoanalyze_count"],

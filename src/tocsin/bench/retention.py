@@ -78,6 +78,11 @@ SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at -
 FROM firings WHERE due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
 """
 _FIRINGS_DELETED = "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'firings'"
+_INSERTED = """
+SELECT coalesce(sum(n_tup_ins), 0) FROM pg_stat_user_tables
+WHERE relname IN ('firings', 'attempts', 'reminders')
+"""
+_COUNTS_WAIT_SECONDS = 10.0
 _POLL_SECONDS = 1.0
 _WATCH_LIMIT_SECONDS = 1800.0
 _AFTER_DELETION_SECONDS = 15.0  # rings due at the end of the window are sent by then
@@ -233,7 +238,7 @@ async def run_churn(spec: ChurnSpec) -> dict[str, Any]:
     found: dict[str, Any] = {}
 
     async def seed(url: str) -> None:
-        found.update(await _seed_churn(url, spec))
+        found.update(await seed_churn(url, spec))
 
     async def watch(url: str) -> dict[str, Any]:
         return await _watch_churn(url, spec)
@@ -267,7 +272,7 @@ async def run_churn(spec: ChurnSpec) -> dict[str, Any]:
     }
 
 
-async def _seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
+async def seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
     """The old rings, their attempts and reminders, at the ring rate, the first coming of age
     for deletion about when the first ring is due (so that retention deletes as fast as the
     run rings); the server's autovacuum settings and the tables' reading before the run."""
@@ -277,11 +282,18 @@ async def _seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
         await connection.execute(_SEED, spec.seeded, first, timedelta(seconds=1 / spec.rate))
         await connection.execute(_SEED_ATTEMPTS)
         await connection.execute(_SEED_REMINDERS)
-        await connection.execute(_ANALYZE)
     finally:
         await connection.close()  # its row counts reach the statistics as it closes
     connection = await asyncpg.connect(url)
     try:
+        # Analysed once the seed's counts are in: counts arriving after an ANALYZE would be
+        # added to the rows it found.
+        give_up = time.monotonic() + _COUNTS_WAIT_SECONDS
+        while await connection.fetchval(_INSERTED) < 3 * spec.seeded:
+            if time.monotonic() > give_up:
+                break
+            await asyncio.sleep(0.1)
+        await connection.execute(_ANALYZE)
         settings = await autovacuum_settings(connection)
         if settings.get("autovacuum") != "on":
             note("warning: autovacuum is off on this server: nothing but retention cleans up")
