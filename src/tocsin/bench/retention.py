@@ -296,7 +296,8 @@ async def seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
         await connection.execute(_ANALYZE)
         settings = await autovacuum_settings(connection)
         if settings.get("autovacuum") != "on":
-            note("warning: autovacuum is off on this server: nothing but retention cleans up")
+            note("warning: autovacuum is off on this server: what it measures is a database")
+            note("nobody vacuums (retention deletes, but the space stays dead until a vacuum)")
         return {"autovacuum": settings, "before": await reading(connection)}
     finally:
         await connection.close()
