@@ -77,7 +77,9 @@ SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at -
     count(*)
 FROM firings WHERE due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
 """
-_FIRINGS_DELETED = "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'firings'"
+_FIRINGS_COUNTS = """
+SELECT n_tup_ins, n_tup_del FROM pg_stat_user_tables WHERE relname = 'firings'
+"""
 _INSERTED = """
 SELECT coalesce(sum(n_tup_ins), 0) FROM pg_stat_user_tables
 WHERE relname IN ('firings', 'attempts', 'reminders')
@@ -304,19 +306,20 @@ async def seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
 
 
 async def _watch_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
-    """A glance at the churn tables every minute until every seeded ring was deleted (or
-    the run should long be over), then a full reading."""
+    """A glance at the churn tables every minute until every seeded ring was deleted and
+    every ring of the run claimed (or the run should long be over), then a full reading once
+    the last rings were sent."""
     connection = await asyncpg.connect(url)
     try:
         began = time.monotonic()
         give_up = began + spec.duration + _CHURN_LEAD_SECONDS + _CHURN_OVERTIME_SECONDS
         every_minute: dict[str, Any] = {}
-        deleted = 0
-        while deleted < spec.seeded and time.monotonic() < give_up:
+        inserted = deleted = 0
+        while (inserted < 2 * spec.seeded or deleted < spec.seeded) and time.monotonic() < give_up:
             await asyncio.sleep(_CHURN_GLANCE_SECONDS)
             minute = round((time.monotonic() - began) / 60)
             every_minute[f"{minute:02d} min"] = await glance(connection)
-            deleted = int(await connection.fetchval(_FIRINGS_DELETED))
+            inserted, deleted = await connection.fetchrow(_FIRINGS_COUNTS)
         await asyncio.sleep(_AFTER_DELETION_SECONDS)
         return {
             "deleted": deleted,
