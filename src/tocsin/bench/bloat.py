@@ -14,6 +14,8 @@ from typing import Any
 
 import asyncpg
 
+from tocsin.bench.progress import note
+
 CHURN_TABLES = ("attempts", "firings", "reminders")
 
 # Per churn table: the statistics counters and the heap's and TOAST's bytes.
@@ -50,6 +52,13 @@ WHERE name IN ('autovacuum', 'autovacuum_naptime', 'autovacuum_max_workers',
     'autovacuum_vacuum_cost_limit', 'autovacuum_vacuum_cost_delay', 'vacuum_cost_limit')
 ORDER BY name
 """
+
+
+def note_if_unvacuumed(settings: dict[str, str]) -> None:
+    """Say so when the server runs without autovacuum (as a CI server may)."""
+    if settings.get("autovacuum") != "on":
+        note("warning: autovacuum is off on this server: what it measures is a database")
+        note("nobody vacuums (retention deletes, but the space stays dead until a vacuum)")
 
 
 def _mb(value: int) -> float:

@@ -28,7 +28,7 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.bloat import autovacuum_settings, glance, reading
+from tocsin.bench.bloat import autovacuum_settings, glance, note_if_unvacuumed, reading
 from tocsin.bench.firing import FiringSpec, run_firing
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
@@ -134,6 +134,7 @@ async def run_retention(spec: RetentionSpec) -> dict[str, Any]:
             "p99_sent_s_while_deleting": deletion.get("p99_sent_s"),
             "rings_while_deleting": deletion.get("rings"),
             "tables_after": deletion.get("tables"),
+            "autovacuum": deletion.get("autovacuum"),
             "lost": [without["metrics"]["lost"], with_backlog["metrics"]["lost"]],
             "duplicates": [
                 without["metrics"]["duplicates"],
@@ -204,6 +205,8 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
         await asyncio.sleep(_AFTER_DELETION_SECONDS)
         p99, rings = await connection.fetchrow(_LATENESS, first[1], ended[1])
         tables = await reading(connection)
+        settings = await autovacuum_settings(connection)
+        note_if_unvacuumed(settings)
     finally:
         await connection.close()
     seconds = ended[0] - first[0]
@@ -214,6 +217,7 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
         "p99_sent_s": None if p99 is None else round(p99, 3),
         "rings": rings,
         "tables": tables,
+        "autovacuum": settings["autovacuum"],
     }
 
 
@@ -297,9 +301,7 @@ async def seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
             await asyncio.sleep(0.1)
         await connection.execute(_ANALYZE)
         settings = await autovacuum_settings(connection)
-        if settings.get("autovacuum") != "on":
-            note("warning: autovacuum is off on this server: what it measures is a database")
-            note("nobody vacuums (retention deletes, but the space stays dead until a vacuum)")
+        note_if_unvacuumed(settings)
         return {"autovacuum": settings, "before": await reading(connection)}
     finally:
         await connection.close()
