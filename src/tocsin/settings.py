@@ -71,6 +71,14 @@ class Settings(BaseSettings):
         description="How long rings (firings, with their attempts) and finished reminders "
         "are kept before the workers delete them: `30d`, `12w`, `2160h` (1 day to 10 years).",
     )
+    retention_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="The lease on the retention chore (one worker at a time deletes old "
+        "rows). Its holder looks for old rows and renews every half of it, the other "
+        "workers look every half too: a standby takes over within 1.5 times this after the "
+        "holder vanished.",
+    )
     webhook_url: str | None = Field(
         default=None, description="Where webhook rings go when their app has no URL of its own."
     )

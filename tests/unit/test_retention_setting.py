@@ -1,4 +1,5 @@
-"""TOCSIN_RETAIN_FIRINGS: a duration from 1 day to 10 years, 30 days when unset."""
+"""TOCSIN_RETAIN_FIRINGS: a duration from 1 day to 10 years, 30 days when unset; and
+TOCSIN_RETENTION_LEASE_SECONDS, the retention chore's lease."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
+from tocsin.scheduler.retention import RetentionTuning
 from tocsin.settings import Settings
 
 
@@ -30,3 +32,15 @@ def test_a_bad_retention_is_refused_saying_why(
     with pytest.raises(ValidationError, match="retain_firings") as raised:
         Settings()
     assert says in str(raised.value)
+
+
+def test_the_chore_lease_is_a_minute_unless_set_and_passes_come_every_half(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TOCSIN_RETENTION_LEASE_SECONDS", raising=False)
+    assert Settings().retention_lease_seconds == 60
+    monkeypatch.setenv("TOCSIN_RETENTION_LEASE_SECONDS", "0")
+    with pytest.raises(ValidationError, match="retention_lease_seconds"):
+        Settings()
+    tuning = RetentionTuning(lease=timedelta(seconds=4))
+    assert tuning.idle == timedelta(seconds=2)  # the holder renews before its lease lapses

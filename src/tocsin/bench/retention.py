@@ -8,24 +8,34 @@ days) makes all of them due for deletion at once. Deletion is followed through P
 own counters (`pg_stat_user_tables.n_tup_del`, cheap to read every second), so that watching
 it adds no load to the tables being measured. Both runs are `steady` runs as
 `tocsin bench steady` makes them.
+
+The churn run (`--churn`) is the steady state instead: as many old rings (sent firings with an
+attempt and their fired one-off reminders) as the run rings, due a day ago at the ring rate,
+with the workers keeping a day (`TOCSIN_RETAIN_FIRINGS=1d`), so that retention deletes rows
+as fast as the rings insert them and the tables end as full as they began. What it measures
+is what the space freed does: the tables are read (`tocsin.bench.bloat`) before the run,
+every minute while it runs and after it, so a table that keeps growing shows as such.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 
+from tocsin.bench.bloat import autovacuum_settings, glance, note_if_unvacuumed, reading
 from tocsin.bench.firing import FiringSpec, run_firing
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
 
-# Sent firings due 40 days ago (a second apart), with one attempt each; ids like the
-# engine's (`<reminder id>.<due epoch second>`) so the rows are as wide as real ones.
+# $1 sent firings, the first due at $2 and each $3 after the one before, with one attempt
+# each (below); ids like the engine's (`<reminder id>.<due epoch second>`) so the rows are as
+# wide as real ones.
 _SEED = """
 INSERT INTO firings (
     due_at, deadline, created_at, sent_at, attempts, shard, id, reminder_id, owner, state,
@@ -36,15 +46,27 @@ SELECT due, due + interval '10 minutes', due, due, 1, n % 1024,
         || '@example.com', 'sent', 'webhook', 'Water the plants'
 FROM generate_series(1, $1) AS n,
     LATERAL (
-        SELECT now() - interval '40 days' - n * interval '1 second' AS due,
+        SELECT $2::timestamptz + (n - 1) * $3::interval AS due,
             'old' || lpad(n::text, 17, '0') AS reminder
     ) AS made;
 """
 _SEED_ATTEMPTS = """
 INSERT INTO attempts (at, number, firing_id, channel, outcome, destination)
 SELECT due_at, 1, id, channel, 'sent', 'app' FROM firings;
-ANALYZE firings, attempts;
 """
+# The fired one-off each seeded firing rang for, last changed when it rang: retention deletes
+# it once its firing is gone, as it would an app's one-off (the churn run).
+_SEED_REMINDERS = """
+INSERT INTO reminders (
+    created_at, updated_at, freshness, version, shard, id, owner, status, channel, text, zone,
+    anchor, at
+)
+SELECT due_at - interval '1 hour', due_at, 600, 2, shard, reminder_id, owner, 'fired', channel,
+    text, 'UTC', to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || '+00:00',
+    to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+FROM firings;
+"""
+_ANALYZE = "ANALYZE firings, attempts, reminders"
 _DELETED = """
 SELECT coalesce(sum(n_tup_del), 0) FROM pg_stat_user_tables
 WHERE relname IN ('firings', 'attempts')
@@ -55,20 +77,22 @@ SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at -
     count(*)
 FROM firings WHERE due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
 """
-# What is left of the churn tables after the run: live and dead rows, autovacuum runs, and
-# (pgstattuple, when the server has it) how much of each table is dead rows and free space.
-_TABLE_STATS = """
-SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, pg_table_size(relid) AS bytes
-FROM pg_stat_user_tables WHERE relname IN ('firings', 'attempts', 'reminders')
-ORDER BY relname
+_FIRINGS_COUNTS = """
+SELECT n_tup_ins, n_tup_del FROM pg_stat_user_tables WHERE relname = 'firings'
 """
-_PGSTATTUPLE = """
-SELECT round(dead_tuple_percent::numeric, 1)::float8, round(free_percent::numeric, 1)::float8
-FROM pgstattuple($1::regclass)
+_INSERTED = """
+SELECT coalesce(sum(n_tup_ins), 0) FROM pg_stat_user_tables
+WHERE relname IN ('firings', 'attempts', 'reminders')
 """
+_COUNTS_WAIT_SECONDS = 10.0
 _POLL_SECONDS = 1.0
 _WATCH_LIMIT_SECONDS = 1800.0
 _AFTER_DELETION_SECONDS = 15.0  # rings due at the end of the window are sent by then
+_CHURN_KEEP = "1d"  # the shortest TOCSIN_RETAIN_FIRINGS
+# From the seed to about the first ring (workers start, the save, the lead to a minute start).
+_CHURN_LEAD_SECONDS = 60
+_CHURN_GLANCE_SECONDS = 60.0
+_CHURN_OVERTIME_SECONDS = 600  # retention passes every 30 s: it is long done by then
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +134,7 @@ async def run_retention(spec: RetentionSpec) -> dict[str, Any]:
             "p99_sent_s_while_deleting": deletion.get("p99_sent_s"),
             "rings_while_deleting": deletion.get("rings"),
             "tables_after": deletion.get("tables"),
+            "autovacuum": deletion.get("autovacuum"),
             "lost": [without["metrics"]["lost"], with_backlog["metrics"]["lost"]],
             "duplicates": [
                 without["metrics"]["duplicates"],
@@ -121,16 +146,31 @@ async def run_retention(spec: RetentionSpec) -> dict[str, Any]:
 
 def _steady(spec: RetentionSpec, *, backlog: bool = False) -> FiringSpec:
     async def seed(url: str) -> None:
+        # A second apart, the newest due 40 days ago.
+        first = datetime.now(UTC) - timedelta(days=40, seconds=spec.old_firings)
         connection = await asyncpg.connect(url)
         try:
-            await connection.execute(_SEED, spec.old_firings)
+            await connection.execute(_SEED, spec.old_firings, first, timedelta(seconds=1))
             await connection.execute(_SEED_ATTEMPTS)
+            await connection.execute(_ANALYZE)
         finally:
             await connection.close()
 
     async def watch(url: str) -> dict[str, Any]:
         return await _watch_deletion(url, 2 * spec.old_firings)
 
+    return _steady_run(spec, prepare=seed, beside=watch) if backlog else _steady_run(spec)
+
+
+def _steady_run(
+    spec: RetentionSpec | ChurnSpec,
+    *,
+    prepare: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+    beside: Callable[[str], Coroutine[Any, Any, dict[str, Any]]] | None = None,
+    worker_settings: tuple[tuple[str, str], ...] = (),
+) -> FiringSpec:
+    """The steady ring load of `spec` as `tocsin bench steady` makes it, with a database
+    prepared and a watch beside."""
     return FiringSpec(
         scenario="steady",
         db="postgres",
@@ -140,8 +180,9 @@ def _steady(spec: RetentionSpec, *, backlog: bool = False) -> FiringSpec:
         channel=spec.channel,
         pg_url=spec.pg_url,
         rate=spec.rate,
-        prepare=seed if backlog else None,
-        beside=watch if backlog else None,
+        worker_settings=worker_settings,
+        prepare=prepare,
+        beside=beside,
     )
 
 
@@ -163,7 +204,9 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
             return {"deleted": deleted, "seconds": None, "deleted_per_s": None}
         await asyncio.sleep(_AFTER_DELETION_SECONDS)
         p99, rings = await connection.fetchrow(_LATENESS, first[1], ended[1])
-        tables = await _bloat(connection)
+        tables = await reading(connection)
+        settings = await autovacuum_settings(connection)
+        note_if_unvacuumed(settings)
     finally:
         await connection.close()
     seconds = ended[0] - first[0]
@@ -174,28 +217,117 @@ async def _watch_deletion(url: str, rows: int) -> dict[str, Any]:
         "p99_sent_s": None if p99 is None else round(p99, 3),
         "rings": rings,
         "tables": tables,
+        "autovacuum": settings["autovacuum"],
     }
 
 
-async def _bloat(connection: asyncpg.Connection) -> dict[str, Any]:
-    """Per churn table: live and dead rows, autovacuum runs, bytes, and the dead and free
-    percentages pgstattuple reads (None when the extension is not installable)."""
+@dataclass(frozen=True, kw_only=True)
+class ChurnSpec:
+    """A steady ring load beside a retention that deletes as many old rings as it brings."""
+
+    rate: int
+    duration: int
+    workers: int
+    channel: str
+    pg_url: str | None = None
+
+    @property
+    def seeded(self) -> int:
+        """Old rings seeded: as many as the run rings, so the tables end as full as they
+        began."""
+        return self.rate * self.duration
+
+
+async def run_churn(spec: ChurnSpec) -> dict[str, Any]:
+    """Seed a retention window's worth of old rings, run the steady load, and read the churn
+    tables before, every minute, and after (`tocsin.bench.bloat`)."""
+    found: dict[str, Any] = {}
+
+    async def seed(url: str) -> None:
+        found.update(await seed_churn(url, spec))
+
+    async def watch(url: str) -> dict[str, Any]:
+        return await _watch_churn(url, spec)
+
+    note(f"retention churn: {spec.seeded:,} old rings coming of age at {spec.rate}/s")
+    keep = (("retain_firings", _CHURN_KEEP),)
+    steady = await run_firing(_steady_run(spec, prepare=seed, beside=watch, worker_settings=keep))
+    metrics = steady["metrics"]
+    churn = metrics.get("beside", {})
+    return {
+        "scenario": "retention churn",
+        "params": {
+            "db": "postgres",
+            "rate_per_s": spec.rate,
+            "duration_s": spec.duration,
+            "workers": spec.workers,
+            "channel": spec.channel,
+            "retain_firings": _CHURN_KEEP,
+            "seeded_rings": spec.seeded,
+            **found["autovacuum"],
+        },
+        "metrics": {
+            "p99_sent_s": metrics["due_to_sent_s"]["p99"],
+            "lost": metrics["lost"],
+            "duplicates": metrics["duplicates"],
+            "old_rings_deleted": churn.get("deleted"),
+            "before": found["before"],
+            "every_minute": churn.get("every_minute"),
+            "after": churn.get("after"),
+        },
+    }
+
+
+async def seed_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
+    """The old rings, their attempts and reminders, at the ring rate, the first coming of age
+    for deletion about when the first ring is due (so that retention deletes as fast as the
+    run rings); the server's autovacuum settings and the tables' reading before the run."""
+    first = datetime.now(UTC) - timedelta(days=1, seconds=-_CHURN_LEAD_SECONDS)
+    connection = await asyncpg.connect(url)
     try:
-        await connection.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
-        measured = True
-    except asyncpg.PostgresError:
-        measured = False
-    tables: dict[str, Any] = {}
-    for row in await connection.fetch(_TABLE_STATS):
-        dead = free = None
-        if measured:
-            dead, free = await connection.fetchrow(_PGSTATTUPLE, row["relname"])
-        tables[row["relname"]] = {
-            "live": row["n_live_tup"],
-            "dead": row["n_dead_tup"],
-            "autovacuums": row["autovacuum_count"],
-            "mb": round(row["bytes"] / 2**20, 1),
-            "dead_pct": dead,
-            "free_pct": free,
+        counted = await connection.fetchval(_INSERTED) + 3 * spec.seeded  # once the seed is in
+        await connection.execute(_SEED, spec.seeded, first, timedelta(seconds=1 / spec.rate))
+        await connection.execute(_SEED_ATTEMPTS)
+        await connection.execute(_SEED_REMINDERS)
+    finally:
+        await connection.close()  # its row counts reach the statistics as it closes
+    connection = await asyncpg.connect(url)
+    try:
+        # Analysed once the seed's counts are in: counts arriving after an ANALYZE would be
+        # added to the rows it found.
+        give_up = time.monotonic() + _COUNTS_WAIT_SECONDS
+        while await connection.fetchval(_INSERTED) < counted:
+            if time.monotonic() > give_up:
+                break
+            await asyncio.sleep(0.1)
+        await connection.execute(_ANALYZE)
+        settings = await autovacuum_settings(connection)
+        note_if_unvacuumed(settings)
+        return {"autovacuum": settings, "before": await reading(connection)}
+    finally:
+        await connection.close()
+
+
+async def _watch_churn(url: str, spec: ChurnSpec) -> dict[str, Any]:
+    """A glance at the churn tables every minute until every seeded ring was deleted and
+    every ring of the run claimed (or the run should long be over), then a full reading once
+    the last rings were sent."""
+    connection = await asyncpg.connect(url)
+    try:
+        began = time.monotonic()
+        give_up = began + spec.duration + _CHURN_LEAD_SECONDS + _CHURN_OVERTIME_SECONDS
+        every_minute: dict[str, Any] = {}
+        inserted = deleted = 0
+        while (inserted < 2 * spec.seeded or deleted < spec.seeded) and time.monotonic() < give_up:
+            await asyncio.sleep(_CHURN_GLANCE_SECONDS)
+            minute = round((time.monotonic() - began) / 60)
+            every_minute[f"{minute:02d} min"] = await glance(connection)
+            inserted, deleted = await connection.fetchrow(_FIRINGS_COUNTS)
+        await asyncio.sleep(_AFTER_DELETION_SECONDS)
+        return {
+            "deleted": deleted,
+            "every_minute": every_minute,
+            "after": await reading(connection),
         }
-    return tables
+    finally:
+        await connection.close()

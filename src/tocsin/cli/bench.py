@@ -140,6 +140,13 @@ def _retention(kinds: Any) -> None:
     parser.add_argument("--old-firings", type=int, default=1_000_000, help="the backlog")
     parser.add_argument("--rate", type=int, default=500, help="rings due per second")
     parser.add_argument("--duration", type=int, default=120, help="seconds of rings")
+    parser.add_argument(
+        "--churn",
+        action="store_true",
+        help="instead of a backlog: old rings coming of age as fast as the rings arrive (with "
+        "TOCSIN_RETAIN_FIRINGS=1d), and the tables' sizes, dead rows and vacuums before, "
+        "every minute and after (the bloat of a steady run; --old-firings is not used)",
+    )
     parser.set_defaults(handler=_handler(_run_retention))
 
 
@@ -263,17 +270,18 @@ async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_retention(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.retention import RetentionSpec, run_retention
+    from tocsin.bench.retention import ChurnSpec, RetentionSpec, run_churn, run_retention
 
-    spec = RetentionSpec(
-        old_firings=args.old_firings,
-        rate=args.rate,
-        duration=args.duration,
-        workers=args.workers,
-        channel=args.channel,
-        pg_url=args.pg_url,
-    )
-    return await run_retention(spec)
+    load = {
+        "rate": args.rate,
+        "duration": args.duration,
+        "workers": args.workers,
+        "channel": args.channel,
+        "pg_url": args.pg_url,
+    }
+    if args.churn:
+        return await run_churn(ChurnSpec(**load))
+    return await run_retention(RetentionSpec(old_firings=args.old_firings, **load))
 
 
 async def _run_status(args: argparse.Namespace) -> dict[str, Any]:

@@ -129,7 +129,9 @@ class Engine:
             clock,
             worker=worker_id,
             keep=settings.retain_firings,
-            tuning=tuning.retention,
+            tuning=replace(
+                tuning.retention, lease=timedelta(seconds=settings.retention_lease_seconds)
+            ),
         )
         self._loaders: dict[int, tuple[PartLoader, asyncio.Task[None]]] = {}
         self._tasks: list[asyncio.Task[None]] = []

@@ -667,7 +667,7 @@ SELECT count(*) FROM sent
 # -- upkeep: retention ------------------------------------------------------------------------
 
 # One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
-# firings_age from its old end; a ring still being delivered is never old enough, and one a
+# firings_due from its old end; a ring still being delivered is never old enough, and one a
 # statement holds is skipped, never waited for), and their attempts, by primary key.
 PRUNE_FIRINGS = """
 WITH gone AS (

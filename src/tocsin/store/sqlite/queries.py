@@ -561,7 +561,7 @@ ON CONFLICT (firing_id, number) DO NOTHING
 # -- upkeep: retention ------------------------------------------------------------------------
 
 # The attempts of one batch of old firings: the oldest final firings due before :before, at
-# most :limit (a range scan of firings_age). Run first: in one write the batch is the same.
+# most :limit (a range scan of firings_due). Run first: in one write the batch is the same.
 PRUNE_ATTEMPTS = """
 DELETE FROM attempts WHERE firing_id IN (
     SELECT id FROM firings
