@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -82,15 +83,22 @@ class DatabaseClock:
     leases are judged by, so a host whose clock is off neither rings early nor late.
 
     Each lease renewal reads the database's clock between two readings of this one
-    (`reading`); the difference to their midpoint corrects this clock from then on. A reading
-    whose round trip took longer than `MAX_ROUND_TRIP` says too little and is ignored.
+    (`reading`). One reading places the offset within half its round trip of the midpoint,
+    and a round trip slowed on one leg (a busy host or database) skews the midpoint by up to
+    that much: trusting the latest reading alone once rang a ring 90 ms early on a loaded
+    machine. So, as NTP does, the clock follows the reading with the shortest round trip of
+    the last `SAMPLES`; a reading that cannot agree with it (their intervals do not overlap:
+    a clock was stepped) starts the choice afresh. A reading whose round trip took longer
+    than `MAX_ROUND_TRIP` says too little and is ignored.
     """
 
     MAX_ROUND_TRIP = timedelta(seconds=1)
     WARN_OFFSET = timedelta(seconds=1)
+    SAMPLES = 8  # readings, one a renewal: about 40 s at the default lease
 
     def __init__(self) -> None:
         self.offset = timedelta(0)  # the database's clock minus the host's
+        self._samples: deque[tuple[timedelta, timedelta]] = deque(maxlen=self.SAMPLES)
 
     def now(self) -> datetime:
         return datetime.now(UTC) + self.offset
@@ -103,11 +111,17 @@ class DatabaseClock:
     def reading(self, sent: datetime, database: datetime, received: datetime) -> None:
         """Correct by one reading of the database's clock taken between `sent` and
         `received` (both by this clock)."""
-        if received - sent > self.MAX_ROUND_TRIP:
+        round_trip = received - sent
+        if round_trip > self.MAX_ROUND_TRIP:
             return
-        error = database - (sent + (received - sent) / 2)
+        offset = self.offset + database - (sent + round_trip / 2)  # database − host
+        if self._samples:
+            best_trip, best = min(self._samples)
+            if abs(offset - best) > (round_trip + best_trip) / 2:
+                self._samples.clear()  # both cannot be right: a clock was stepped
+        self._samples.append((round_trip, offset))
         before = abs(self.offset) >= self.WARN_OFFSET
-        self.offset += error
+        self.offset = min(self._samples)[1]
         if abs(self.offset) >= self.WARN_OFFSET and not before:
             logger.warning(
                 "this host's clock is %.3f s %s the database's: ringing by the database's",
