@@ -10,8 +10,11 @@
 -- several lanes merges one such scan per lane. `shard` last, as before: a part narrower than
 -- a lane tests its range on the index entry.
 --
--- On a large live database build the new index first, outside a transaction, then swap it
--- in (docs/storage.md, "Changing an index on a live database").
+-- Built here, the index holds writes to reminders off while it is built. On a large live
+-- database build it first with CREATE INDEX CONCURRENTLY as `reminders_due_by_lane`
+-- (docs/storage.md, "Changing an index on a live database"): this migration then only drops
+-- the old index and renames the new one.
 DROP INDEX reminders_due;
-CREATE INDEX reminders_due ON reminders ((shard / 64), bucket, due_at, id, shard)
+ALTER INDEX IF EXISTS reminders_due_by_lane RENAME TO reminders_due;
+CREATE INDEX IF NOT EXISTS reminders_due ON reminders ((shard / 64), bucket, due_at, id, shard)
     WHERE status = 'pending';
