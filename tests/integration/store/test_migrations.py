@@ -8,7 +8,7 @@ import sqlite3
 import asyncpg
 import pytest
 
-from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite
+from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite, migrate_database
 from tocsin.cli import main
 from tocsin.errors import SchemaTooNew, SchemaTooOld, StoreError
 from tocsin.store import Store, open_store
@@ -178,7 +178,7 @@ async def test_a_due_index_built_concurrently_beforehand_is_taken_over(
     lane = next(m for m in migrations_for("postgres") if m.name == "due_by_lane")
     earlier = [m for m in migrations_for("postgres") if m.version < lane.version]
     monkeypatch.setattr("tocsin.store.postgres.store.migrations_for", lambda name: earlier)
-    await _migrated(pg_url)
+    await migrate_database(pg_url)
     monkeypatch.undo()
     connection = await asyncpg.connect(pg_url)
     try:
@@ -187,7 +187,7 @@ async def test_a_due_index_built_concurrently_beforehand_is_taken_over(
             " ON reminders ((shard / 64), bucket, due_at, id, shard) WHERE status = 'pending'"
         )
         built = await connection.fetchval("SELECT 'reminders_due_by_lane'::regclass::oid")
-        await _migrated(pg_url)
+        await migrate_database(pg_url)
         kept = await connection.fetchval("SELECT 'reminders_due'::regclass::oid")
     finally:
         await connection.close()
@@ -195,11 +195,3 @@ async def test_a_due_index_built_concurrently_beforehand_is_taken_over(
     assert kept == built  # renamed, not built again
     snapshot = (SNAPSHOTS / "postgres" / "schema.sql").read_text(encoding="utf-8")
     assert await _dump(pg_url) == snapshot
-
-
-async def _migrated(url: str) -> None:
-    store = await open_store(url)
-    try:
-        await store.migrate()
-    finally:
-        await store.close()
