@@ -13,6 +13,11 @@ import secrets
 from datetime import datetime
 
 SHARDS = 1024
+# The pending-reminders index (reminders_due) leads with a shard's lane, one of LANES
+# contiguous ranges of LANE_WIDTH shards (`shard / 64` in its definition), so that a scheduler
+# part reads only its own rows: with the default 16 parts on PostgreSQL a part is a lane.
+LANES = 16
+LANE_WIDTH = SHARDS // LANES
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 _ID_LENGTH = 20  # 100 bits: 48 of milliseconds, 10 of shard, 42 random
 _RANDOM_BITS = 42  # a batch of 100,000 saved in one millisecond still collides ~never
@@ -63,6 +68,11 @@ def part_shards(part: int, parts: int) -> range:
         raise ValueError(f"part {part} is not in 0..{parts - 1}")
     width = SHARDS // parts
     return range(part * width, (part + 1) * width)
+
+
+def lanes_of(shards: range) -> range:
+    """The lanes a contiguous, non-empty range of shards falls in."""
+    return range(shards.start // LANE_WIDTH, shards[-1] // LANE_WIDTH + 1)
 
 
 def part_of_shard(shard: int, parts: int) -> int:

@@ -98,7 +98,8 @@ async def dump_postgres(url: str) -> str:
     return _HEADER + text
 
 
-async def _migrate(url: str) -> None:
+async def migrate_database(url: str) -> None:
+    """Apply every migration to the database at `url`."""
     store = await open_store(url)
     try:
         await store.migrate()
@@ -112,14 +113,14 @@ def main() -> None:
     dumps: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as folder:
         path = f"{folder}/schema.db"
-        asyncio.run(_migrate(f"sqlite:///{path}"))
+        asyncio.run(migrate_database(f"sqlite:///{path}"))
         dumps["sqlite"] = dump_sqlite(path)
     with postgres_server() as server:
         if isinstance(server, str):
             raise SystemExit(f"no PostgreSQL: {server}")
         url = server.create_database()
         try:
-            asyncio.run(_migrate(url))
+            asyncio.run(migrate_database(url))
             dumps["postgres"] = asyncio.run(dump_postgres(url))
         finally:
             server.drop_database(url)

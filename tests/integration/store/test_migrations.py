@@ -8,7 +8,7 @@ import sqlite3
 import asyncpg
 import pytest
 
-from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite
+from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite, migrate_database
 from tocsin.cli import main
 from tocsin.errors import SchemaTooNew, SchemaTooOld, StoreError
 from tocsin.store import Store, open_store
@@ -166,3 +166,32 @@ async def test_schema_migrations_records_name_and_time(pg_migrated_url: str) -> 
         (m.version, m.name) for m in migrations_for("postgres")
     ]
     assert rows[0]["applied_at"] is not None
+
+
+@pytest.mark.postgres
+async def test_a_due_index_built_concurrently_beforehand_is_taken_over(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/storage.md's way to change reminders_due on a large live database: the new index,
+    built CONCURRENTLY under another name before `migrate`, becomes reminders_due, and the
+    schema is the snapshot's."""
+    lane = next(m for m in migrations_for("postgres") if m.name == "due_by_lane")
+    earlier = [m for m in migrations_for("postgres") if m.version < lane.version]
+    monkeypatch.setattr("tocsin.store.postgres.store.migrations_for", lambda name: earlier)
+    await migrate_database(pg_url)
+    monkeypatch.undo()
+    connection = await asyncpg.connect(pg_url)
+    try:
+        await connection.execute(
+            "CREATE INDEX CONCURRENTLY reminders_due_by_lane"
+            " ON reminders ((shard / 64), bucket, due_at, id, shard) WHERE status = 'pending'"
+        )
+        built = await connection.fetchval("SELECT 'reminders_due_by_lane'::regclass::oid")
+        await migrate_database(pg_url)
+        kept = await connection.fetchval("SELECT 'reminders_due'::regclass::oid")
+    finally:
+        await connection.close()
+
+    assert kept == built  # renamed, not built again
+    snapshot = (SNAPSHOTS / "postgres" / "schema.sql").read_text(encoding="utf-8")
+    assert await _dump(pg_url) == snapshot

@@ -164,41 +164,133 @@ def _sqlite_plan(connection: sqlite3.Connection, sql: str, params: dict[str, Any
     return [row[3] for row in rows]
 
 
-@pytest.mark.postgres
-async def test_postgres_reads_a_bucket_part_through_reminders_due(pg_migrated_url: str) -> None:
+BUSY = 100_000  # reminders due in the busy minute of the PostgreSQL plan tests
+BUSY_MINUTE = NOW + timedelta(minutes=BUCKETS + 1)
+
+# BUSY reminders due within BUSY_MINUTE, their shards spread over all 1,024 and interleaved
+# in the heap as saves from many owners leave them.
+_ADD_BUSY_MINUTE = """
+INSERT INTO reminders (due_at, created_at, updated_at, bucket, freshness, version, shard, id,
+    owner, status, channel, text, zone, anchor)
+SELECT $1::timestamptz + (n % 60) * interval '1 second', $1, $1, $2, 60, 1,
+    ((n::bigint * 7919) % 1024)::smallint, 'busy' || lpad(n::text, 16, '0'), 'busy-' || n,
+    'pending', 'null', 'ring', 'UTC', $1::text
+FROM generate_series(1, $3::integer) AS n
+"""
+
+
+@pytest.fixture
+async def busy_pg(pg_migrated_url: str) -> str:
+    """A migrated PostgreSQL database with the rows of `_fill`, a busy minute, and fresh
+    statistics."""
     await _filled(pg_migrated_url)
     connection = await asyncpg.connect(pg_migrated_url)
     try:
+        await connection.execute(_ADD_BUSY_MINUTE, BUSY_MINUTE, bucket_of(BUSY_MINUTE), BUSY)
         await connection.execute("ANALYZE reminders")
-        args = (bucket_of(NOW), bucket_of(NOW) + 1, 64, 127, 1000)
-        async with connection.transaction():  # as the store runs it
-            await connection.execute(pg.SCHEDULER_PLANNING)
-            custom = await connection.fetchval(
-                "EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, None, None, None
+    finally:
+        await connection.close()
+    return pg_migrated_url
+
+
+@pytest.mark.postgres
+async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: str) -> None:
+    """Whatever plan the planner picks unguided, a part reads reminders_due within its own
+    lane (the index's first column): never the other parts' entries of the minute."""
+    busy = bucket_of(BUSY_MINUTE)
+    connection = await asyncpg.connect(busy_pg)
+    try:
+        plans = [
+            await connection.fetchval(
+                "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes),
+                busy,
+                busy,
+                *part,
+                limit,
+                *after,
+                lane,
             )
-            paged = await connection.fetchval(
-                "EXPLAIN (FORMAT JSON) " + pg.LOAD_DUE, *args, NOW, "x", bucket_of(NOW)
-            )
-        await connection.execute(
-            "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz, text,"
-            " integer) AS " + pg.LOAD_DUE
-        )
-        await connection.execute("SET plan_cache_mode = force_generic_plan")
-        generic = await connection.fetchval(
-            "EXPLAIN (FORMAT JSON) EXECUTE load_due ({}, {}, {}, {}, {}, NULL, NULL, NULL)".format(
-                *args
-            )
-        )
+            for lanes, part, lane in ((1, (448, 511), 7), (2, (384, 511), 6))  # 7 of 16; 3 of 8
+            for limit in (1000, 10_000)
+            for after in ((None, None, None), (BUSY_MINUTE, "x", busy))
+        ]
     finally:
         await connection.close()
 
-    for plan in (custom, paged, generic):
+    for plan in plans:
         nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
-        scans = [n for n in nodes if n.get("Relation Name") == "reminders" or "Index Name" in n]
-        assert any(n.get("Index Name") == "reminders_due" for n in scans), plan
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
-    for plan in (custom, paged):  # in index order: the page stops at its size, unsorted
-        assert not any(n["Node Type"] == "Sort" for n in _nodes(json.loads(plan)[0]["Plan"])), plan
+        scans = [n for n in nodes if "Index Name" in n]
+        assert scans, plan
+        assert all(n["Index Name"] == "reminders_due" for n in scans), plan
+        assert all(re.match(r"\(\(\(shard / 64\) = \d+\)", n["Index Cond"]) for n in scans)
+
+
+@pytest.mark.postgres
+async def test_postgres_pages_a_part_in_index_order(busy_pg: str) -> None:
+    """Under `LOAD_PLANNING` (sorting off, nothing else) a page of a part is a range scan of
+    its lane in reading order that stops at the page's size: no sort, no sequential scan —
+    for one lane and for a part of several (merged), for the first page and the next, and
+    for the custom plan and the generic one."""
+    busy = bucket_of(BUSY_MINUTE)
+    one, two = (busy, busy, 448, 511, 10_000), (busy, busy, 384, 511, 10_000)
+    connection = await asyncpg.connect(busy_pg)
+    try:
+        async with connection.transaction():  # as the store runs it
+            await connection.execute(pg.LOAD_PLANNING)
+            plans = [
+                await connection.fetchval(
+                    "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes), *part, *after, lane
+                )
+                for lanes, part, lane in ((1, one, 7), (2, two, 6))
+                for after in ((None, None, None), (BUSY_MINUTE, "x", busy))
+            ]
+            await connection.execute(
+                "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz,"
+                " text, integer, integer) AS " + pg.load_due(1)
+            )
+            await connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            plans.append(
+                await connection.fetchval(
+                    "EXPLAIN (FORMAT JSON) EXECUTE load_due"
+                    f" ({busy}, {busy}, 448, 511, 10000, NULL, NULL, NULL, 7)"
+                )
+            )
+    finally:
+        await connection.close()
+
+    for plan in plans:
+        nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
+        scans = [n for n in nodes if n.get("Relation Name") == "reminders"]
+        assert scans, plan
+        assert all(n["Node Type"] == "Index Scan" for n in scans), plan
+        assert all(n["Index Name"] == "reminders_due" for n in scans), plan
+        assert not any(n["Node Type"] in ("Sort", "Seq Scan") for n in nodes), plan
+
+
+@pytest.mark.postgres
+async def test_postgres_part_loads_its_rows_in_due_order(busy_pg: str) -> None:
+    """Pages of a part of one lane and of a part of two hold exactly its pending rows of the
+    minute, in (due_at, id) order, each row once."""
+    store = await open_store(busy_pg)
+    try:
+        for shards in (range(448, 512), range(384, 512)):
+            rows, after = [], None
+            while page := await store.load_due(
+                shards=shards,
+                first_bucket=bucket_of(BUSY_MINUTE),
+                last_bucket=bucket_of(BUSY_MINUTE),
+                limit=4000,
+                after=after,
+            ):
+                rows += page
+                after = (page[-1].due_at, page[-1].reminder_id)
+            keys = [(row.due_at, row.reminder_id) for row in rows]
+            assert keys == sorted(set(keys))
+            expected = sum(1 for n in range(1, BUSY + 1) if (n * 7919) % 1024 in shards)
+            assert len(rows) == expected
+    finally:
+        await store.close()
 
 
 async def _filled(url: str, *, firings: bool = False) -> None:

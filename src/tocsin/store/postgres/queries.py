@@ -6,6 +6,10 @@ one statement and one round trip.
 
 from __future__ import annotations
 
+from functools import cache
+
+from tocsin.ids import LANE_WIDTH, LANES
+
 # -- migrations -------------------------------------------------------------------------------
 
 # Serialises `migrate` across processes (an arbitrary constant: "tocsin" in ASCII).
@@ -257,9 +261,17 @@ SELECT 'sending', count(*) FROM firings WHERE state = 'sending'
 """
 
 # The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
-OLDEST_PENDING = """
-SELECT due_at FROM reminders WHERE status = 'pending' ORDER BY bucket, due_at LIMIT 1
-"""
+# The due time of the oldest pending reminder: the first entry of each lane of reminders_due
+# (keyed by lane first), then the earliest of those.
+OLDEST_PENDING = f"""
+SELECT min(first.due_at) FROM generate_series(0, {LANES - 1}) AS lanes (lane),
+LATERAL (
+    SELECT due_at FROM reminders
+    WHERE status = 'pending' AND shard / {LANE_WIDTH} = lanes.lane
+    ORDER BY bucket, due_at
+    LIMIT 1
+) AS first
+"""  # noqa: S608 - constants only
 
 DISABLE_WEBHOOK = "UPDATE apps SET webhook_disabled = true WHERE name = $1"
 
@@ -325,20 +337,34 @@ RETURNING secrets.name
 
 # -- the scheduler ----------------------------------------------------------------------------
 
-# Pending reminders of a bucket range and a shard range, in due order: a range scan of
-# reminders_due, which is keyed in this order (bucket, due_at, id) and tests the shard range
-# on each entry; with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8:
-# the next page, which starts where the last one stopped.
-LOAD_DUE = """
-SELECT id, due_at, freshness, zone, anchor, rule, version FROM reminders
-WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
+# Pending reminders of one lane's bucket range and shard range, in due order: one range scan
+# of reminders_due, keyed ((shard / 64), bucket, due_at, id, shard) — the lane $9 first, then
+# reading order — that tests the shard range on each entry and reads no other lane's entry;
+# with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8: the next page,
+# which starts where the last one stopped.
+_LOAD_LANE = """
+SELECT id, due_at, freshness, zone, anchor, rule, version, bucket FROM reminders
+WHERE status = 'pending' AND shard / 64 = $9::integer + {offset}
+  AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
   AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
 ORDER BY bucket, due_at, id
 LIMIT $5
 """
 
-# How the scheduler's statements (LOAD_DUE, CLAIM, RECORD_ATTEMPTS) are planned: in their own
-# transaction, run first.
+
+@cache
+def load_due(lanes: int) -> str:
+    """Pending reminders of a part that spans `lanes` lanes from lane $9, in due order, $5 at
+    most: one `_LOAD_LANE` scan per lane, merged (a Merge Append, which stops at the limit).
+    With the default 16 parts a part is one lane, and this is one range scan."""
+    branches = " UNION ALL ".join(f"({_LOAD_LANE.format(offset=n)})" for n in range(lanes))
+    # Built from this module's text and a count: no value from outside reaches the SQL.
+    columns = "id, due_at, freshness, zone, anchor, rule, version"
+    return f"SELECT {columns} FROM ({branches}) AS due ORDER BY bucket, due_at, id LIMIT $5"  # noqa: S608
+
+
+# How the scheduler's writes (CLAIM, RECORD_ATTEMPTS) are planned: in their own transaction,
+# run first.
 #
 # - A plan made for these arguments, every time. asyncpg prepares each statement, and after
 #   five executions PostgreSQL may switch to a generic plan that does not know the batch
@@ -347,18 +373,27 @@ LIMIT $5
 #   batch.
 # - Rows by index, whatever the statistics say. Right after a bulk import or during a burst
 #   the statistics are stale (the planner believes `pending` reminders or `sending` firings
-#   are a handful, or that one bucket is the whole table), and it would read the whole
-#   partial index reminders_due / firings_sending — every pending row, for each batch — or
-#   scan the table in parallel (LOAD_DUE: 70 ms on three processes instead of 24 ms on one,
-#   for a page of 10,000 of a 500,000-row minute). So the state test of CLAIM and
-#   RECORD_ATTEMPTS is written `(… = '…') IS TRUE`, which the planner cannot match to those
-#   partial indexes, and sequential scans and parallel workers are off.
-# - LOAD_DUE's pages in the index's order, whatever the row estimate: sorting is off, so a
-#   page never sorts every pending row of the bucket because the planner expected few.
+#   are a handful), and it would read the whole partial index reminders_due /
+#   firings_sending — every pending row, for each batch — or scan the table in parallel. So
+#   the state test of CLAIM and RECORD_ATTEMPTS is written `(… = '…') IS TRUE`, which the
+#   planner cannot match to those partial indexes, and sequential scans and parallel workers
+#   are off. Sorting is off too: these settings once planned LOAD_DUE as well, and whether
+#   the writes' plans depend on it was not measured.
 SCHEDULER_PLANNING = (
     "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off;"
     " SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL enable_sort = off"
 )
+
+# How `load_due` is planned: in its own transaction, with sorting off, and nothing else
+# forced. Keyed by lane, the index gives a part only its own rows whatever the planner picks
+# (no sequential scan or parallel plan came up, fresh statistics or stale), but with fresh
+# statistics of a busy minute the planner prefers a bitmap scan and a sort to the index's
+# order, because the rows of a lane lie scattered over the heap: for the first page (10,000)
+# of a part holding 125,000 rows of a 2,000,000-row minute that read all 125,000 (33,797
+# buffers, 568 ms) where the index order reads 10,000 (9,974 buffers, 20 ms) — and a minute
+# is read a page at a time, so every page would read the part's whole minute again. Sorting
+# off leaves the index's order the one plan that needs no sort.
+LOAD_PLANNING = "SET LOCAL enable_sort = off"
 
 # Claim a batch in one statement. `moved` is the conditional update of each row, only while it
 # is still exactly what was loaded: pending, at the loaded due time, at the loaded version (an
@@ -813,23 +848,34 @@ ORDER BY holder, part
 """
 
 # Pending reminders due in each bucket of [$1, $2], each counted up to $3: one range scan of
-# `reminders_due` per bucket, stopped at the cap.
+# `reminders_due` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES) and
+# bucket, each stopped at the cap; the lanes' counts add up to the bucket's, capped again.
 COUNT_DUE = """
-SELECT buckets.bucket, (
-    SELECT count(*) FROM (
-        SELECT 1 FROM reminders
-        WHERE status = 'pending' AND reminders.bucket = buckets.bucket
-        LIMIT $3
-    ) AS capped
-) AS due
+SELECT buckets.bucket, least($3::bigint, (
+    SELECT sum((
+        SELECT count(*) FROM (
+            SELECT 1 FROM reminders
+            WHERE status = 'pending' AND shard / 64 = lanes.lane
+              AND reminders.bucket = buckets.bucket
+            LIMIT $3
+        ) AS capped
+    ))::bigint
+    FROM generate_series(0, 15) AS lanes (lane)
+)) AS due
 FROM generate_series($1::integer, $2::integer) AS buckets (bucket)
 """
 
-# Pending reminders due before bucket $1, counted up to $2 (the sweep keeps them few).
+# Pending reminders due before bucket $1, counted up to $2 (the sweep keeps them few): one
+# range scan of `reminders_due` per lane, as COUNT_DUE.
 COUNT_OVERDUE = """
-SELECT count(*) FROM (
-    SELECT 1 FROM reminders WHERE status = 'pending' AND bucket < $1 LIMIT $2
-) AS capped
+SELECT least($2::bigint, sum((
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND shard / 64 = lanes.lane AND bucket < $1
+        LIMIT $2
+    ) AS capped
+))::bigint)
+FROM generate_series(0, 15) AS lanes (lane)
 """
 
 # The firings due in each minute of [$1, $2] (UTC epoch minutes), the $3 earliest of a

@@ -39,7 +39,7 @@ from tocsin.errors import (
     StoreUnavailable,
     TocsinError,
 )
-from tocsin.ids import SHARDS
+from tocsin.ids import SHARDS, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import (
@@ -176,12 +176,14 @@ class PostgresStore(Store):
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    async def _scheduler_fetch(self, sql: str, *args: Any) -> list[Record]:
-        """One of the scheduler's statements, in its own transaction, planned by
-        `queries.SCHEDULER_PLANNING` (which says why)."""
+    async def _scheduler_fetch(
+        self, sql: str, *args: Any, planning: str = q.SCHEDULER_PLANNING
+    ) -> list[Record]:
+        """One of the scheduler's statements, in its own transaction, planned by `planning`
+        (`queries.SCHEDULER_PLANNING` or `queries.LOAD_PLANNING`, which say why)."""
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
-            await connection.execute(q.SCHEDULER_PLANNING)
+            await connection.execute(planning)
             rows: list[Record] = await connection.fetch(sql, *args)
             return rows
 
@@ -456,7 +458,16 @@ class PostgresStore(Store):
         after_due, after_id = after or (None, None)
         after_bucket = _opt_bucket(after_due)
         bounds = (first_bucket, last_bucket, shards.start, shards[-1], limit)
-        rows = await self._scheduler_fetch(q.LOAD_DUE, *bounds, after_due, after_id, after_bucket)
+        lanes = lanes_of(shards)
+        rows = await self._scheduler_fetch(
+            q.load_due(len(lanes)),
+            *bounds,
+            after_due,
+            after_id,
+            after_bucket,
+            lanes.start,
+            planning=q.LOAD_PLANNING,
+        )
         return [codec.due_ring(*row) for row in rows]
 
     async def claim(

@@ -1,0 +1,5 @@
+-- The PostgreSQL migration of the same name keys reminders_due by the shard's lane first, so
+-- that each of several scheduler parts reads only its own rows. On SQLite one process holds
+-- every part (TOCSIN_PARTS is 1 there), so every row of a bucket is that one part's: the
+-- index keyed in reading order (migration 0002) already reads nothing else, and keyed by
+-- lane it would need a merge of 16 scans for each page instead of one. Nothing changes.
