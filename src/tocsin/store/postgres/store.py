@@ -128,10 +128,11 @@ def boundary() -> Iterator[None]:
 async def _keep_session(connection: asyncpg.Connection) -> None:
     """A pooled connection's reset on release: nothing beyond asyncpg's own (rolling back a
     transaction left open). Its default also sends `SELECT pg_advisory_unlock_all(); CLOSE
-    ALL; UNLISTEN *; RESET ALL`, a second round trip after every statement, a fifth of an API
-    create's cost, for session state no store method leaves behind: settings are `SET LOCAL`
-    inside transactions, LISTEN has a connection of its own (`Wakeups`), and `migrate`
-    releases its advisory lock itself. A method that sets session state must undo it."""
+    ALL; UNLISTEN *; RESET ALL`, a second round trip after every statement (a single save
+    took 389 µs instead of 272 µs, docs/benchmarks.md), for session state no store method
+    leaves behind: settings are `SET LOCAL` inside transactions, LISTEN has a connection of
+    its own (`Wakeups`), and `migrate` releases its advisory lock itself. A method that sets
+    session state must undo it."""
 
 
 def _as_is(value: datetime) -> datetime:
