@@ -63,6 +63,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     problems.install(app)
     app.include_router(health.router)
     app.include_router(metrics.router)
+    app.include_router(reminders.creates)
     app.include_router(reminders.router)
     app.include_router(contacts.router)
     app.include_router(feed.router)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 import orjson
@@ -11,6 +12,7 @@ from starlette.responses import Response
 from tocsin.api import changes, idempotency, openapi, render
 from tocsin.api.body import validated
 from tocsin.api.context import Caller, Context, get_context, get_principal
+from tocsin.api.direct import DirectRoute
 from tocsin.api.idempotency import Answer, IdempotencyKey
 from tocsin.api.models import (
     OWNER_PATTERN,
@@ -41,14 +43,16 @@ _CANCEL_409 = (
     "`reminder_status` and `last_firing`."
 )
 
-router = APIRouter(
-    prefix="/v1", tags=["reminders"], responses=openapi.problems(*openapi.AUTHENTICATED)
-)
-
-
+_TAGS: list[str | Enum] = ["reminders"]
+_PROBLEMS = openapi.problems(*openapi.AUTHENTICATED)
 # The two create routes, the busiest, read the caller and then the body themselves, and say
-# what they take in `openapi_extra` (why: `tocsin.api.openapi`).
-@router.post(
+# what they take in `openapi_extra` (why: `tocsin.api.openapi`); FastAPI only documents them
+# (`tocsin.api.direct`).
+creates = APIRouter(prefix="/v1", tags=_TAGS, responses=_PROBLEMS, route_class=DirectRoute)
+router = APIRouter(prefix="/v1", tags=_TAGS, responses=_PROBLEMS)
+
+
+@creates.post(
     "/reminders",
     status_code=201,
     response_model=ReminderOut,
@@ -74,7 +78,7 @@ async def create_reminder(request: Request) -> Response:
     return _answer(answer, _created_headers(answer))
 
 
-@router.post(
+@creates.post(
     "/reminders:batch",
     response_model=BatchOut,
     summary="Save up to 1,000 reminders; each item is created or says why not",
