@@ -16,7 +16,7 @@ from tocsin.api.context import ApiContext
 from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
-from tocsin.api.metrics import RequestMetrics
+from tocsin.api.metrics import count_request
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
 from tocsin.api.routes import contacts, feed, health, page, reminders, status
 from tocsin.api.security import Authenticator
@@ -77,13 +77,13 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     openapi.complete(app, [ReminderIn, BatchIn, ProblemOut])
     app.add_middleware(BodyGuard)
     app.add_middleware(LoopbackGuard, is_open=auth.is_open)
-    app.add_middleware(RequestMetrics)
     app.add_middleware(AccessLog)
     return app
 
 
 class AccessLog:
-    """One structured log line per request: method, path, status, duration, caller."""
+    """Per request: its metrics (`count_request`) and one structured log line: method,
+    path, status, duration, caller."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -105,18 +105,20 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
+            seconds = time.perf_counter() - started
+            count_request(scope, status, seconds)
             if access_log.isEnabledFor(logging.INFO):
-                self._log(scope, state, status, started)
+                self._log(scope, state, status, seconds)
 
     @staticmethod
-    def _log(scope: Scope, state: dict[str, object], status: int, started: float) -> None:
+    def _log(scope: Scope, state: dict[str, object], status: int, seconds: float) -> None:
         access_log.info(
             "request",
             extra={
                 "method": scope["method"],
                 "path": scope["path"],
                 "status": status,
-                "ms": round((time.perf_counter() - started) * 1000, 1),
+                "ms": round(seconds * 1000, 1),
                 "caller": state.get("principal", "-"),
             },
         )

@@ -1,5 +1,5 @@
 """The API's side of the metrics: every request counted by route template and status, with
-its latency (`RequestMetrics`), and `GET /metrics` in the Prometheus text format.
+its latency (`count_request`), and `GET /metrics` in the Prometheus text format.
 
 The route label is the template the request matched (`/v1/reminders/{reminder_id}`), never
 the path itself: ids in paths would make a series per reminder. Requests that match no
@@ -8,12 +8,10 @@ route are counted under `unmatched`.
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter
 from starlette.responses import Response
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from tocsin.api import openapi
 from tocsin.api.context import Context
@@ -42,33 +40,14 @@ async def metrics(context: Context) -> Response:
     return Response(body, media_type=exposition.CONTENT_TYPE)
 
 
-class RequestMetrics:
-    """Counts each HTTP request by method, route template and status, and times it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            template = _template(scope)
-            method = scope["method"]
-            instruments = http_metrics()
-            instruments.requests.labels(method, template, str(status)).inc()
-            instruments.seconds.labels(method, template).observe(time.perf_counter() - started)
+def count_request(scope: Scope, status: int, seconds: float) -> None:
+    """Count one answered HTTP request by method, route template and status, and its time
+    (called by the access log's middleware, which already watches every request)."""
+    template = _template(scope)
+    method = scope["method"]
+    instruments = http_metrics()
+    instruments.requests.labels(method, template, str(status)).inc()
+    instruments.seconds.labels(method, template).observe(seconds)
 
 
 def _template(scope: Scope) -> str:
