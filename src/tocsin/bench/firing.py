@@ -65,9 +65,10 @@ class FiringSpec:
     workers: int
     channel: str  # "null", "webhook", "apns", "email" or "inapp"
     owners: int | None = None  # apns, email, inapp: how many owners (else the default)
+    api_workers: int = 1  # inapp on PostgreSQL: processes of the pages' `tocsin api`
     pg_url: str | None = None
     rate: int | None = None  # steady: reminders due per second
-    save_rate_guess: float = 15_000.0  # reminders/s, to plan when the first is due
+    save_rate_guess: float = 10_000.0  # reminders/s, to plan when the first is due
     due_in: float | None = None  # first due this long after the save, not at a minute start
     worker_settings: tuple[tuple[str, str], ...] = ()  # extra TOCSIN_* settings of workers
     # Fills the migrated database (by URL) before the engine starts.
@@ -87,6 +88,8 @@ class FiringSpec:
         }
         if self.rate is not None:
             shown["rate_per_s"] = self.rate
+        if self.channel == "inapp" and self.db == "postgres":
+            shown["api_processes"] = self.api_workers
         for name, value in self.worker_settings:
             shown[name] = value
         return shown
@@ -242,7 +245,8 @@ def _start_feed_api(
         return None
     if spec.db == "sqlite":
         return str(engine[0].extra["base_url"])
-    api, base = start_server("api", url, logs, **settings)
+    workers = ["--workers", str(spec.api_workers)] if spec.api_workers > 1 else []
+    api, base = start_server("api", url, logs, args=workers, **settings)
     processes.append(api)
     return base
 

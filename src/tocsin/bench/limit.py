@@ -23,6 +23,7 @@ import asyncpg
 from tocsin.bench.databases import migrated_store, throwaway
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
+from tocsin.store.base import FEED_WAITING
 from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS, SCHEDULER_PLANNING
 
 # Pending one-offs due in one bucket, spread over the shards, as a burst leaves them; ids
@@ -124,6 +125,7 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
                 _SENDER,
                 now + timedelta(seconds=20),
                 1,
+                FEED_WAITING,  # the note of a ring for the in-app feed (none here)
             )
         )
     return batches

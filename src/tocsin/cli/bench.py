@@ -63,6 +63,13 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
         "one contact or one open feed connection (default 2,000; inapp 10,000)",
     )
     parser.add_argument(
+        "--api-workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="inapp on PostgreSQL: the pages' `tocsin api` runs N processes (--workers N)",
+    )
+    parser.add_argument(
         "--due-in",
         type=float,
         metavar="SECONDS",
@@ -207,6 +214,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
         due_in=args.due_in,
         owners=args.owners,
+        api_workers=args.api_workers,
         worker_settings=_settings(args.set),
     )
     return await run_firing(spec)
@@ -226,6 +234,7 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         rate=args.rate,
         due_in=args.due_in,
         owners=args.owners,
+        api_workers=args.api_workers,
         worker_settings=_settings(args.set),
     )
     return await run_firing(spec)

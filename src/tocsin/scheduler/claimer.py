@@ -118,7 +118,9 @@ class Claimer:
     def _count(self, firings: list[Firing], tried: int) -> None:
         expired = failed = 0
         for firing in firings:
-            if firing.state is not FiringState.SENDING:  # few: only after an outage or a bug
+            # Besides the feed's rings, which a claim queues for a page, few: only after an
+            # outage or a bug.
+            if firing.state not in (FiringState.SENDING, FiringState.QUEUED):
                 expired += firing.state is FiringState.EXPIRED
                 failed += firing.state is FiringState.FAILED
                 ENGINE.finished(firing.channel, firing.state, None)

@@ -47,6 +47,9 @@ FeedListener = Callable[[str, str], None]
 `Store.listen_feed`."""
 
 WAKE_HORIZON = timedelta(minutes=2)
+
+# Why a ring for the in-app feed waits `queued`: the claim queues it for the owner's pages.
+FEED_WAITING = "queued for the in-app feed: sent when an open page receives it"
 """A write wakes `listen_due` listeners only for a pending reminder due this soon after its
 `updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
 

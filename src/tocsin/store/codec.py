@@ -23,7 +23,8 @@ from tocsin.store.base import WAKE_HORIZON, Move
 DUE_CHANNEL = "tocsin_due"
 LEASES_CHANNEL = "tocsin_leases"  # payload: the worker that joined or let parts go
 """The PostgreSQL NOTIFY channel for wake-ups; the payload is `shard:epoch_seconds`."""
-FEED_CHANNEL = "tocsin_feed"  # payload: `<owner> <firing id>` (see `feed_payload`)
+FEED_CHANNEL = "tocsin_feed"  # payload: `<owner> <firing id>` lines (see `feed_payloads`)
+FEED_PAYLOAD_BYTES = 7_900  # a NOTIFY payload must be shorter than 8,000 bytes (ASCII here)
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -135,14 +136,33 @@ def parse_wake_payload(payload: str) -> tuple[int, datetime]:
     return int(shard), datetime.fromtimestamp(int(second), UTC)
 
 
-def feed_payload(owner: str, firing_id: str) -> str:
-    """An in-app ring's NOTIFY payload. Neither an owner nor a firing id has a space."""
-    return f"{owner} {firing_id}"
+def feed_payloads(rings: Iterable[tuple[str, str]]) -> list[str]:
+    """In-app rings' NOTIFY payloads: a `<owner> <firing id>` line per ring (neither has a
+    space or a line break), as many lines to a payload as fit under NOTIFY's limit. A
+    burst is then a few notifications for each listener to take in, not one per ring."""
+    payloads: list[str] = []
+    lines: list[str] = []
+    size = 0
+    for owner, firing_id in rings:
+        line = f"{owner} {firing_id}"
+        if lines and size + len(line) > FEED_PAYLOAD_BYTES:
+            payloads.append("\n".join(lines))
+            lines, size = [], 0
+        lines.append(line)
+        size += len(line) + 1
+    if lines:
+        payloads.append("\n".join(lines))
+    return payloads
 
 
-def parse_feed_payload(payload: str) -> tuple[str, str]:
-    """The (owner, firing id) of a feed payload; ValueError when it is not one of ours."""
-    owner, space, firing_id = payload.partition(" ")
-    if not space or not owner or not firing_id:
-        raise ValueError(payload)
-    return owner, firing_id
+def parse_feed_payload(payload: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (owner, firing id) rings of a feed payload, and the lines that are not one."""
+    rings: list[tuple[str, str]] = []
+    bad: list[str] = []
+    for line in payload.split("\n"):
+        owner, space, firing_id = line.partition(" ")
+        if space and owner and firing_id:
+            rings.append((owner, firing_id))
+        else:
+            bad.append(line)
+    return rings, bad

@@ -140,7 +140,8 @@ def claimed_firing_from(
     reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
     last_error): the
     rest is the claim's own values — no attempt yet, held by `sender` until `lease_until`
-    when `sending`, due for pickup now when `queued`."""
+    when `sending`; when `queued`, due for pickup now, or, a ring for the in-app feed
+    alone, waiting for a page until its deadline."""
     (
         id_,
         reminder_id,
@@ -154,9 +155,14 @@ def claimed_firing_from(
         source,
         value,
         error,
+        *_,  # SQLite's claim answers whether it queued the ring for the feed: so does `route`
     ) = row
     state = codec.FIRING_STATES[value]
     sending = state is FiringState.SENDING
+    route = codec.route_of(channel)
+    waiting = state is FiringState.QUEUED
+    # queued by the claim: the feed's for a page until the deadline, the rest for pickup now
+    due_next = (instant(deadline) if route.single is Channel.INAPP else now) if waiting else None
     return Firing(
         id=id_,
         reminder_id=reminder_id,
@@ -164,13 +170,13 @@ def claimed_firing_from(
         shard=shard,
         due_at=instant(due_at),
         deadline=instant(deadline),
-        channel=codec.route_of(channel),
+        channel=route,
         text=text,
         metadata=codec.load_json(metadata),
         source=source,
         state=state,
         attempts=0,
-        next_attempt_at=now if state is FiringState.QUEUED else None,
+        next_attempt_at=due_next,
         sender=sender if sending else None,
         lease_until=lease_until if sending else None,
         created_at=now,

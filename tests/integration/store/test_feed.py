@@ -8,8 +8,10 @@ from dataclasses import replace
 from datetime import timedelta
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+from tests.support.raw import raw_execute, raw_pairs
 from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder, one
 from tocsin.store import Store
+from tocsin.store.base import FEED_WAITING
 
 SECOND = timedelta(seconds=1)
 
@@ -20,7 +22,8 @@ def inapp(owner: str = "ana", *, due_in: int = 0, freshness: int = 600) -> Remin
 
 
 async def rung(store: Store, *reminders: Reminder) -> list[Firing]:
-    """Claimed by worker-1 (`sending`), in the order given."""
+    """Claimed by worker-1 (the feed's `queued` for a page, the others `sending`), in the
+    order given."""
     await store.add_reminders(list(reminders))
     firings = await store.claim(
         [claim(r) for r in reminders], sender="worker-1", now=NOW, lease=LEASE
@@ -38,7 +41,7 @@ async def test_a_page_gets_what_waits_for_its_owner_in_due_order(store: Store) -
     waiting = await store.feed_firings("ana", now=now)
 
     assert [f.id for f in waiting] == [f_sooner.id, f_later.id]
-    assert waiting[0].state is FiringState.SENDING
+    assert waiting[0].state is FiringState.QUEUED
     assert waiting[0].history == ()
 
 
@@ -83,11 +86,50 @@ async def test_marking_sent_is_conditional_and_recorded(store: Store) -> None:
         Channel.INAPP,
     )
     [unsent] = await store.list_firings(stale.reminder_id)
-    assert unsent.state is FiringState.SENDING
+    assert unsent.state is FiringState.QUEUED
 
 
-async def test_a_queued_ring_is_sent_after_the_worker_recorded_it(store: Store) -> None:
+async def test_a_claim_queues_a_feed_ring_for_a_page_and_announces_it(store: Store) -> None:
+    heard: list[tuple[str, str]] = []
+    stop = await store.listen_feed(
+        lambda owner, ring: heard.append((owner, ring)), on_gap=lambda: None
+    )
+    try:
+        feed, hook = await rung(
+            store, inapp(due_in=1), replace(inapp(), channel=one(Channel.WEBHOOK))
+        )
+        for _ in range(50):  # PostgreSQL delivers the NOTIFY after the commit
+            if heard:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        stop()
+
+    assert heard == [("ana", feed.id)]
+    [saved] = await store.list_firings(feed.reminder_id)
+    assert (saved.state, saved.attempts, saved.sender, saved.lease_until) == (
+        FiringState.QUEUED,
+        0,
+        None,
+        None,
+    )
+    assert saved.next_attempt_at == saved.deadline == feed.deadline == feed.next_attempt_at
+    assert saved.last_error == FEED_WAITING
+    assert hook.state is FiringState.SENDING
+
+
+async def test_a_ring_a_worker_held_gets_its_page_attempt_after_the_workers(
+    store: Store, migrated_db_url: str
+) -> None:
+    """A feed ring a worker took over and held (as workers of earlier versions did, and the
+    in-app sender still does for a ring it is handed): the page's attempt comes after the
+    worker's, each a row."""
     [firing] = await rung(store, inapp(due_in=1))
+    await raw_execute(
+        migrated_db_url,
+        f"UPDATE firings SET state = 'sending', sender = 'worker-1', next_attempt_at = NULL "
+        f"WHERE id = '{firing.id}'",
+    )
     waiting = result(
         firing.id,
         state=FiringState.QUEUED,
@@ -101,13 +143,48 @@ async def test_a_queued_ring_is_sent_after_the_worker_recorded_it(store: Store) 
     [saved] = await store.list_firings(firing.reminder_id)
     assert [a.number for a in saved.history] == [1, 2]
     assert saved.next_attempt_at is None
+    rows = await raw_pairs(migrated_db_url, "SELECT firing_id, count(*) FROM attempts GROUP BY 1")
+    assert dict(rows) == {firing.id: 2}
+
+
+async def test_a_page_keeps_its_ring_on_the_firing_row(store: Store, migrated_db_url: str) -> None:
+    """The page's attempt is the ring's first: it stays on the firing row (no attempts row),
+    as a first try accepted by any channel does, and the history says it all the same. A
+    worker's result, late, changes nothing."""
+    [firing] = await rung(store, inapp(due_in=1))
+    at = NOW + 2 * SECOND
+
+    assert await store.mark_feed_sent([firing.id], at=at) == 1
+    late = result(firing.id, state=FiringState.QUEUED, outcome=Outcome.RETRY)
+    assert await store.record_attempts([late]) == 0
+
+    assert await raw_pairs(migrated_db_url, "SELECT firing_id, number FROM attempts") == []
+    [kept] = await store.list_firings(firing.reminder_id)
+    assert (kept.state, kept.attempts, kept.sent_at, kept.last_error) == (
+        FiringState.SENT,
+        1,
+        at,
+        None,
+    )
+    [attempt] = kept.history
+    assert (attempt.number, attempt.at, attempt.outcome, attempt.channel, attempt.destination) == (
+        1,
+        at,
+        Outcome.SENT,
+        Channel.INAPP,
+        "feed",
+    )
+    assert await store.settled_destinations(firing.id) == {"feed": Outcome.SENT}
 
 
 async def test_feed_rings_leaves_out_the_final_and_the_stale(store: Store) -> None:
     kept, expired = await rung(store, inapp(due_in=1), inapp(due_in=1, freshness=30))
     other = (await rung(store, replace(inapp(), channel=one(Channel.WEBHOOK))))[0]
-    gone = result(expired.id, state=FiringState.EXPIRED, outcome=Outcome.RETRY)
-    await store.record_attempts([gone])
+    # Pickup expires the stale one (its deadline passed); the fresh one waits for a page.
+    taken = await store.take_deliveries(
+        sender="w2", shards=None, now=NOW + 40 * SECOND, lease=LEASE, limit=10
+    )
+    assert kept.id not in {f.id for f in taken}
 
     found = await store.feed_rings([kept.id, expired.id, other.id], now=NOW)
 

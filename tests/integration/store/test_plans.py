@@ -135,6 +135,7 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
             "now": 0,
             "parts": 16,
             "sender": "w",
+            "waiting": "",
         }
         plans = {
             name: _sqlite_plan(connection, getattr(lite, name), params)

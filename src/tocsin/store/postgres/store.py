@@ -43,6 +43,7 @@ from tocsin.ids import SHARDS, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import (
+    FEED_WAITING,
     DueListener,
     FeedListener,
     Move,
@@ -513,6 +514,7 @@ class PostgresStore(Store):
             sender,
             lease_until,
             None if fence is None else fence.parts,
+            FEED_WAITING,
         )
         rows = await self._scheduler_fetch(q.CLAIM, *args)
         return [
@@ -614,7 +616,7 @@ class PostgresStore(Store):
 
     async def announce_feed(self, rings: Sequence[tuple[str, str]]) -> None:
         if rings:
-            await self._fetch(q.ANNOUNCE_FEED, [codec.feed_payload(*ring) for ring in rings])
+            await self._fetch(q.ANNOUNCE_FEED, codec.feed_payloads(rings))
 
     async def listen_feed(
         self, listener: FeedListener, *, on_gap: Callable[[], None]

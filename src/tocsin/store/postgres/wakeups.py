@@ -172,13 +172,12 @@ class Wakeups:
     def _on_feed(
         self, _connection: asyncpg.Connection, _pid: int, _channel: str, payload: str
     ) -> None:
-        try:
-            owner, firing_id = codec.parse_feed_payload(payload)
-        except ValueError:
-            log.warning("ignored a malformed feed announcement", extra={"payload": payload})
-            return
+        rings, bad = codec.parse_feed_payload(payload)
+        if bad:
+            log.warning("ignored a malformed feed announcement", extra={"payload": bad[0]})
         for listener, _ in list(self._feed_listeners):
-            try:
-                listener(owner, firing_id)
-            except Exception:
-                log.exception("a feed listener failed", extra={"owner": owner})
+            for owner, firing_id in rings:
+                try:
+                    listener(owner, firing_id)
+                except Exception:
+                    log.exception("a feed listener failed", extra={"owner": owner})

@@ -271,8 +271,10 @@ LIMIT :limit
 # (pending, at the loaded due time and version), whose lease is still held at the epoch
 # given (when :parts is set), and whose firing id (the delivery identity) does not exist
 # yet, the firing built from the row, as one JSON array of [id, reminder_id, owner, shard,
-# due_at, deadline, channel, text, metadata, source, state, error] (`:firings` of
-# INSERT_FIRINGS). Run first in the
+# due_at, deadline, channel, text, metadata, source, state, error, feed] (`:firings` of
+# INSERT_FIRINGS). A ring for the in-app feed alone is `queued` until its deadline, with the
+# note :waiting, for a page to take (the store announces it after the commit; PostgreSQL's
+# CLAIM says why). Run first in the
 # claim's write transaction, so nothing changes the rows before they are claimed. `CROSS
 # JOIN` keeps the claims as the outer loop, so each reminder is found by its primary key:
 # `status = 'pending'` matches the partial index reminders_due too, and reading that whole
@@ -281,7 +283,11 @@ CLAIMABLE = """
 SELECT json_group_array(json_array(
     json_extract(c.value, '$[0]'), r.id, r.owner, r.shard, r.due_at,
     r.due_at + r.freshness * 1000000, r.channel, r.text, r.metadata, r.source,
-    json_extract(c.value, '$[5]'), json_extract(c.value, '$[9]')
+    CASE WHEN json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
+        THEN 'queued' ELSE json_extract(c.value, '$[5]') END,
+    CASE WHEN json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
+        THEN :waiting ELSE json_extract(c.value, '$[9]') END,
+    json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
 ))
 FROM json_each(:claims) AS c
 CROSS JOIN reminders AS r
@@ -306,7 +312,8 @@ SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(va
        json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
        json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
        json_extract(value, '$[9]'), json_extract(value, '$[10]'), 0,
-       CASE json_extract(value, '$[10]') WHEN 'queued' THEN :now END,
+       CASE WHEN json_extract(value, '$[12]') THEN json_extract(value, '$[5]')
+           WHEN json_extract(value, '$[10]') = 'queued' THEN :now END,
        CASE json_extract(value, '$[10]') WHEN 'sending' THEN :sender END,
        CASE json_extract(value, '$[10]') WHEN 'sending' THEN :lease_until END,
        :now, json_extract(value, '$[11]')
@@ -541,14 +548,16 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND channel = 'inapp' AND deadli
 
 # A page received these: each one still fresh and not final becomes `sent` with one more
 # attempt (whoever held it: a worker's later result no longer applies). Answers the attempt
-# number each took, for RECORD_FEED_ATTEMPT.
+# number each took, for RECORD_FEED_ATTEMPT, and whether it stays on the firing row instead:
+# a first attempt does (`sent_to`), as on PostgreSQL.
 MARK_FEED_SENT = """
 UPDATE firings
 SET state = 'sent', sent_at = :at, attempts = attempts + 1, sender = NULL,
-    lease_until = NULL, next_attempt_at = NULL, last_error = NULL
+    lease_until = NULL, next_attempt_at = NULL, last_error = NULL,
+    sent_to = CASE WHEN attempts = 0 THEN 'feed' END
 WHERE id IN (SELECT value FROM json_each(:ids)) AND channel = 'inapp'
   AND state IN ('queued', 'sending') AND deadline > :at
-RETURNING id, attempts
+RETURNING id, attempts, sent_to IS NOT NULL
 """
 
 RECORD_FEED_ATTEMPT = """

@@ -37,6 +37,7 @@ from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import (
+    FEED_WAITING,
     DueListener,
     FeedListener,
     Move,
@@ -458,7 +459,7 @@ class SqliteStore(Store):
         def work(connection: sqlite3.Connection) -> list[str]:
             made: list[str] = []
             for batch in rounds:
-                claimable = fenced | {"claims": batch}
+                claimable = fenced | {"claims": batch, "waiting": FEED_WAITING}
                 firings = connection.execute(q.CLAIMABLE, claimable).fetchone()[0]
                 connection.execute(q.INSERT_FIRINGS, held | {"firings": firings})
                 connection.execute(q.CLAIM_REMINDERS, claimable | {"now": now_us})
@@ -467,11 +468,16 @@ class SqliteStore(Store):
 
         made = await self._db.write(work)
         held_until, claimed_at = _utc(until_us), _utc(now_us)
-        return [
+        firings = [
             claimed_firing_from(row, _utc, sender=sender, lease_until=held_until, now=claimed_at)
             for text in made
             for row in orjson.loads(text)
         ]
+        # The feed's rings, queued by the claim, for this process's pages (after the commit).
+        await self.announce_feed(
+            [(f.owner, f.id) for f in firings if f.state is FiringState.QUEUED]
+        )
+        return firings
 
     async def take_deliveries(
         self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
@@ -664,7 +670,8 @@ class SqliteStore(Store):
 
         def work(connection: sqlite3.Connection) -> int:
             sent = connection.execute(q.MARK_FEED_SENT, params).fetchall()
-            connection.executemany(q.RECORD_FEED_ATTEMPT, [(row[0], row[1], at_us) for row in sent])
+            attempts = [(row[0], row[1], at_us) for row in sent if not row[2]]
+            connection.executemany(q.RECORD_FEED_ATTEMPT, attempts)
             return len(sent)
 
         return await self._db.write(work)
