@@ -1,10 +1,11 @@
 """`bench limit`: what the database itself allows — the store's claim transactions, issued by
 a bare asyncpg loop with no Tocsin code around them, over pre-inserted pending rows.
 
-Only the SQL text is shared with the store (`tocsin.store.postgres.queries`: SCHEDULER_PLANNING,
-CLAIM, RECORD_ATTEMPTS), so the statements measured are the ones the engine runs; the loop
-around them is as thin as it gets: arguments built before the clock starts, one transaction
-per batch. Two passes, each over its own fresh rows: claims alone, then every batch claimed
+Only the SQL text is shared with the store (`tocsin.store.postgres.queries`: CLAIM,
+RECORD_ATTEMPTS), so the statements measured are the ones the engine runs, and they run as
+the store runs them: each statement on its own, a transaction of its own, with no planner
+setting. The loop around them is as thin as it gets: arguments built before the clock
+starts. Two passes, each over its own fresh rows: claims alone, then every batch claimed
 and its results recorded as sent — all the writes a ring costs the database, which is what
 the engine's firings per second compare to.
 """
@@ -24,7 +25,7 @@ from tocsin.bench.databases import migrated_store, throwaway
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
 from tocsin.store.base import FEED_WAITING
-from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS, SCHEDULER_PLANNING
+from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS
 
 # Pending one-offs due in one bucket, spread over the shards, as a burst leaves them; ids
 # `<prefix><n in hex>`, so each pass has rows of its own.
@@ -125,6 +126,7 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
                 _SENDER,
                 now + timedelta(seconds=20),
                 1,
+                ["pending"] * size,  # the status each was loaded in
                 FEED_WAITING,  # the note of a ring for the in-app feed (none here)
             )
         )
@@ -150,31 +152,28 @@ async def _loop(
 ) -> int:
     done = 0
     for args in batches:
-        async with connection.transaction():
-            await connection.execute(SCHEDULER_PLANNING)
-            rows = await connection.fetch(CLAIM, *args)
+        rows = await connection.fetch(CLAIM, *args)
         if not record:
             done += len(rows)
             continue
         ids = [row["id"] for row in rows]
         size, now = len(ids), datetime.now(UTC)
-        async with connection.transaction():
-            await connection.execute(SCHEDULER_PLANNING)
-            done += await connection.fetchval(
-                RECORD_ATTEMPTS,
-                ids,
-                [_SENDER] * size,
-                ["sent"] * size,
-                [None] * size,
-                [1] * size,
-                [now] * size,
-                ["webhook"] * size,
-                ["sent"] * size,
-                [None] * size,
-                [None] * size,
-                ["app:limit"] * size,  # the destination: the app's endpoint
-                [None] * size,
-                *([[]] * 8),  # no other destinations
-                ["app:limit"] * size,  # a first try accepted: kept on the firing row
-            )
+        done += await connection.fetchval(
+            RECORD_ATTEMPTS,
+            ids,
+            [_SENDER] * size,
+            ["sent"] * size,
+            [None] * size,
+            [1] * size,
+            [now] * size,
+            ["webhook"] * size,
+            ["sent"] * size,
+            [None] * size,
+            [None] * size,
+            ["app:limit"] * size,  # the destination: the app's endpoint
+            [None] * size,
+            *([[]] * 8),  # no other destinations
+            ["app:limit"] * size,  # a first try accepted: kept on the firing row
+            ["sending"] * size,  # the state each was handed out in
+        )
     return done

@@ -1,5 +1,5 @@
 """`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
-storage, retention, status, and all of them (`all`); a table on stdout, or `--json`."""
+storage, retention, status, plans, and all of them (`all`); a table on stdout, or `--json`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ def register(subparsers: Any) -> None:
     _storage(kinds)
     _retention(kinds)
     _status(kinds)
+    _plans(kinds)
     _all(kinds)
 
 
@@ -164,6 +165,20 @@ def _status(kinds: Any) -> None:
     parser.add_argument("--firings", type=int, default=500_000)
     parser.add_argument("--busy", type=int, default=100_000, help="in one minute each way")
     parser.set_defaults(handler=_handler(_run_status))
+
+
+def _plans(kinds: Any) -> None:
+    parser = kinds.add_parser(
+        "plans",
+        help="the scheduler's writes on PostgreSQL: plans and ms a batch, stale statistics "
+        "and analysed",
+    )
+    _common(parser, db=False)
+    parser.add_argument("--reminders", type=int, default=1_000_000)
+    parser.add_argument("--busy", type=int, default=200_000, help="pending in one minute")
+    parser.add_argument("--firings", type=int, default=1_000_000)
+    parser.add_argument("--sending", type=int, default=200_000, help="firings being sent")
+    parser.set_defaults(handler=_handler(_run_plans))
 
 
 def _all(kinds: Any) -> None:
@@ -304,6 +319,19 @@ async def _run_status(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
     )
     return await run_status(spec)
+
+
+async def _run_plans(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin.bench.plans import PlansSpec, run_plans
+
+    spec = PlansSpec(
+        reminders=args.reminders,
+        busy=args.busy,
+        firings=args.firings,
+        sending=args.sending,
+        pg_url=args.pg_url,
+    )
+    return await run_plans(spec)
 
 
 def _run_all(args: argparse.Namespace) -> int:

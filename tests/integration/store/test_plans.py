@@ -1,7 +1,9 @@
-"""Reading one bucket part is an index range scan, never a full scan (EXPLAIN, both backends).
+"""Reading one bucket part is an index range scan, never a full scan, and the scheduler's
+writes find their rows by primary key (EXPLAIN, both backends).
 
-The tables get enough rows, spread over many buckets and shards, and fresh statistics, so the
-planners choose as they would in production: no planner setting is forced.
+The tables get enough rows, spread over many buckets and shards, and fresh statistics (for
+the scheduler's writes on PostgreSQL, stale ones too), so the planners choose as they would
+in production: no planner setting is forced.
 """
 
 from __future__ import annotations
@@ -367,6 +369,199 @@ async def test_postgres_takes_deliveries_through_the_firings_indexes(
         indexes = {n.get("Index Name") for n in nodes}
         assert {"firings_queued", "firings_sending"} <= indexes, plan
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
+
+
+# The scheduler's writes (CLAIM, RECORD_ATTEMPTS) run with no planner setting. Each batch row
+# must find its row by the primary key — the batch drives, a Nested Loop into the key — and
+# nothing else of the table may be read: no sequential scan, and not the partial index
+# (reminders_due, firings_sending) whose predicate the state test would match, which holds
+# every pending reminder, every firing being sent. Both with statistics analysed before a bulk
+# import (they say nothing is pending or being sent, the partial indexes empty: the state
+# right after an import, and of `sending` during any burst) and with fresh ones; for the
+# plan made for a batch's arguments and for the generic plan.
+
+FINISHED = 5_000  # finished reminders and sent firings, all the tables hold when analysed
+_ADD_FINISHED = """
+WITH rang AS (
+    INSERT INTO reminders (due_at, created_at, updated_at, bucket, freshness, version, shard,
+        id, owner, status, channel, text, zone, anchor)
+    SELECT NULL, $1::timestamptz, $1, NULL, 60, 2, (n % 1024)::smallint,
+        'done' || lpad(n::text, 16, '0'), 'done-' || n, 'fired', 'null', 'rang', 'UTC',
+        $1::timestamptz::text
+    FROM generate_series(1, $2::integer) AS n
+    RETURNING id, owner, shard
+)
+INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, created_at, sent_at,
+    attempts, state, channel, text)
+SELECT id || '.' || floor(extract(epoch FROM $1::timestamptz))::bigint, id, owner, shard, $1,
+    $1 + interval '10 minutes', $1, $1, 1, 'sent', 'null', 'rang'
+FROM rang
+"""
+
+# A firing being sent for each reminder of bucket $1 (a burst claimed and handed out).
+_ADD_SENDING = """
+INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, created_at, attempts,
+    state, channel, text, sender, lease_until)
+SELECT id || '.' || floor(extract(epoch FROM due_at))::bigint, id, owner, shard, due_at,
+    due_at + interval '10 minutes', due_at, 0, 'sending', 'null', 'ring', 'w',
+    due_at + interval '30 seconds'
+FROM reminders WHERE bucket = $1
+"""
+
+_SCHEDULER_WRITES = (("claim", pg.CLAIM, 15), ("record", pg.RECORD_ATTEMPTS, 22))
+
+
+@pytest.mark.postgres
+async def test_postgres_claims_and_records_by_primary_key_with_nothing_forced(
+    pg_migrated_url: str,
+) -> None:
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        # Autovacuum could analyse the tables under the test; the database is reused after.
+        await connection.execute(_AUTOVACUUM.format(setting="SET (autovacuum_enabled = off)"))
+        try:
+            batches = await _import_after_analysing(connection)
+            stale = await _scheduler_plans(pg_migrated_url, batches)
+            await connection.execute("ANALYZE reminders; ANALYZE firings")
+            fresh = await _scheduler_plans(pg_migrated_url, batches)
+        finally:
+            await connection.execute(_AUTOVACUUM.format(setting="RESET (autovacuum_enabled)"))
+    finally:
+        await connection.close()
+
+    for statistics, plans in (("stale", stale), ("fresh", fresh)):
+        for (name, kind), plan in plans.items():
+            _assert_read_by_key(json.loads(plan)[0]["Plan"], name, (statistics, name, kind, plan))
+
+
+_KEYS = {
+    "claim": ("reminders_pkey", r"claim\.reminder_id"),
+    "record": ("firings_pkey", r"result\.firing_id"),
+}
+
+
+def _assert_read_by_key(plan: dict[str, Any], name: str, where: tuple[str, ...]) -> None:
+    """Every read of the table of statement `name` looks its key up by a batch row's id."""
+    index, column = _KEYS[name]
+    nodes = list(_nodes(plan))
+    scans = [n for n in nodes if "Relation Name" in n and n["Node Type"] != "ModifyTable"]
+    read = [n for n in scans if n["Relation Name"] != "leases"]  # leases: 16 rows
+    assert read, where
+    for node in read:
+        assert node["Node Type"] == "Index Scan", where
+        assert node["Index Name"] == index, where
+        assert re.fullmatch(rf"\(id = \(?{column}\)?(::text)?\)", node["Index Cond"]), where
+    assert not any(n["Node Type"] == "Sort" for n in nodes), where
+
+
+async def _import_after_analysing(connection: asyncpg.Connection) -> dict[str, tuple[Any, ...]]:
+    """Finished rows analysed (the statistics then say nothing is pending or being sent),
+    then a busy minute and a firing being sent for each of its reminders; the batches."""
+    await connection.execute(_ADD_FINISHED, NOW, FINISHED)
+    await connection.execute("ANALYZE reminders; ANALYZE firings")
+    busy = bucket_of(BUSY_MINUTE)
+    await connection.execute(_ADD_BUSY_MINUTE, BUSY_MINUTE, busy, BUSY)
+    await connection.execute(_ADD_SENDING, busy)
+    await connection.execute(
+        "INSERT INTO leases (parts, part, holder, expires_at, epoch)"
+        " SELECT 16, part, 'w', $1, 1 FROM generate_series(0, 15) AS part",
+        BUSY_MINUTE,
+    )
+    assert await connection.fetch(_STATE_STATISTICS) == [("{fired}",), ("{sent}",)]
+    return await _scheduler_batches(connection, busy)
+
+
+_AUTOVACUUM = "ALTER TABLE reminders {setting}; ALTER TABLE firings {setting}"
+
+# What the statistics say the states are (the most common values of each state column).
+_STATE_STATISTICS = """
+SELECT most_common_vals::text FROM pg_stats
+WHERE (tablename, attname) IN (('reminders', 'status'), ('firings', 'state'))
+ORDER BY tablename DESC
+"""
+
+
+async def _scheduler_batches(
+    connection: asyncpg.Connection, busy: int
+) -> dict[str, tuple[Any, ...]]:
+    """A claim of 1,000 reminders of the busy minute, as a part loads them (its lane, in due
+    order) and the store sends them (sorted by id); results for 1,000 of their firings."""
+    rows = await connection.fetch(
+        "SELECT id, due_at, version, shard FROM reminders WHERE bucket = $1 AND shard / 64 = 7"
+        " ORDER BY due_at, id LIMIT 1000",
+        busy,
+    )
+    rows = sorted(rows, key=lambda row: row["id"])
+    size = len(rows)
+    claim = (
+        [row["id"] for row in rows],
+        [row["due_at"] for row in rows],
+        [row["version"] for row in rows],
+        [None] * size,
+        [None] * size,
+        ["sending"] * size,
+        [row["shard"] // 64 for row in rows],
+        [1] * size,
+        [None] * size,
+        BUSY_MINUTE,
+        "w",
+        BUSY_MINUTE + timedelta(seconds=30),
+        16,
+        ["pending"] * size,
+        "queued for the in-app feed",
+    )
+    firings = await connection.fetch(
+        "SELECT id FROM firings WHERE state = 'sending' ORDER BY hashtext(id) LIMIT 1000"
+    )
+    size = len(firings)
+    record = (
+        [row["id"] for row in firings],
+        ["w"] * size,
+        ["sent"] * size,
+        [None] * size,
+        [1] * size,
+        [BUSY_MINUTE] * size,
+        ["webhook"] * size,
+        ["sent"] * size,
+        [None] * size,
+        [None] * size,
+        ["app:a"] * size,
+        [None] * size,
+        *([[]] * 8),
+        ["app:a"] * size,
+        ["sending"] * size,
+    )
+    return {"claim": claim, "record": record}
+
+
+async def _scheduler_plans(
+    url: str, batches: dict[str, tuple[Any, ...]]
+) -> dict[tuple[str, str], str]:
+    """The plans of CLAIM and RECORD_ATTEMPTS for `batches`, made for the batch's arguments
+    and generic (a prepared statement's, which does not depend on the values given)."""
+    connection = await asyncpg.connect(url)
+    try:
+        plans = {}
+        for name, sql, count in _SCHEDULER_WRITES:
+            assert len(batches[name]) == count
+            plans[name, "custom"] = await connection.fetchval(
+                "EXPLAIN (FORMAT JSON) " + sql, *batches[name]
+            )
+            await connection.execute(f"PREPARE {name} AS {sql}")
+        await connection.execute("SET plan_cache_mode = force_generic_plan")
+        for name, _, count in _SCHEDULER_WRITES:
+            nulls = ", ".join(["NULL"] * count)
+            plans[name, "generic"] = await connection.fetchval(
+                f"EXPLAIN (FORMAT JSON) EXECUTE {name} ({nulls})"
+            )
+        generic = await connection.fetchval(
+            "SELECT min(generic_plans) FROM pg_prepared_statements"
+            " WHERE name IN ('claim', 'record')"
+        )
+        assert generic == 1
+    finally:
+        await connection.close()
+    return plans
 
 
 def _nodes(node: dict[str, Any]) -> Any:

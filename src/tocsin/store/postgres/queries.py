@@ -363,26 +363,34 @@ def load_due(lanes: int) -> str:
     return f"SELECT {columns} FROM ({branches}) AS due ORDER BY bucket, due_at, id LIMIT $5"  # noqa: S608
 
 
-# How the scheduler's writes (CLAIM, RECORD_ATTEMPTS) are planned: in their own transaction,
-# run first.
+# How the scheduler's writes (CLAIM, RECORD_ATTEMPTS) are planned: with nothing set, each sent
+# alone (a transaction of its own, one round trip). Each joins its batch (`unnest`) to its
+# table by the primary key alone, and compares the row's state with a value of the batch —
+# the status each reminder was loaded in, the state each firing was handed out in — never
+# with a constant. A partial index serves a query only when the query's own conditions on
+# the table prove its predicate, and a value known only when the batch is read proves
+# nothing: reminders_due and firings_sending cannot be chosen, whatever the statistics say.
+# With no condition on the table but the join, the plan is a Nested Loop from the batch into
+# the primary key, one lookup per batch row, which locks the rows in the batch's order (a
+# claim batch comes sorted by id); the only other is to read the table whole once, which
+# the planner takes only for a small table (below ~100,000 rows), where it costs as little.
+# The plan made for a batch's arguments and the generic plan are the same, so a prepared
+# statement may switch to the generic plan and skip planning (0.5-0.6 ms a batch).
 #
-# - A plan made for these arguments, every time. asyncpg prepares each statement, and after
-#   five executions PostgreSQL may switch to a generic plan that does not know the batch
-#   arrays: for RECORD_ATTEMPTS it was 17x slower (250 ms instead of 14 ms a batch of 1,000),
-#   which capped a burst at the recorder's ~4,000 results a second. Planning costs ~0.4 ms a
-#   batch.
-# - Rows by index, whatever the statistics say. Right after a bulk import or during a burst
-#   the statistics are stale (the planner believes `pending` reminders or `sending` firings
-#   are a handful), and it would read the whole partial index reminders_due /
-#   firings_sending — every pending row, for each batch — or scan the table in parallel. So
-#   the state test of CLAIM and RECORD_ATTEMPTS is written `(… = '…') IS TRUE`, which the
-#   planner cannot match to those partial indexes, and sequential scans and parallel workers
-#   are off. Sorting is off too: these settings once planned LOAD_DUE as well, and whether
-#   the writes' plans depend on it was not measured.
-SCHEDULER_PLANNING = (
-    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off;"
-    " SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL enable_sort = off"
-)
+# Batches of 1,000 on PostgreSQL 15, 1,000,000 reminders (200,000 pending in one minute),
+# 1,000,000 firings (200,000 `sending`), `tocsin bench plans` (docs/storage.md, "Planner
+# settings"): a claim 47-67 ms, a result batch 30-48 ms, custom plan or generic, with
+# statistics analysed before the import (they say nothing is pending or being sent: right
+# after an import, and for `sending` during every burst) or after it. These statements used
+# to find their rows by `id = ANY(…)`, with the state test written `(… = '…') IS TRUE` to
+# hide it from the partial indexes, after `SET LOCAL plan_cache_mode = force_custom_plan,
+# enable_seqscan = off, max_parallel_workers_per_gather = 0, enable_sort = off`. With those
+# stale statistics the planner took the table's side for one row and read the whole batch
+# again for each of the 1,000: a claim took 976 ms, a result batch 1,023 ms, whatever was
+# set; their generic plans did so with any statistics (fresh: 142 ms and 124 ms, against 81
+# and 57 custom), which was what forcing the custom plan was for. Turning off sequential
+# scans, parallel workers (never given to a data-modifying statement) and sorts made no
+# difference.
 
 # How `load_due` is planned: in its own transaction, with sorting off, and nothing else
 # forced. Keyed by lane, the index gives a part only its own rows whatever the planner picks
@@ -395,21 +403,21 @@ SCHEDULER_PLANNING = (
 # off leaves the index's order the one plan that needs no sort.
 LOAD_PLANNING = "SET LOCAL enable_sort = off"
 
-# Claim a batch in one statement. `moved` is the conditional update of each row, only while it
-# is still exactly what was loaded: pending, at the loaded due time, at the loaded version (an
-# edit, snooze or cancel since the load bumped it: the claim loses, and the scheduler rings
-# the new version instead). A series moves on to its next due time, computed from the rule
-# of that version; a one-off or finished series ends. With $13 (the part count) set, a claim
-# applies only while its part's lease is held by the sender $11 at the epoch the sender
-# believes it holds ($8): a worker whose lease ran out and was taken over changes nothing
-# (the fencing token). A claim with an error ($9) records a ring that could not be planned:
-# `failed`, with the error as its last_error. Each row it moved gets its firing, keyed by
-# the delivery identity (`<reminder id>.<due epoch second>`, made here:
-# tocsin.ids.firing_id), inserted once only.
+# Claim a batch in one statement. `moved` is the conditional update of each row, found by its
+# id, only while it is still exactly what was loaded: in the status it was loaded in ($14:
+# `pending`), at the loaded due time, at the loaded version (an edit, snooze or cancel since
+# the load bumped it: the claim loses, and the scheduler rings the new version instead). A
+# series moves on to its next due time, computed from the rule of that version; a one-off or
+# finished series ends. With $13 (the part count) set, a claim applies only while its part's
+# lease is held by the sender $11 at the epoch the sender believes it holds ($8): a worker
+# whose lease ran out and was taken over changes nothing (the fencing token). A claim with
+# an error ($9) records a ring that could not be planned: `failed`, with the error as its
+# last_error. Each row it moved gets its firing, keyed by the delivery identity
+# (`<reminder id>.<due epoch second>`, made here: tocsin.ids.firing_id), inserted once only.
 # $10: now; $12: the sender's lease end. Only what the caller does not know already comes
 # back (the rest of the firing is the claim's own values).
 # A ring for the in-app feed alone is not a worker's to send: its firing is inserted
-# `queued` until its deadline (with the note $14), for a page to take (MARK_FEED_SENT) or
+# `queued` until its deadline (with the note $15), for a page to take (MARK_FEED_SENT) or
 # pickup to expire, and announced here to the API processes' feeds (NOTIFY, delivered at
 # commit: a claim that rolled back announces nothing; payloads of at most 40 rings, each
 # line at most ~170 bytes, under NOTIFY's 8,000; `codec.parse_feed_payload` reads them).
@@ -419,9 +427,10 @@ CLAIM = """
 WITH claim AS (
     SELECT * FROM unnest(
         $1::text[], $2::timestamptz[], $3::integer[], $4::timestamptz[], $5::integer[],
-        $6::text[], $7::integer[], $8::bigint[], $9::text[]
+        $6::text[], $7::integer[], $8::bigint[], $9::text[], $14::text[]
     ) AS claim (
-        reminder_id, due_at, version, next_due_at, next_bucket, state, part, epoch, error
+        reminder_id, due_at, version, next_due_at, next_bucket, state, part, epoch, error,
+        loaded_status
     )
 ), moved AS (
     UPDATE reminders AS r
@@ -435,9 +444,8 @@ WITH claim AS (
         version = r.version + 1,
         updated_at = $10
     FROM claim
-    WHERE r.id = ANY($1::text[])
-      AND r.id = claim.reminder_id AND (r.status = 'pending') IS TRUE
-      AND r.due_at = claim.due_at AND r.version = claim.version
+    WHERE r.id = claim.reminder_id
+      AND (r.status, r.due_at, r.version) = (claim.loaded_status, claim.due_at, claim.version)
       AND ($13::integer IS NULL OR EXISTS (
           SELECT 1 FROM leases AS l
           WHERE l.parts = $13 AND l.part = claim.part AND l.holder = $11
@@ -448,7 +456,7 @@ WITH claim AS (
         r.metadata, r.source,
         CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
             ELSE claim.state END AS state,
-        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $14
+        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $15
             ELSE claim.error END AS error,
         claim.state = 'sending' AND r.channel = 'inapp' AS feed
 ), announced AS (
@@ -521,22 +529,23 @@ WHERE f.id = ANY(ARRAY(SELECT id FROM candidate))
 RETURNING f.*
 """
 
-# Move firings on after one round of attempts each (or none: `number` NULL), only while the
-# reporting sender still holds them, and record each attempt: the round's last with its
-# result ($1…$12: $9 is the firing's last error, $12 the attempt's), the others (at other
-# destinations of the same firing) from $13…$20. A first try accepted with nothing to say
-# ($21: its destination, else NULL) on the firing's own channel stays on the firing row
-# (`sent_to`) and writes no attempts row: one row write instead of two for the common ring.
-# Return how many applied.
+# Move firings on after one round of attempts each (or none: `number` NULL), each found by its
+# id, only while the reporting sender still holds it (in the state it was handed out in, $22:
+# `sending`), and record each attempt: the round's last with its result ($1…$12: $9 is the
+# firing's last error, $12 the attempt's), the others (at other destinations of the same
+# firing) from $13…$20. A first try accepted with nothing to say ($21: its destination, else
+# NULL) on the firing's own channel stays on the firing row (`sent_to`) and writes no
+# attempts row: one row write instead of two for the common ring. A batch names each firing
+# once (the store sends the first result of each). Return how many applied.
 RECORD_ATTEMPTS = """
 WITH result AS (
     SELECT * FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::integer[],
         $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-        $12::text[], $21::text[]
+        $12::text[], $21::text[], $22::text[]
     ) AS result (
         firing_id, sender, state, next_attempt_at, number, at, channel, outcome, last_error,
-        provider_id, destination, error, sent_to
+        provider_id, destination, error, sent_to, held_state
     )
 ), finished AS (
     UPDATE firings AS f
@@ -555,9 +564,7 @@ WITH result AS (
         last_error = result.last_error,
         sent_to = CASE WHEN f.channel = result.channel THEN result.sent_to END
     FROM result
-    WHERE f.id = ANY($1::text[])
-      AND f.id = result.firing_id AND (f.state = 'sending') IS TRUE
-      AND f.sender = result.sender
+    WHERE f.id = result.firing_id AND (f.state, f.sender) = (result.held_state, result.sender)
     RETURNING result.*, f.sent_to IS NOT NULL AS on_row
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)

@@ -137,6 +137,20 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     session state must undo it."""
 
 
+def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
+    """The first result of each firing. One statement changes a firing once, with whichever
+    of the results naming it the plan meets first, so only the first is sent, the one that
+    applies whatever the plan (as one by one: a later result would find the firing no
+    longer `sending`)."""
+    seen: set[str] = set()
+    first = []
+    for result in results:
+        if result.firing_id not in seen:
+            seen.add(result.firing_id)
+            first.append(result)
+    return first
+
+
 def _as_is(value: datetime) -> datetime:
     """asyncpg already hands `timestamptz` back as an aware datetime."""
     return value
@@ -176,13 +190,13 @@ class PostgresStore(Store):
             row: Record | None = await self._pool.fetchrow(sql, *args)
             return row
 
-    async def _transaction(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        """Run `work` in one transaction, again when it lost a deadlock (all or nothing)."""
+    async def _retried(self, run: Callable[[], Awaitable[T]]) -> T:
+        """`run`, again when it lost a deadlock or a serialization race (each run all or
+        nothing); driver errors come out as Tocsin errors."""
         for attempt in range(_RETRIES):
             try:
                 with boundary():
-                    async with self._pool.acquire() as connection, connection.transaction():
-                        return await work(connection)
+                    return await run()
             except StoreError as error:
                 cause = error.__cause__
                 state = getattr(cause, "sqlstate", None)
@@ -191,11 +205,29 @@ class PostgresStore(Store):
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    async def _scheduler_fetch(
-        self, sql: str, *args: Any, planning: str = q.SCHEDULER_PLANNING
-    ) -> list[Record]:
-        """One of the scheduler's statements, in its own transaction, planned by `planning`
-        (`queries.SCHEDULER_PLANNING` or `queries.LOAD_PLANNING`, which say why)."""
+    async def _transaction(self, work: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run `work` in one transaction, again when it lost a deadlock (all or nothing)."""
+
+        async def run() -> T:
+            async with self._pool.acquire() as connection, connection.transaction():
+                return await work(connection)
+
+        return await self._retried(run)
+
+    async def _statement(self, sql: str, *args: Any) -> list[Record]:
+        """One statement, a transaction of its own: one round trip, run again when it lost a
+        deadlock. The scheduler's writes (CLAIM, RECORD_ATTEMPTS) run so: no planner setting
+        (`queries.py` says why none is needed), so no BEGIN, SET and COMMIT around them."""
+
+        async def run() -> list[Record]:
+            rows: list[Record] = await self._pool.fetch(sql, *args)
+            return rows
+
+        return await self._retried(run)
+
+    async def _planned_fetch(self, sql: str, *args: Any, planning: str) -> list[Record]:
+        """A statement in its own transaction, planned by `planning` (run first:
+        `queries.LOAD_PLANNING`, which says why)."""
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
             await connection.execute(planning)
@@ -474,7 +506,7 @@ class PostgresStore(Store):
         after_bucket = _opt_bucket(after_due)
         bounds = (first_bucket, last_bucket, shards.start, shards[-1], limit)
         lanes = lanes_of(shards)
-        rows = await self._scheduler_fetch(
+        rows = await self._planned_fetch(
             q.load_due(len(lanes)),
             *bounds,
             after_due,
@@ -514,9 +546,10 @@ class PostgresStore(Store):
             sender,
             lease_until,
             None if fence is None else fence.parts,
+            [ReminderStatus.PENDING.value] * len(ordered),  # the status each was loaded in
             FEED_WAITING,
         )
-        rows = await self._scheduler_fetch(q.CLAIM, *args)
+        rows = await self._statement(q.CLAIM, *args)
         return [
             claimed_firing_from(row, _as_is, sender=sender, lease_until=lease_until, now=now)
             for row in rows
@@ -540,6 +573,7 @@ class PostgresStore(Store):
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
         if not results:
             return 0
+        results = _first_results(results)
         attempts = [result.attempt for result in results]
         earlier = [(result.firing_id, a) for result in results for a in result.earlier]
         args = (
@@ -564,8 +598,9 @@ class PostgresStore(Store):
             [a.provider_id for _, a in earlier],
             [a.destination for _, a in earlier],
             [result.sent_to for result in results],
+            [FiringState.SENDING.value] * len(results),  # the state each was handed out in
         )
-        rows = await self._scheduler_fetch(q.RECORD_ATTEMPTS, *args)
+        rows = await self._statement(q.RECORD_ATTEMPTS, *args)
         applied: int = rows[0][0]
         return applied
 
