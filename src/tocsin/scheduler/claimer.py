@@ -23,6 +23,8 @@ Handoff = Callable[[Iterable[Firing]], Awaitable[None]]
 Room = Callable[[int], Awaitable[None]]
 Fencing = Callable[[], Fence | None]
 
+DRAIN_POLL_SECONDS = 0.05
+
 
 class Claimer:
     """Runs up to `concurrency` claim transactions of up to `batch` rings at once.
@@ -59,6 +61,7 @@ class Claimer:
         self._batch = batch
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._applying: set[asyncio.Task[None] | None] = set()  # in their claim statement now
         self.claimed = 0
         self.expired = 0
         self.failed = 0  # rings whose row could not be planned, recorded failed
@@ -72,9 +75,16 @@ class Claimer:
             task.add_done_callback(self._tasks.discard)
 
     async def drain(self) -> None:
-        """Wait for every claim started to finish and be handed to delivery."""
+        """Wait for every claim being applied to finish and be handed to delivery. A claim
+        still waiting for a slot or for delivery's room has claimed nothing: it is dropped
+        (its rows stay pending for the next holder of the part). Delivery may never make
+        room while the database is away, and a stop must not wait for it."""
         while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            for task in self._tasks:
+                if task not in self._applying:
+                    task.cancel()
+            # Again shortly: one whose statement ends now waits for room to hand over.
+            await asyncio.wait(set(self._tasks), timeout=DRAIN_POLL_SECONDS)
 
     async def _claim(self, entries: Sequence[Entry]) -> None:
         async with self._slots:
@@ -82,8 +92,15 @@ class Claimer:
                 # Claim only what delivery has room for: a claimed firing is held under a
                 # lease, and must not wait in memory until it runs out.
                 await self._room(len(entries))
-            firings = await self._apply(entries)
+            task = asyncio.current_task()
+            self._applying.add(task)
+            try:
+                firings = await self._apply(entries)
+            finally:
+                self._applying.discard(task)
         if firings:
+            # Handed over at once (delivery lines them up before it waits for room): a
+            # stop that cancels the wait leaves them with delivery, which drains them.
             await self._handoff(firings)
 
     async def _apply(self, entries: Sequence[Entry]) -> list[Firing]:
