@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from tocsin.api import sse
+from tocsin.api.collector import CollectorPause
 from tocsin.clock import Clock
 from tocsin.domain import Firing
 from tocsin.errors import StoreError
@@ -112,6 +113,7 @@ class Feed:
         self._announced: list[str] = []  # firing ids announced this turn, for one read
         self._acks: dict[str, datetime] = {}  # firing id -> deadline, to mark `sent`
         self._tasks: set[asyncio.Task[None]] = set()
+        self._collector = CollectorPause()  # not collecting while a burst is written
 
     async def open(self, owner: str, tenant: str | None) -> Subscription:
         """A subscription to `owner`'s rings; raises StoreError when the store cannot listen."""
@@ -137,6 +139,7 @@ class Feed:
     def close(self) -> None:
         """End every connection (the server is stopping: pages reconnect to another)."""
         self._closed = True
+        self._collector.resume()
         for held in self._owners.values():
             for subscription in held:
                 subscription.close()
@@ -164,6 +167,7 @@ class Feed:
         if owner not in self._owners:
             return  # no page of this owner here: another process has it, or nobody
         if not self._announced:
+            self._collector.burst()
             asyncio.get_running_loop().call_soon(self._spawn, self._read_announced())
         self._announced.append(firing_id)
 
