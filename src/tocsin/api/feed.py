@@ -1,13 +1,15 @@
 """The in-app feed of one API process: its open feed connections by owner, the rings that
 reach them, and the record that a page received one.
 
-A worker's `inapp` sender announces each ring (owner, firing id) and leaves the firing
-`queued` until its deadline (`tocsin.channels.inapp`). Here, `Feed` listens to those
-announcements (`Store.listen_feed`: NOTIFY on PostgreSQL, in-process on SQLite) only while
-it holds a connection, reads the firings announced for owners it holds (in one query per
-turn of the event loop), and hands them to each of that owner's connections. A connection
-writes the event, and once it was written to an open connection the firing is marked
-`sent` (`Store.mark_feed_sent`, conditional: only while still fresh and not final).
+The claim queues each in-app ring `queued` until its deadline and announces it (owner,
+firing id) at its commit; a worker's `inapp` sender does the same for an in-app firing it
+is handed (`tocsin.channels.inapp`). Here, `Feed` listens to those announcements
+(`Store.listen_feed`: NOTIFY on PostgreSQL, in-process on SQLite) only while it holds a
+connection, reads the firings announced for owners it holds (in one query per turn of the
+event loop), and hands them to each of that owner's connections. A connection writes the
+event, and once it was written to an open connection the firing is marked `sent`
+(`Store.mark_feed_sent`, conditional: only while still fresh and not final). While it
+writes a burst, automatic garbage collection is paused (`tocsin.api.collector`).
 
 On connect (and after the LISTEN connection was lost) a connection reads what waits for its
 owner in the store (`Store.feed_firings`): the rings announced while no page was open, and,
