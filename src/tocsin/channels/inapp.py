@@ -6,6 +6,10 @@ announces the ring — `(owner, firing id)`, NOTIFY `tocsin_feed` on PostgreSQL,
 SQLite — and answers `held`: the firing waits `queued` until its deadline. The API process
 that writes it to a connected page marks it `sent`; with no page connected it is sent when
 one connects, and pickup records it `expired` at its deadline (docs/channels.md, "inapp").
+
+A ring for the feed alone never reaches the sender: its claim queues and announces it
+(`Store.claim`). The sender is for an in-app firing a worker is handed all the same, such as
+one claimed by a worker of an earlier version and taken over.
 """
 
 from __future__ import annotations
@@ -21,8 +25,6 @@ from tocsin.store.base import FEED_WAITING
 Announce = Callable[[Sequence[tuple[str, str]]], Awaitable[None]]
 """Tells every API process that these (owner, firing id) rings wait for the owner's feed
 (`Store.announce_feed`)."""
-
-WAITING = FEED_WAITING
 
 
 class InappSender(DestinationSender):
@@ -47,7 +49,7 @@ class InappSender(DestinationSender):
             return DeliveryResult.retry("announcing to the in-app feed timed out")
         except TocsinError as error:
             return DeliveryResult.retry(f"could not announce to the in-app feed: {error}")
-        return DeliveryResult.held_until_deadline(WAITING)
+        return DeliveryResult.held_until_deadline(FEED_WAITING)
 
     def _queue(self, firing: Firing) -> asyncio.Future[None]:
         self._batch.append((firing.owner, firing.id))
