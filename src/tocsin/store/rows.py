@@ -138,9 +138,9 @@ def claimed_firing_from(
 ) -> Firing:
     """A firing a claim just inserted, from the columns the claim answers with (id,
     reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    last_error): the rest is the claim's own values — no attempt yet, held by `sender` until `lease_until`
-    when `sending`; when `queued`, due for pickup now, or, a ring for the in-app feed
-    alone, waiting for a page until its deadline."""
+    last_error): the rest is the claim's own values — no attempt yet, held by `sender`
+    until `lease_until` when `sending`; when `queued`, due for pickup now, or, a ring for
+    the in-app feed alone, waiting for a page until its deadline."""
     (
         id_,
         reminder_id,
