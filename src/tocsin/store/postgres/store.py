@@ -562,13 +562,10 @@ class PostgresStore(Store):
             return []
         first, last = (0, SHARDS - 1) if shards is None else (shards.start, shards[-1])
 
-        async def work(connection: asyncpg.Connection) -> list[Record]:
-            rows: list[Record] = await connection.fetch(
-                q.TAKE_DELIVERIES, now, first, last, limit, sender, now + lease
-            )
-            return rows
-
-        return [firing_from(row, (), _as_is) for row in await self._transaction(work)]
+        # One statement, atomic on its own: no BEGIN and COMMIT round trips around it.
+        until = now + lease
+        rows = await self._statement(q.TAKE_DELIVERIES, now, first, last, limit, sender, until)
+        return [firing_from(row, (), _as_is) for row in rows]
 
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:
         if not results:
