@@ -5,6 +5,8 @@ reminders made through the API, the firings' history read back over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import re
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -169,6 +172,77 @@ async def keeps_owners_apart(ring: Deployment) -> None:
         assert app.response.headers["content-type"].startswith("text/event-stream")
 
 
+class SlowPage:
+    """A feed connection that reads nothing until told to: a receive buffer of 4 KiB, so
+    the server's writes to it soon wait for it to drain."""
+
+    def __init__(self, base: str, owner: str, token: str) -> None:
+        parts = urlsplit(base)
+        self._socket = socket.socket()
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self._socket.settimeout(20)
+        self._socket.connect((parts.hostname, parts.port))
+        self._socket.sendall(
+            f"GET /v1/owners/{owner}/feed HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+            f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n".encode()
+        )
+        self._read = b""
+
+    def opened(self) -> None:
+        """Reads the answer's head and the stream's first line (`retry`)."""
+        while b"retry:" not in self._read:
+            self._read += self._socket.recv(65536)
+        assert self._read.startswith(b"HTTP/1.1 200 "), self._read[:200]
+
+    def events(self, count: int) -> list[str]:
+        """Reads on until `count` events came; their ids, in the order they came."""
+        while self._read.count(b"\ndata: ") < count:
+            self._read += self._socket.recv(65536)
+        return re.findall(r"^id: (\S+)$", self._read.decode(), flags=re.MULTILINE)
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+async def a_slow_page_holds_up_no_other(ring: Deployment, base: str) -> None:
+    """A page that stops reading holds up no other page: the owner's other page gets every
+    ring of a burst while the slow one's connection is full; the slow page gets each of them
+    once, in the order they were written, when it reads again; all are `sent`."""
+    slow = SlowPage(base, "ana", ring.tokens["ana"])
+    try:
+        await asyncio.to_thread(slow.opened)
+        async with feed(ring.client, "ana", token=ring.tokens["ana"]) as page:
+            due = soon(2).strftime("%Y-%m-%dT%H:%M:%SZ")
+            # ~5 KiB an event, 6 MiB in all: past the most a socket buffers here (4 MiB)
+            metadata = {"note": "x" * 4000}
+            made: list[str] = []
+            for batch in range(4):
+                items = [
+                    {
+                        "owner": "ana",
+                        "text": f"{batch}-{n} " + "y" * 990,
+                        "zone": "UTC",
+                        "channel": "inapp",
+                        "at": due,
+                        "metadata": metadata,
+                    }
+                    for n in range(300)
+                ]
+                answer = await ring.client.post(
+                    "/v1/reminders:batch", json={"items": items}, headers=ring._auth
+                )
+                assert answer.json()["created"] == 300, answer.text
+                made += [item["id"] for item in answer.json()["items"]]
+            fast = [await page.next_event(within=20) for _ in made]
+            assert sorted(e.json()["reminder_id"] for e in fast) == sorted(made)
+        ids = await asyncio.to_thread(slow.events, len(made))
+        assert ids == [e.id for e in fast]  # each once, in the same order
+        for reminder_id in made[::100]:
+            await ring.state(reminder_id, "sent", within=10)
+    finally:
+        slow.close()
+
+
 @pytest.mark.timeout(120)
 async def test_the_feed_of_tocsin_serve(tmp_path: Path) -> None:
     with serving(tmp_path) as (base, key, tokens):
@@ -176,6 +250,7 @@ async def test_the_feed_of_tocsin_serve(tmp_path: Path) -> None:
             await keeps_owners_apart(ring)
             await rings_on_time_and_is_sent(ring)
             await resumes_after_a_reconnect(ring)
+            await a_slow_page_holds_up_no_other(ring, base)
 
 
 @pytest.mark.postgres

@@ -21,6 +21,7 @@ from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
 from tocsin.api.routes import contacts, feed, health, page, reminders, status
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
+from tocsin.api.sse import ServerSend
 from tocsin.auth import is_loopback
 from tocsin.channels import configured_channels
 from tocsin.clock import Clock
@@ -78,6 +79,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.add_middleware(BodyGuard)
     app.add_middleware(LoopbackGuard, is_open=auth.is_open)
     app.add_middleware(AccessLog)
+    app.add_middleware(ServerSend)  # outermost of ours: the feed's events skip the others
     return app
 
 

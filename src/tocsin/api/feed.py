@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +34,6 @@ from tocsin.clock import Clock
 from tocsin.domain import Firing
 from tocsin.errors import StoreError
 from tocsin.store.base import Store
-from tocsin.time import format_utc
 
 logger = logging.getLogger(__name__)
 
@@ -46,24 +45,62 @@ MAX_SEEN = 4096  # ids a connection remembers having written, to write each only
 
 
 class Subscription:
-    """One open feed connection: the rings handed to it, waiting to be written.
+    """One open feed connection, and the rings handed to it.
 
-    Its task waits on a bare future with a timer (`wait`), not `asyncio.wait_for` on an
-    event: that made a task per wait, and with ten thousand pages woken at once by a burst,
-    it was half of the API process's work (docs/benchmarks.md, the in-app row)."""
+    While its task waits for rings with none queued (it is parked), a ring handed to it is
+    written at once, by the task that hands it (`offer`): a burst of a ring for each of ten
+    thousand connections is written from one task, without waking a task per connection
+    (docs/benchmarks.md, the in-app row). Otherwise — its task is writing, re-reading the
+    store, or finishing a write to a page that reads slowly — the ring is queued, and its task
+    writes the queue in order. Its task waits on a bare future with a timer, not
+    `asyncio.wait_for` on an event, which made a task per wait."""
 
-    def __init__(self, owner: str, tenant: str | None) -> None:
+    def __init__(self, feed: Feed, owner: str, tenant: str | None) -> None:
+        self._feed = feed
         self.owner = owner
         self.tenant = tenant  # an app key's connection gets that app's rings only
         self.closed = False
         self.stale = False  # announcements may have been missed: read the store again
         self._rings: deque[Firing] = deque()
+        self._seen: dict[str, None] = {}  # ids written, to write each only once
         self._waiter: asyncio.Future[None] | None = None
+        self._parked: sse.EventWriter | None = None  # while parked: write rings at once
+        self._wrote = False  # written at once while parked: no heartbeat due
+        self._unfinished: tuple[Awaitable[None], Firing] | None = None  # a slow page's write
 
-    def offer(self, firing: Firing) -> None:
-        if self.tenant is None or firing.source == self.tenant:
+    def offer(self, firing: Firing, now: datetime) -> None:
+        if self.tenant is not None and firing.source != self.tenant:
+            return
+        writer = self._parked
+        if writer is None:  # its task takes the queue when it waits next
             self._rings.append(firing)
             self._wake()
+            return
+        if not self.wants(firing, now):
+            return
+        self.remember(firing.id)
+        try:
+            rest = writer.write_now(_event(firing))
+        except Exception as error:  # the connection broke under the write: as a disconnect
+            logger.debug("writing to a feed of %s failed: %s", self.owner, error)
+            self.close()
+            return
+        self._wrote = True
+        if rest is None:
+            self._feed.written(self, firing)
+        else:
+            self._unfinished = (rest, firing)
+            self._wake()
+
+    def wants(self, firing: Firing, now: datetime) -> bool:
+        """Not written to this connection yet, and still fresh."""
+        return firing.id not in self._seen and firing.deadline > now
+
+    def remember(self, firing_id: str) -> None:
+        seen = self._seen
+        seen[firing_id] = None
+        if len(seen) > MAX_SEEN:  # the oldest were written long ago: past their deadlines
+            del seen[next(iter(seen))]
 
     def missed(self) -> None:
         self.stale = True
@@ -74,23 +111,33 @@ class Subscription:
         self._wake()
 
     def _wake(self) -> None:
+        self._parked = None
         if self._waiter is not None:
             _set_done(self._waiter)
 
-    async def wait(self, idle: float) -> list[Firing] | None:
-        """The rings handed over since the last call; None when `idle` seconds passed
-        without any (time for a heartbeat), or the subscription was closed."""
+    async def wait(self, idle: float, writer: sse.EventWriter) -> list[Firing] | None:
+        """The rings queued since the last call, once there are any; None when `idle` seconds
+        passed with nothing written (time for a heartbeat), or the subscription was closed.
+        While it waits, rings are written at once through `writer`."""
         if not self._rings and not self.stale and not self.closed:
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(idle, _set_done, waiter)
+            self._parked, self._wrote = writer, False
+            timer = loop.call_later(idle, self._wake)
             try:
                 await waiter
             finally:
                 timer.cancel()
-                self._waiter = None
+                self._waiter = self._parked = None
+        if self._unfinished is not None:
+            rest, firing = self._unfinished
+            self._unfinished = None
+            await rest
+            await asyncio.sleep(0)  # a disconnect already seen is noticed (`EventWriter.write`)
+            if not writer.gone:
+                self._feed.received(firing)
         if not self._rings:
-            return None
+            return [] if self._wrote else None
         rings = list(self._rings)
         self._rings.clear()
         return rings
@@ -114,6 +161,7 @@ class Feed:
         self._closed = False
         self._announced: list[str] = []  # firing ids announced this turn, for one read
         self._acks: dict[str, datetime] = {}  # firing id -> deadline, to mark `sent`
+        self._written: list[tuple[Subscription, Firing]] = []  # at once, this turn
         self._tasks: set[asyncio.Task[None]] = set()
         self._collector = CollectorPause()  # not collecting while a burst is written
 
@@ -124,7 +172,7 @@ class Feed:
                 self._stop_listening = await self._store.listen_feed(
                     self._on_ring, on_gap=self._on_gap
                 )
-        subscription = Subscription(owner, tenant)
+        subscription = Subscription(self, owner, tenant)
         if self._closed:
             subscription.close()
         self._owners.setdefault(owner, set()).add(subscription)
@@ -157,6 +205,20 @@ class Feed:
     def now(self) -> datetime:
         return self._clock.now()
 
+    def written(self, subscription: Subscription, firing: Firing) -> None:
+        """`firing` was written at once to `subscription`'s connection: received, unless the
+        connection turns out closed in the next turn of the event loop (a disconnect the
+        server had already seen is noticed by then, as in `EventWriter.write`)."""
+        if not self._written:
+            asyncio.get_running_loop().call_soon(self._confirm)
+        self._written.append((subscription, firing))
+
+    def _confirm(self) -> None:
+        written, self._written = self._written, []
+        for subscription, firing in written:
+            if not subscription.closed:
+                self.received(firing)
+
     def received(self, firing: Firing) -> None:
         """A page received `firing`: mark it `sent`, with every other of this turn."""
         if not self._acks:
@@ -187,9 +249,10 @@ class Feed:
             logger.warning("reading %d announced in-app rings failed: %s", len(ids), error)
             self._on_gap()
             return
+        now = self._clock.now()
         for firing in firings:
             for subscription in self._owners.get(firing.owner, ()):
-                subscription.offer(firing)
+                subscription.offer(firing, now)
 
     async def _mark_sent(self) -> None:
         while self._acks:
@@ -209,62 +272,62 @@ class Feed:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-
-async def events(
-    feed: Feed, subscription: Subscription, waiting: list[Firing]
-) -> AsyncIterator[bytes]:
-    """The event stream of one connection, starting with the rings `waiting` in the store.
-    Each `yield` resumes only once its chunk was written to the open connection
-    (`sse.EventStream`): then the firing counts as received. Leaves the feed at the end."""
-    seen: dict[str, None] = {}
-    rings = waiting
-    try:
-        yield sse.retry(RETRY_MILLISECONDS)
-        while not subscription.closed:
-            for firing in rings:
-                if firing.id in seen or firing.deadline <= feed.now():
-                    continue
-                yield sse.event(firing.id, _data(firing))
-                feed.received(firing)
-                _remember(seen, firing.id)
-            handed = await _next(feed, subscription)
-            if handed is None:
-                yield sse.comment(HEARTBEAT)
-            rings = handed or []
-    finally:
-        feed.leave(subscription)
-
-
-async def _next(feed: Feed, subscription: Subscription) -> list[Firing] | None:
-    """The next rings to write: handed over, or re-read after a gap; None for a heartbeat."""
-    rings = await subscription.wait(feed.heartbeat)
-    if subscription.stale and not subscription.closed:
-        subscription.stale = False
+    async def serve(
+        self, subscription: Subscription, waiting: list[Firing], writer: sse.EventWriter
+    ) -> None:
+        """The event stream of one connection (an `sse.EventStream`'s body), starting with the
+        rings `waiting` in the store, until the connection closes; then it leaves the feed."""
         try:
-            rings = [*(rings or []), *(await feed.waiting(subscription, after=None))]
-        except StoreError as error:
-            logger.warning("re-reading the feed of %s failed: %s", subscription.owner, error)
-            asyncio.get_running_loop().call_later(GAP_RETRY_SECONDS, subscription.missed)
-    if subscription.closed:
-        return []
-    return rings
+            if not await writer.write(sse.retry(RETRY_MILLISECONDS)):
+                return
+            rings: list[Firing] | None = waiting
+            while not subscription.closed:
+                for firing in rings or ():
+                    if not subscription.wants(firing, self.now()):
+                        continue
+                    subscription.remember(firing.id)
+                    if not await writer.write(_event(firing)):
+                        return
+                    self.received(firing)
+                rings = await self._next(subscription, writer)
+                if rings is None and not await writer.write(sse.comment(HEARTBEAT)):
+                    return
+        finally:
+            self.leave(subscription)
+
+    async def _next(
+        self, subscription: Subscription, writer: sse.EventWriter
+    ) -> list[Firing] | None:
+        """The next rings to write: queued, or re-read after a gap; None for a heartbeat."""
+        rings = await subscription.wait(self.heartbeat, writer)
+        if subscription.stale and not subscription.closed:
+            subscription.stale = False
+            try:
+                rings = [*(rings or []), *(await self.waiting(subscription, after=None))]
+            except StoreError as error:
+                logger.warning("re-reading the feed of %s failed: %s", subscription.owner, error)
+                asyncio.get_running_loop().call_later(GAP_RETRY_SECONDS, subscription.missed)
+        if subscription.closed:
+            return []
+        return rings
 
 
-def _remember(seen: dict[str, None], firing_id: str) -> None:
-    seen[firing_id] = None
-    if len(seen) > MAX_SEEN:  # the oldest were written long ago: past their deadlines
-        del seen[next(iter(seen))]
+# Instants as `format_utc` writes them (the store's are UTC), by orjson: 1/10 the time.
+_INSTANTS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS
 
 
-def _data(firing: Firing) -> str:
-    return orjson.dumps(
+def _event(firing: Firing) -> bytes:
+    """The firing as one event: its identity as the `id`, its JSON as the data."""
+    data = orjson.dumps(
         {
             "id": firing.id,
             "reminder_id": firing.reminder_id,
             "owner": firing.owner,
             "text": firing.text,
-            "due": format_utc(firing.due_at),
-            "deadline": format_utc(firing.deadline),
+            "due": firing.due_at,
+            "deadline": firing.deadline,
             "metadata": firing.metadata,
-        }
-    ).decode()
+        },
+        option=_INSTANTS,
+    )
+    return sse.event(firing.id, data)

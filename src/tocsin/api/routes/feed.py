@@ -3,6 +3,7 @@ tickets that let a page's `EventSource` (which cannot send headers) open it."""
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path
@@ -10,7 +11,6 @@ from starlette.responses import Response
 
 from tocsin.api import openapi, render
 from tocsin.api.context import Caller, Context, FeedCaller
-from tocsin.api.feed import events
 from tocsin.api.models import OWNER_PATTERN, FeedTicketOut
 from tocsin.api.problems import Problem
 from tocsin.api.sse import MEDIA_TYPE, EventStream
@@ -56,8 +56,9 @@ async def feed(
     except BaseException:
         hub.leave(subscription)
         raise
-    stream = events(hub, subscription, waiting)
-    return EventStream(stream, on_disconnect=subscription.close)
+    return EventStream(
+        functools.partial(hub.serve, subscription, waiting), on_disconnect=subscription.close
+    )
 
 
 @router.post(
