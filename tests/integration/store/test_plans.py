@@ -604,3 +604,50 @@ async def test_postgres_reads_the_queues_numbers_from_partial_indexes(pg_migrate
     assert any(n.get("Index Name") == "reminders_due" for n in oldest_nodes), oldest
     for node in (*depth_nodes, *oldest_nodes):
         assert node["Node Type"] not in ("Seq Scan", "Sort"), node
+
+
+_FIRINGS_OF = """
+INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text, state,
+    attempts, next_attempt_at, created_at)
+SELECT 'r' || n || '.' || $3::text, 'r' || n, 'owner-' || n, n % 1024, $1::timestamptz,
+    $1::timestamptz + interval '10 minutes', $4::text, 'Call mom', $5::text, 0,
+    CASE WHEN $5::text = 'queued' THEN $1::timestamptz + interval '10 minutes' END,
+    $1::timestamptz
+FROM generate_series(1, $2::integer) AS n
+"""
+
+
+async def test_postgres_reads_and_marks_the_feeds_rings_by_primary_key(
+    pg_migrated_url: str,
+) -> None:
+    """With statistics that count no fresh in-app firing (a day of webhook rings analysed,
+    then a burst of in-app ones), the feed's read and `sent` mark of a batch of ids look each
+    id up in the primary key; the partial index `firings_feed` would read every fresh in-app
+    firing for each batch."""
+    connection = await asyncpg.connect(pg_migrated_url)
+    day_before = NOW - timedelta(days=1)
+    try:
+        await connection.execute(_AUTOVACUUM.format(setting="SET (autovacuum_enabled = off)"))
+        try:
+            await connection.execute(_FIRINGS_OF, day_before, ROWS, "1", "webhook", "sent")
+            await connection.execute("ANALYZE firings")
+            await connection.execute(_FIRINGS_OF, NOW, ROWS, "2", "inapp", "queued")
+            ids = [f"r{n}.2" for n in range(1, ROWS, ROWS // 250)]
+            plans = {
+                name: await connection.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", ids, NOW)
+                for name, sql in (("read", pg.FEED_RINGS), ("mark", pg.MARK_FEED_SENT))
+            }
+        finally:
+            await connection.execute(_AUTOVACUUM.format(setting="RESET (autovacuum_enabled)"))
+    finally:
+        await connection.close()
+
+    for name, plan in plans.items():
+        nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
+        reads = [n for n in nodes if n["Node Type"] in _READS]
+        assert reads, (name, plan)
+        for node in reads:
+            assert node.get("Index Name") == "firings_pkey", (name, plan)
+
+
+_READS = ("Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Index Scan")
