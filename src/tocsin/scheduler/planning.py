@@ -54,8 +54,11 @@ def plan(entries: Sequence[Entry], now: datetime) -> Plan:
     follow_ups: dict[str, Entry] = {}
     for entry in entries:
         try:
-            with expansion_budget(PLAN_SECONDS, "working out the next ring"):
+            if entry.schedule is None:  # a one-off: nothing to expand, nothing to bound
                 claim, follow_up = plan_one(entry, now)
+            else:
+                with expansion_budget(PLAN_SECONDS, "working out the next ring"):
+                    claim, follow_up = plan_one(entry, now)
         except Exception as error:  # one bad row must not hold up the batch
             logger.exception("reminder %s: its next ring cannot be worked out", entry.reminder_id)
             claim, follow_up = failed(entry, error), None
