@@ -243,7 +243,7 @@ async def a_slow_page_holds_up_no_other(ring: Deployment, base: str) -> None:
         slow.close()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 async def test_the_feed_of_tocsin_serve(tmp_path: Path) -> None:
     with serving(tmp_path) as (base, key, tokens):
         async with deployment(base, key, tokens) as ring:

@@ -139,8 +139,12 @@ async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(store: 
             gap = (times[n + 1] - times[n]).total_seconds()
             gaps[n].append(gap)
             assert gap <= 0.2 * 2**n + 0.5, "a wait beyond its backoff ceiling"
+    # Full jitter: each wait is drawn from [0, ceiling] and the ceiling doubles (the policy's
+    # numbers are `tests/unit/test_retry.py`'s). Over 12 rings the first and third waits'
+    # means lie 0.3 s apart, several times their spread with a loaded machine's pickup
+    # delays on top; neighbours lie only 0.1 s apart, and one run here had them reversed.
     means = [statistics.mean(g) for g in gaps]
-    assert means[0] < means[1] < means[2], means
+    assert means[0] < means[2], means
     assert (stats["unique"], stats["duplicates"], stats["failed"]) == (12, 0, 36)
 
 
