@@ -651,3 +651,42 @@ async def test_postgres_reads_and_marks_the_feeds_rings_by_primary_key(
 
 
 _READS = ("Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Index Scan")
+
+
+async def test_sqlite_reads_and_marks_the_feeds_rings_by_primary_key(sqlite_url: str) -> None:
+    """The same on SQLite, whose planner is given no CASE: its statements name the channel
+    and deadline plainly, and it looks the ids up in the primary key before and after
+    ANALYZE, half the firings being fresh in-app ones."""
+    store = await open_store(sqlite_url)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
+    try:
+        connection.executemany(
+            "INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, "
+            "text, state, attempts, next_attempt_at, created_at) "
+            "VALUES (?, ?, ?, ?, 1000, 2000, ?, 'Call mom', ?, 0, 2000, 1000)",
+            [
+                (f"r{n}.1", f"r{n}", f"owner-{n}", n % 1024, *_INAPP_OR_NOT[n % 2])
+                for n in range(ROWS)
+            ],
+        )
+        connection.commit()
+        params = {"ids": json.dumps([f"r{n}.1" for n in range(1, ROWS, 80)]), "now": 1500}
+        for analysed in (False, True):
+            if analysed:
+                connection.execute("ANALYZE")
+            for sql in (lite.FEED_RINGS, lite.MARK_FEED_SENT):
+                plan = _sqlite_plan(connection, sql, params | {"at": 1500})
+                firings = [step for step in plan if " firings " in f" {step} "]
+                assert firings, plan
+                assert all(
+                    re.search(r"PRIMARY KEY|sqlite_autoindex_firings_1", s) for s in firings
+                ), plan
+    finally:
+        connection.close()
+
+
+_INAPP_OR_NOT = (("webhook", "sent"), ("inapp", "queued"))
