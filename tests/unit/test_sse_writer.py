@@ -48,13 +48,7 @@ async def test_a_write_the_connection_takes_is_done_at_once() -> None:
 
 async def test_a_write_that_must_wait_hands_back_its_rest() -> None:
     connection = Connection()
-    writer = EventWriter(connection.send, asyncio.Event())  # type: ignore[arg-type]
-    connection.pause()
-
-    rest = writer.write_now(b"one")
-    assert rest is not None
-    finishing = asyncio.ensure_future(_awaited(rest))
-    await asyncio.sleep(0.01)
+    finishing = await _finishing_a_paused_write(connection)
     assert connection.written == []
     assert not finishing.done()
 
@@ -65,12 +59,7 @@ async def test_a_write_that_must_wait_hands_back_its_rest() -> None:
 
 async def test_cancelling_the_rest_cancels_the_write() -> None:
     connection = Connection()
-    writer = EventWriter(connection.send, asyncio.Event())  # type: ignore[arg-type]
-    connection.pause()
-    rest = writer.write_now(b"one")
-    assert rest is not None
-    finishing = asyncio.ensure_future(_awaited(rest))
-    await asyncio.sleep(0.01)
+    finishing = await _finishing_a_paused_write(connection)
 
     finishing.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -99,6 +88,18 @@ async def test_write_waits_for_a_paused_connection() -> None:
 
     assert await asyncio.wait_for(writer.write(b"one"), 1) is True
     assert connection.written == [b"one"]
+
+
+async def _finishing_a_paused_write(connection: Connection) -> asyncio.Future[None]:
+    """A write begun on the paused connection, its rest awaited in a task of its own that
+    has had time to start waiting."""
+    writer = EventWriter(connection.send, asyncio.Event())  # type: ignore[arg-type]
+    connection.pause()
+    rest = writer.write_now(b"one")
+    assert rest is not None
+    finishing = asyncio.ensure_future(_awaited(rest))
+    await asyncio.sleep(0.01)
+    return finishing
 
 
 async def _awaited(rest: Any) -> None:

@@ -132,9 +132,7 @@ class Subscription:
         if self._unfinished is not None:
             rest, firing = self._unfinished
             self._unfinished = None
-            await rest
-            await asyncio.sleep(0)  # a disconnect already seen is noticed (`EventWriter.write`)
-            if not writer.gone:
+            if await writer.finish(rest):
                 self._feed.received(firing)
         if not self._rings:
             return [] if self._wrote else None

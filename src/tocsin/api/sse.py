@@ -88,10 +88,13 @@ class EventWriter:
         return _Rest(sending, waiting_on)
 
     async def write(self, chunk: bytes) -> bool:
-        """Writes `chunk`; True when the connection is still open after it: a disconnect the
-        server has already seen was noticed (the response's watcher is given one turn of the
-        event loop) before this returns."""
-        rest = self.write_now(chunk)
+        """Writes `chunk`; True when the connection is still open after it (`finish`)."""
+        return await self.finish(self.write_now(chunk))
+
+    async def finish(self, rest: Awaitable[None] | None) -> bool:
+        """Finishes a write `write_now` began (`rest`, its answer); True when the connection
+        is still open after it: a disconnect the server has already seen was noticed (the
+        response's watcher is given one turn of the event loop) before this returns."""
         if rest is not None:
             await rest
         await asyncio.sleep(0)

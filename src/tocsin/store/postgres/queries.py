@@ -711,8 +711,8 @@ ORDER BY due_at, id
 LIMIT $4
 """
 
-# Announced firings that may still go on a page (by primary key).
-# The feed's reads and marks by id: only the primary key may serve them. Written plainly
+# Announced firings that may still go on a page. The feed's reads and marks by id: only the
+# primary key may serve them. Written plainly
 # (`channel = 'inapp' AND deadline > $2`), the conditions match the partial index
 # `firings_feed` (in-app firings by owner and deadline), and with statistics that count few
 # fresh in-app firings — a new database, or the first burst after an ANALYZE — the planner
