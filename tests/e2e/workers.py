@@ -120,7 +120,7 @@ async def firing_states(db_url: str) -> dict[str, int]:
 clock = SystemClock()
 
 
-def spread(count: int, first: float, last: float) -> list[Reminder]:
+def spread(count: int, first: float, last: float, *, freshness: int = 600) -> list[Reminder]:
     """`count` webhook reminders of as many owners, due from `first` to `last` seconds on."""
     start = clock.now().replace(microsecond=0)
     step = (last - first) / max(count - 1, 1)
@@ -130,6 +130,7 @@ def spread(count: int, first: float, last: float) -> list[Reminder]:
             now=start,
             at=start + timedelta(seconds=round(first + n * step)),
             channel=Channel.WEBHOOK,
+            freshness=freshness,
         )
         for n in range(count)
     ]

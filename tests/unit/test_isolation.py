@@ -53,6 +53,8 @@ def test_the_breaker_opens_after_failures_in_a_row_then_probes() -> None:
     assert isolation.refusal("other", 600) is None  # other providers go on
     assert isolation.open_breakers() == ["p"]
     assert isolation.refusal("p", FIRST_COOL_DOWN) is None  # its last chance goes anyway
+    assert isolation.refusal("p", 600, final=True) is None  # and so does its last try
+    assert refused.not_tried
 
     ticks.now += FIRST_COOL_DOWN
     assert isolation.refusal("p", 600) is None  # the probe

@@ -158,3 +158,47 @@ def test_a_success_is_sent() -> None:
         DeliveryResult.sent(), attempt=1, now=DUE, due=DUE, deadline=DEADLINE
     )
     assert decision.state is FiringState.SENT
+
+
+@given(
+    attempt=st.integers(min_value=1, max_value=CAP - 1),
+    wait=st.floats(min_value=0, max_value=3600),
+    offset_ms=st.integers(min_value=0, max_value=TEN_MINUTES // timedelta(milliseconds=1) - 1),
+)
+def test_a_send_held_back_here_waits_at_most_until_the_last_try(
+    attempt: int, wait: float, offset_ms: int
+) -> None:
+    """A breaker's wait (or a hold with no time left) is this worker's guess, not the peer's
+    word: it never expires a firing, and is cut to the last try, which the breaker lets
+    through."""
+    retry = policy()
+    now = DUE + timedelta(milliseconds=offset_ms)  # any instant before the deadline
+    refused = DeliveryResult.refused_here("circuit breaker open for p", wait=wait)
+    decision = retry.decide(refused, attempt=attempt, now=now, due=DUE, deadline=DEADLINE)
+
+    last = retry.last_try(due=DUE, deadline=DEADLINE)
+    assert decision.state is FiringState.QUEUED
+    assert decision.next_attempt_at == min(now + timedelta(seconds=wait), max(last, now))
+    assert decision.next_attempt_at < DEADLINE
+    assert decision.error == "circuit breaker open for p"
+
+
+def test_the_peers_own_retry_after_past_the_last_try_still_expires_at_once() -> None:
+    """Only the breaker's wait is cut: the same wait from the peer ends the firing."""
+    wait = 2 * TEN_MINUTES.total_seconds()
+    peer = DeliveryResult.retry("HTTP 503", retry_after=wait)
+    here = DeliveryResult.refused_here("circuit breaker open for p", wait=wait)
+    assert policy().decide(peer, attempt=1, now=DUE, due=DUE, deadline=DEADLINE).state is (
+        FiringState.EXPIRED
+    )
+    assert policy().decide(here, attempt=1, now=DUE, due=DUE, deadline=DEADLINE).state is (
+        FiringState.QUEUED
+    )
+
+
+def test_sends_held_back_here_do_not_count_toward_the_attempt_cap() -> None:
+    """A long freshness behind an open breaker is tried again for as long as it is fresh: the
+    cap is for sends that went out, and none did."""
+    here = DeliveryResult.refused_here("circuit breaker open for p", wait=15)
+    decision = policy().decide(here, attempt=CAP + 50, now=DUE, due=DUE, deadline=DEADLINE)
+    assert decision.state is FiringState.QUEUED

@@ -9,15 +9,19 @@ is answered 204 — or `--status` (503 unless told) while failing: for the first
 attempts of each id, and for everything before the epoch second `--fail-until` (and from
 `--fail-from`, when given: a window of failure that starts after the receiver did). With
 `--secret`, a request whose Standard Webhooks signature does not verify is answered 401 and
-counted `invalid`. `GET /stats` reports the counts (`?ids=1` adds each id's arrivals, as
-`[epoch seconds, status]` pairs, and `?bodies=1` each id's last body when `--keep-bodies`);
-`POST /reset` forgets everything; `POST /fail?from=EPOCH&until=EPOCH` sets the window of
-failure of a receiver already running.
+counted `invalid`. With `--delay`, every delivery is counted when it arrives and answered that
+many seconds later: a slow peer, whose 2xx may come back after the sender gave up.
+
+`GET /stats` reports the counts (`?ids=1` adds each id's arrivals, as `[epoch seconds,
+status]` pairs, and `?bodies=1` each id's last body when `--keep-bodies`); `POST /reset`
+forgets everything; `POST /fail?from=EPOCH&until=EPOCH` sets the window of failure of a
+receiver already running.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import socket
 import sys
 import time
@@ -51,6 +55,7 @@ class Behaviour:
     status: int = 503
     retry_after: str | None = None
     keep_bodies: bool = False
+    delay: float = 0.0  # seconds between a delivery's arrival and its answer
 
 
 @dataclass
@@ -61,6 +66,7 @@ class Tally:
     accepted: int = 0
     failed: int = 0
     invalid: int = 0
+    timestamp_skew: float = 0.0  # the largest |arrival - webhook-timestamp| seen, seconds
     arrivals: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     accepted_ids: dict[str, int] = field(default_factory=dict)
     bodies: dict[str, Any] = field(default_factory=dict)
@@ -74,6 +80,7 @@ class Tally:
             "invalid": self.invalid,
             "unique": unique,
             "duplicates": self.accepted - unique,
+            "timestamp_skew": self.timestamp_skew,
         }
         if ids:
             report["arrivals"] = self.arrivals
@@ -109,6 +116,8 @@ class Receiver:
             await _answer(send, 200, b"ok")
         elif method == "POST":
             status = self._take(_headers(scope), await _read_body(receive))
+            if self.behaviour.delay > 0:
+                await asyncio.sleep(self.behaviour.delay)
             extra = []
             if status >= 500 and self.behaviour.retry_after is not None:
                 extra.append((b"retry-after", self.behaviour.retry_after.encode()))
@@ -121,6 +130,9 @@ class Receiver:
         tally, behaviour = self.tally, self.behaviour
         tally.total += 1
         message_id = headers.get("webhook-id", "")
+        stamped = headers.get("webhook-timestamp", "")
+        if stamped.isdigit():
+            tally.timestamp_skew = max(tally.timestamp_skew, abs(arrived - int(stamped)))
         if not message_id or not self._verified(message_id, headers, body, arrived):
             tally.invalid += 1
             return 401
@@ -193,6 +205,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--status", type=int, default=503, help="the failing answer")
     parser.add_argument("--retry-after", help="Retry-After header sent with 5xx answers")
     parser.add_argument("--keep-bodies", action="store_true", help="keep each id's last body")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="answer late")
     return parser.parse_args(argv)
 
 
@@ -205,6 +218,7 @@ async def serve(args: argparse.Namespace) -> None:
         status=args.status,
         retry_after=args.retry_after,
         keep_bodies=args.keep_bodies,
+        delay=args.delay,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -82,6 +82,7 @@ def build_channels(
             timeout=settings.webhook_timeout_seconds,
             max_connections=settings.delivery_concurrency,
             allow_private=settings.allow_private_urls,
+            clock=clock,
         ),
         Channel.INAPP: InappSender(announce),
     }

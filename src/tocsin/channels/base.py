@@ -22,6 +22,9 @@ class DeliveryResult:
     `Outcome.RETRY`) says the destination took the ring in and keeps it until the firing's
     deadline, and whoever hands it on settles the firing (the in-app feed: a connected page
     marks it `sent`): the firing waits `queued` until its deadline, then expires.
+    `not_tried` (with `Outcome.RETRY`) says no send was made: this worker held it back (a
+    provider's breaker is open, or the firing's hold had no time left for a send), and
+    `retry_after` is this worker's own wait, not the peer's word.
     """
 
     outcome: Outcome
@@ -30,6 +33,7 @@ class DeliveryResult:
     provider_id: str | None = None
     gone: bool = False
     held: bool = False
+    not_tried: bool = False
 
     @classmethod
     def sent(cls, provider_id: str | None = None) -> DeliveryResult:
@@ -40,6 +44,11 @@ class DeliveryResult:
     @classmethod
     def retry(cls, error: str, retry_after: float | None = None) -> DeliveryResult:
         return cls(outcome=Outcome.RETRY, error=error, retry_after=retry_after)
+
+    @classmethod
+    def refused_here(cls, error: str, wait: float) -> DeliveryResult:
+        """Not sent: held back by this worker, to be tried again after `wait` seconds."""
+        return cls(outcome=Outcome.RETRY, error=error, retry_after=wait, not_tried=True)
 
     @classmethod
     def failed(cls, error: str) -> DeliveryResult:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
@@ -20,6 +19,7 @@ import orjson
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import http_session
 from tocsin.channels.signing import secret_key, sign
+from tocsin.clock import Clock, SystemClock
 from tocsin.domain import Firing
 from tocsin.outbound import GuardedResolver, refused_by_policy, refused_url
 
@@ -34,11 +34,19 @@ class WebhookSender(DestinationSender):
     The client is aiohttp: with 256 sends in flight to one receiver, httpx's connection pool
     rescans its whole queue on every request and response, and carried ~560 posts a second
     where aiohttp carries ~13,000 on the same machine (see docs/benchmarks.md).
+    `webhook-timestamp` is read from `clock`: in a worker, the database's clock, by which the
+    ring is timed (a worker host's own clock may be off by its skew).
     """
 
     def __init__(
-        self, *, timeout: float, max_connections: int, allow_private: bool = False
+        self,
+        *,
+        timeout: float,
+        max_connections: int,
+        allow_private: bool = False,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock = clock or SystemClock()
         self._timeout = timeout
         self._max_connections = max_connections
         self._allow_private = allow_private
@@ -59,7 +67,7 @@ class WebhookSender(DestinationSender):
         if refused is not None:
             return DeliveryResult.failed(refused)
         body = _body(firing)
-        timestamp = int(time.time())
+        timestamp = int(self._clock.now().timestamp())
         headers = {
             "content-type": "application/json",
             "webhook-id": firing.id,

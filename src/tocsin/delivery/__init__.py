@@ -44,6 +44,9 @@ class DeliveryTuning:
     pickup_batch: int = 1000
     record_batch: int = 1000
     record_seconds: float = 0.05
+    # A send is made only while this long is left in the firing's hold (what the hold adds
+    # to the part lease: the webhook timeout); else it is taken again with a fresh hold.
+    send_timeout: float = 10.0
 
 
 class Delivery:
@@ -72,7 +75,14 @@ class Delivery:
         self.isolation = Isolation(concurrency=tuning.concurrency)
         ENGINE.watch(self.isolation)
         deliverer = Deliverer(
-            channels, destinations, policy, clock, sender=sender, isolation=self.isolation
+            channels,
+            destinations,
+            policy,
+            clock,
+            sender=sender,
+            isolation=self.isolation,
+            send_timeout=tuning.send_timeout,
+            hold=tuning.lease,
         )
         self.pool = DeliveryPool(
             deliverer,

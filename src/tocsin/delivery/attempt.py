@@ -30,6 +30,11 @@ Target = tuple[Channel, DestinationSender, Destination]
 EXPIRED_UNSENT = "expired: its deadline passed before it could be sent"
 # An attempt needs this much time before the deadline, so that it arrives before it.
 MIN_TIME_LEFT = timedelta(milliseconds=250)
+# A send ends this long before the firing's hold does, so that its result is written while
+# the hold is still this worker's: no other worker takes the firing over mid-send. (Less
+# when the hold is short: half of what it adds to the send timeout.)
+HOLD_MARGIN = timedelta(seconds=1)
+NO_TIME_IN_HOLD = "not tried: the hold on it would end before a send could; taken again"
 
 
 class Deliverer:
@@ -56,8 +61,13 @@ class Deliverer:
         *,
         sender: str,
         isolation: Isolation | None = None,
+        send_timeout: float = 10.0,
+        hold: timedelta = timedelta(seconds=20),
     ) -> None:
         self._channels = channels
+        self._send_timeout = send_timeout
+        spare = hold - timedelta(seconds=send_timeout)
+        self._hold_margin = max(min(HOLD_MARGIN, spare / 2), timedelta(0))
         self._isolation = isolation or Isolation(concurrency=256)
         self._destinations = destinations
         self._policy = policy
@@ -171,27 +181,38 @@ class Deliverer:
         self, firing: Firing, targets: Sequence[Target], now: datetime
     ) -> list[DeliveryResult]:
         time_limit = (firing.deadline - now).total_seconds()
+        final = now >= self._policy.last_try(due=firing.due_at, deadline=firing.deadline)
         if len(targets) == 1:  # the common case, without a gather
-            results = [await self._send(firing, targets[0], time_limit)]
+            results = [await self._send(firing, targets[0], time_limit, final)]
         else:
             results = list(
-                await asyncio.gather(*(self._send(firing, t, time_limit) for t in targets))
+                await asyncio.gather(*(self._send(firing, t, time_limit, final) for t in targets))
             )
         for (_, _, destination), result in zip(targets, results, strict=True):
             if result.gone:
                 await self._gone(destination, result)
         return results
 
-    async def _send(self, firing: Firing, target: Target, limit: float) -> DeliveryResult:
+    async def _send(
+        self, firing: Firing, target: Target, limit: float, final: bool
+    ) -> DeliveryResult:
+        """One send, within the provider's limits. A send is only made while the firing's
+        hold lasts for all of it: one that could outlive the hold (its wait for a slot ate
+        the time) is not made, and the firing is taken again with a fresh hold at once, so
+        no other worker ever takes over a firing whose send is still out."""
         channel, sender, destination = target
         key = provider(channel, destination)
-        refused = self._isolation.refusal(key, limit)
+        refused = self._isolation.refusal(key, limit, final=final)
         if refused is not None:
             ENGINE.retried(channel, instruments.RETRY_BREAKER_OPEN)
             return refused
         async with self._isolation.slot(key):
+            left = self._time_left(firing)
+            if left is None:
+                ENGINE.retried(channel, instruments.RETRY_NO_TIME_IN_HOLD)
+                return DeliveryResult.refused_here(NO_TIME_IN_HOLD, wait=0.0)
             try:
-                result = await sender.send(firing, destination, time_limit=limit)
+                result = await sender.send(firing, destination, time_limit=left)
             except Exception as error:
                 # A bug in one channel must not stop the pool; the firing is retried.
                 logger.exception("channel %s raised", channel, extra={"firing_id": firing.id})
@@ -203,6 +224,18 @@ class Deliverer:
                 reason = instruments.RETRY_AFTER
             ENGINE.retried(channel, reason)
         return result
+
+    def _time_left(self, firing: Firing) -> float | None:
+        """Seconds a send may take now: to the deadline, and to the end of the hold (less
+        its margin); None when the hold ends before a send could time out."""
+        now = self._clock.now()
+        to_deadline = (firing.deadline - now).total_seconds()
+        if firing.lease_until is None:
+            return to_deadline
+        to_hold = (firing.lease_until - self._hold_margin - now).total_seconds()
+        if to_hold < min(self._send_timeout, to_deadline):
+            return None
+        return min(to_hold, to_deadline)
 
     async def _gone(self, destination: Destination, result: DeliveryResult) -> None:
         reason = result.error or "the provider called it gone"

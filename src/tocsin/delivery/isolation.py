@@ -9,7 +9,9 @@ the others' rings.
   connection errors, 5xx, 429) spanning at least `OUTAGE_SECONDS` — an outage, not a burst
   of rings meeting one bad second — a provider's breaker opens for a cool-down (2 s,
   doubling to 15 s while it keeps failing): sends to it are not made, but recorded as retries
-  saying the breaker is open (the firing's history shows it), due again when it closes.
+  saying the breaker is open (the firing's history shows it), due again when it closes —
+  or at the firing's last try, which goes through an open breaker: the breaker is this
+  worker's guess, not the peer's word, and never what makes a ring expire.
   After the cool-down one probe goes through; an answer that is not a retryable failure
   closes it. The cool-down stays short because a ring waits on it: a provider back from an
   outage is found within 15 s.
@@ -66,12 +68,12 @@ class Isolation:
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._breakers: dict[str, _Breaker] = {}
 
-    def refusal(self, key: str, time_left: float) -> DeliveryResult | None:
-        """A retry saying the provider's breaker is open, or None: the send may go. A send
-        with `time_left` to its deadline shorter than the cool-down left goes anyway: it is
-        the ring's last chance, and a breaker must not be what makes a ring stale."""
+    def refusal(self, key: str, time_left: float, *, final: bool = False) -> DeliveryResult | None:
+        """A retry saying the provider's breaker is open, or None: the send may go. The
+        firing's `final` try, and a send with `time_left` to its deadline shorter than the
+        cool-down left, go anyway: a breaker must not be what makes a ring stale."""
         breaker = self._breakers.get(key)
-        if breaker is None or not breaker.open_until:
+        if breaker is None or not breaker.open_until or final:
             return None
         left = breaker.open_until - self._monotonic()
         if left + LAST_CHANCE >= time_left:
@@ -79,9 +81,9 @@ class Isolation:
         if left <= 0 and not breaker.probing:
             breaker.probing = True  # this send is the probe
             return None
-        return DeliveryResult.retry(
+        return DeliveryResult.refused_here(
             f"circuit breaker open for {key}: {breaker.failures} failures in a row; not tried",
-            retry_after=max(left, 0.5),
+            wait=max(left, 0.5),
         )
 
     def slot(self, key: str) -> asyncio.Semaphore:

@@ -47,9 +47,12 @@ class RetryPolicy:
     deadline) is cut short to it: a receiver that comes back late in the freshness still
     gets one try before the deadline, rather than the firing giving up minutes early. After
     the try at that instant fails, the firing is `expired`. A `Retry-After` that ends past it
-    is the peer saying it will not take the firing in time: `expired` at once.
+    is the peer saying it will not take the firing in time: `expired` at once. A send this
+    worker held back (`DeliveryResult.not_tried`: a breaker open, no time left in the hold)
+    never expires the firing: its wait is cut to the last try, which the breaker lets
+    through, and the deadline check before every send is what ends it.
     `max_attempts` only guards against a runaway (a peer answering `Retry-After: 0` for
-    ever): the deadline is what ends the retries.
+    ever) and counts only sends that went out: the deadline is what ends the retries.
     """
 
     max_attempts: int
@@ -95,10 +98,13 @@ class RetryPolicy:
             # Settled by the destination (a page that received it) or expired by pickup at
             # the deadline: no retry of ours could do more.
             return Decision(state=FiringState.QUEUED, next_attempt_at=deadline, error=result.error)
+        last = self.last_try(due=due, deadline=deadline)
+        if result.not_tried:  # nothing went out: no runaway to guard against
+            when = min(now + timedelta(seconds=result.retry_after or 0.0), max(last, now))
+            return Decision(state=FiringState.QUEUED, next_attempt_at=when, error=result.error)
         if attempt >= self.max_attempts:
             error = f"gave up after {attempt} attempts (the most allowed): {result.error}"
             return Decision(state=FiringState.FAILED, error=error)
-        last = self.last_try(due=due, deadline=deadline)
         if result.retry_after is not None:
             return _after_retry_after(result.retry_after, result, attempt, now, last)
         if now >= last:

@@ -52,6 +52,7 @@ RETRY_ERROR = "error"  # a timeout, a refused connection, a 5xx or 429 without R
 RETRY_AFTER = "retry_after"  # the peer said when to come back
 RETRY_BREAKER_OPEN = "breaker_open"  # not tried: the provider's circuit breaker is open
 RETRY_LOOKUP = "lookup_failed"  # the destinations could not be read from the database
+RETRY_NO_TIME_IN_HOLD = "no_time_in_hold"  # not tried: the hold would end before the send
 EXPIRED_AT_CLAIM = "stale_at_claim"  # already past its freshness when claimed (catch-up)
 EXPIRED_BEFORE_SEND = "deadline_before_send"  # its deadline came while it waited to be sent
 EXPIRED_LAST_TRY = "last_try_failed"  # retried until its deadline; the last try failed too

@@ -86,7 +86,10 @@ class Engine:
             rng=rng or random.Random(),
         )
         delivery_tuning = replace(
-            tuning.delivery, concurrency=settings.delivery_concurrency, lease=firing_lease
+            tuning.delivery,
+            concurrency=settings.delivery_concurrency,
+            lease=firing_lease,
+            send_timeout=settings.webhook_timeout_seconds,
         )
         self.timeline = Timeline()
         default_webhook = (
