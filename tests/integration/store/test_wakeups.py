@@ -13,7 +13,8 @@ import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder
 from tocsin.domain import ReminderStatus
-from tocsin.store import Store, open_store
+from tocsin.store import Store, codec, open_store
+from tocsin.store.postgres.wakeups import Wakeups
 
 Heard = list[tuple[int, datetime]]
 
@@ -173,3 +174,31 @@ async def _terminate_listeners(url: str) -> None:
         assert killed == 1
     finally:
         await admin.close()
+
+
+@pytest.mark.postgres
+async def test_a_channel_added_while_the_connection_is_busy_is_heard(pg_migrated_url: str) -> None:
+    """LISTEN on a second channel meets a call still in flight on the connection (as the
+    supervisor's ping can be): asyncpg refuses it, and the connection is made again with
+    every channel, rather than left deaf to the new one."""
+    wakeups = Wakeups(lambda: asyncpg.connect(pg_migrated_url))
+    notifier = await asyncpg.connect(pg_migrated_url)
+    try:
+        await wakeups.add(lambda _shard, _due_at: None)
+        connection = wakeups._connection
+        assert connection is not None
+        busy = asyncio.create_task(connection.execute("SELECT pg_sleep(1)"))
+        await asyncio.sleep(0.2)  # the call is on the wire
+        heard: list[None] = []
+        await wakeups.add_leases(lambda: heard.append(None))
+
+        async def heard_it() -> None:
+            while not heard:
+                await notifier.execute("SELECT pg_notify($1, 'w')", codec.LEASES_CHANNEL)
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(heard_it(), 15)
+        await asyncio.gather(busy, return_exceptions=True)  # its connection was dropped
+    finally:
+        await notifier.close()
+        await wakeups.close()

@@ -51,6 +51,9 @@ class Wakeups:
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
         self._starting = asyncio.Lock()
+        # One call at a time on the LISTEN connection: asyncpg refuses a second one while the
+        # first is in flight, so the supervisor's ping and a late LISTEN take turns.
+        self._using = asyncio.Lock()
 
     async def add(self, listener: DueListener) -> Callable[[], None]:
         """Subscribe `listener` to due wake-ups; the first subscription waits until LISTEN
@@ -75,10 +78,7 @@ class Wakeups:
                 connection = await self._listen()  # fails loudly when the database is down
                 self._task = asyncio.create_task(self._supervise(connection), name="tocsin-listen")
             elif new and self._connection is not None:
-                # A lost connection is the supervisor's: it LISTENs to every wanted channel
-                # when it makes the connection again.
-                with contextlib.suppress(*_LOST):
-                    await self._connection.add_listener(channel, self._handlers[channel])
+                await self._listen_too(self._connection, channel)
         listeners.append(listener)
 
         def stop() -> None:
@@ -86,6 +86,17 @@ class Wakeups:
                 listeners.remove(listener)
 
         return stop
+
+    async def _listen_too(self, connection: asyncpg.Connection, channel: str) -> None:
+        """LISTEN to one more channel on the live connection. If that fails, the connection
+        is dropped: the supervisor makes it again, LISTENing to every wanted channel, so a
+        channel is never left unheard on a connection that otherwise works."""
+        try:
+            async with self._using:
+                await connection.add_listener(channel, self._handlers[channel])
+        except _LOST:
+            log.warning("could not LISTEN on %s; making the connection again", channel)
+            connection.terminate()
 
     async def close(self) -> None:
         self._listeners.clear()
@@ -128,8 +139,9 @@ class Wakeups:
                 await asyncio.wait_for(lost.wait(), _PING_SECONDS)
             except TimeoutError:
                 try:
-                    await asyncio.wait_for(connection.execute("SELECT 1"), _PING_SECONDS)
-                except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                    async with self._using:
+                        await asyncio.wait_for(connection.execute("SELECT 1"), _PING_SECONDS)
+                except _LOST:
                     return
 
     async def _reconnect(self) -> asyncpg.Connection:
@@ -137,7 +149,7 @@ class Wakeups:
         while True:
             try:
                 return await self._listen()
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            except _LOST:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, _RETRY_MAX)
 
