@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -139,6 +140,47 @@ async def test_a_stopped_worker_gives_its_parts_up(pg_migrated_url: str, tmp_pat
         assert status == 0, worker.output()
         assert await holders(url) == {}
         assert "engine stopped" in worker.output()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_a_stopping_worker_hands_its_parts_over_before_its_slow_sends_end(
+    pg_migrated_url: str, pg_store: Store, tmp_path: Path
+) -> None:
+    """SIGTERM while sends are out to a peer that answers in 8 s: the parts are given up as
+    soon as claiming stops, while the worker still finishes its sends (for up to one 10 s
+    lease), not after."""
+    url = pg_migrated_url
+    slow = {"TOCSIN_LEASE_SECONDS": "10", "TOCSIN_WEBHOOK_TIMEOUT_SECONDS": "12"}
+    with receiver("--delay", "8") as sink, workers(tmp_path) as started:
+        worker = started.start(url, "a", TOCSIN_WEBHOOK_URL=sink.url, env=slow)
+
+        async def holding() -> bool:
+            return await holders(url) == {"a": 4}
+
+        await eventually(holding, within=20, every=0.1)
+        saved = spread(10, 2, 2)
+        await pg_store.add_reminders(saved)
+
+        async def out() -> bool:
+            return (await sink.astats())["total"] == len(saved)
+
+        await eventually(out, within=20, every=0.1)
+        worker.process.send_signal(signal.SIGTERM)
+        stopping = time.monotonic()
+
+        async def given_up() -> bool:
+            return await holders(url) == {}
+
+        await eventually(given_up, within=20, every=0.1)
+        gave_up_after = time.monotonic() - stopping
+        still_sending = worker.process.poll() is None
+        status = worker.process.wait(30)
+        stats = await sink.astats()
+    assert status == 0, worker.output()
+    assert still_sending, "the parts went while the sends were still out"
+    assert gave_up_after < 5, f"the parts went {gave_up_after:.1f} s after SIGTERM"
+    assert stats["unique"] == len(saved), "the sends out at the stop were finished"
 
 
 async def test_a_worker_refuses_an_old_schema(pg_url: str, tmp_path: Path) -> None:

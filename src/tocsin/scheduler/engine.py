@@ -170,24 +170,28 @@ class Engine:
         logger.info("engine started", extra={"worker": self.worker_id})
 
     async def stop(self) -> None:
-        """Stop claiming, finish or leave what is in flight, give the leases up."""
+        """Stop claiming, give the parts up, finish or leave what is in flight.
+
+        The parts go as soon as the last claim has drained, before delivery finishes: what
+        this worker claimed is fenced by each firing's sender and hold, so the next holder
+        may claim the rest of the parts' rings at once, not after a slow channel's sends."""
         loading = [task for _, task in self._loaders.values()]
         for part in list(self._loaders):
             self._drop(part)
         await _cancel(*self._tasks, *loading)
         self._tasks = []
         await self.claimer.drain()
+        try:
+            await self._store.release_leases(self.worker_id)
+        except StoreError as error:
+            logger.warning("giving the leases up failed (they run out): %s", error)
+        ENGINE.holding(self.worker_id, None)
         for unlisten in self._unlisten:
             unlisten()
         self._unlisten = []
         await self.delivery.stop(self._grace)
         await self._channels.close()
         await self.retention.release()
-        try:
-            await self._store.release_leases(self.worker_id)
-        except StoreError as error:
-            logger.warning("giving the leases up failed (they run out): %s", error)
-        ENGINE.holding(self.worker_id, None)
         logger.info("engine stopped", extra={"worker": self.worker_id})
 
     def _hold(self, held: HeldParts) -> None:
