@@ -9,21 +9,32 @@ ones (`TOCSIN_ALLOW_PRIVATE_URLS`, for a receiver on the same network). The chec
 URL is saved and again at every send against the address the name resolves to then, so a
 name that resolved to a public address at save time and to a private one later (DNS
 rebinding) is refused too.
+
+The host checked is the one the HTTP client will connect to, as it normalises it (yarl: IDNA
+for names, and Unicode digits and dots folded, so `http://①②⑦.0.0.1/` is 127.0.0.1), never the
+text as written; a legacy IPv4 form (`2130706433`, `0x7f.1`) counts as the address it spells,
+and an IPv6 address that carries an IPv4 one (mapped, IPv4-compatible, 6to4, Teredo, NAT64) is
+judged by the IPv4 address it reaches.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from typing import Any
-from urllib.parse import urlsplit
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
+from yarl import URL
 
 from tocsin.errors import InvalidInput
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# A host name as it goes on the wire: ASCII letters, digits, hyphens and dots (IDNA has
+# encoded any other letter), and underscores, which some DNS names carry.
+_HOST_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
 
 # Names that always mean this machine or the cloud's metadata service, whatever DNS says.
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "metadata.google.internal"})
@@ -33,26 +44,43 @@ class RefusedAddress(OSError):
     """A URL's host is (or resolves to) an address the outbound policy refuses."""
 
 
+# NAT64 prefixes: the well-known one (RFC 6052) and the local-use one (RFC 8215).
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated ::a.b.c.d (RFC 4291)
+
+
 def is_public(address: IPAddress) -> bool:
     """Whether an address is on the public internet: not loopback, private, link-local
-    (metadata), shared (CGNAT), multicast, reserved or unspecified."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    (metadata), shared (CGNAT), multicast, reserved or unspecified — nor an IPv6 address that
+    reaches an IPv4 address that is one of those."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(address)
+        if embedded is not None:
+            return is_public(embedded)
     return address.is_global and not address.is_multicast
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one leads to (mapped, 6to4, Teredo's client, NAT64,
+    IPv4-compatible), or None."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if any(address in network for network in _NAT64):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # not :: nor ::1
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
 
 
 def check_url(url: str, *, allow_private: bool, field: str = "url") -> str:
     """`url` if the policy accepts it: `http` or `https`, with a host that is a public
     address or a name (checked again when it resolves, at send time); `InvalidInput` naming
     `field` otherwise."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError as error:
-        raise InvalidInput(field, f"not a URL: {error}") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise InvalidInput(field, "must be an http:// or https:// URL with a host")
+    host = http_host(url, field=field)
     if not allow_private:
         reason = refused_host(host)
         if reason is not None:
@@ -60,6 +88,23 @@ def check_url(url: str, *, allow_private: bool, field: str = "url") -> str:
                 field, f"{reason} (set TOCSIN_ALLOW_PRIVATE_URLS=true to allow private hosts)"
             )
     return url
+
+
+def http_host(url: str, *, field: str = "url") -> str:
+    """The host an `http(s)` URL leads to, as the HTTP client will connect to it (yarl's
+    normalisation: IDNA for names, Unicode digits and dots folded); `InvalidInput` naming
+    `field` for anything else, a malformed URL included."""
+    try:
+        parsed = URL(url)
+        host = parsed.raw_host
+        parsed.port  # noqa: B018 - raises ValueError for a port out of range
+    except (ValueError, UnicodeError) as error:
+        raise InvalidInput(field, f"not a URL: {error}") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise InvalidInput(field, "must be an http:// or https:// URL with a host")
+    if ip_literal(host) is None and not _HOST_NAME.fullmatch(host):
+        raise InvalidInput(field, f"{host!r} is not a valid host name")
+    return host
 
 
 def refused_url(url: str, *, allow_private: bool, what: str) -> str | None:
@@ -77,13 +122,25 @@ def refused_host(host: str) -> str | None:
     name = host.rstrip(".").lower()
     if name in _LOCAL_NAMES or name.endswith(".localhost"):
         return f"{host} is this machine or a metadata service"
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
+    address = ip_literal(name)
+    if address is None:
         return None  # a name: checked where it resolves
     if not is_public(address):
         return f"{host} is not a public address (loopback, private, link-local or reserved)"
     return None
+
+
+def ip_literal(host: str) -> IPAddress | None:
+    """The address `host` spells, in standard form or in a legacy IPv4 one that resolvers
+    still accept (`2130706433`, `0x7f.1`, `0177.0.0.1`), or None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
 
 
 class GuardedResolver(AbstractResolver):

@@ -163,7 +163,8 @@ async def test_a_stopping_worker_hands_its_parts_over_before_its_slow_sends_end(
         await pg_store.add_reminders(saved)
 
         async def out() -> bool:
-            return (await sink.astats())["total"] == len(saved)
+            total: int = (await sink.astats())["total"]
+            return total == len(saved)
 
         await eventually(out, within=20, every=0.1)
         worker.process.send_signal(signal.SIGTERM)

@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tocsin.errors import InvalidInput
-from tocsin.outbound import GuardedResolver, RefusedAddress, check_url, is_public
+from tocsin.outbound import (
+    GuardedResolver,
+    RefusedAddress,
+    check_url,
+    embedded_ipv4,
+    is_public,
+)
 from tocsin.settings import Settings
 
 REFUSED = [
@@ -31,6 +37,24 @@ REFUSED = [
     "http://0.0.0.0/hook",
     "http://metadata.google.internal/computeMetadata/v1/",
     "http://example.org:99999/",
+    # Unicode digits and dots, folded by the HTTP client into an IP literal it connects to.
+    "http://①②⑦.0.0.1:8000/k",
+    "http://１２７.0.0.1/k",
+    "http://127。0。0。1/k",
+    "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/latest/meta-data/",
+    # Legacy IPv4 forms that resolvers still read as addresses.
+    "http://2130706433/k",
+    "http://0x7f.1/k",
+    "http://0177.0.0.1/k",
+    # IPv6 forms that reach an IPv4 address: IPv4-compatible, 6to4, NAT64, Teredo.
+    "http://[::127.0.0.1]/k",
+    "http://[2002:7f00:1::]/k",
+    "http://[2002:a9fe:a9fe::]/k",
+    "http://[64:ff9b::a9fe:a9fe]/k",
+    "http://[64:ff9b:1::7f00:1]/k",
+    # Malformed: a clear 422, never a 500.
+    "http://[x]/",
+    "http://[::1",
 ]
 
 
@@ -50,17 +74,37 @@ def test_public_http_urls_pass(url: str) -> None:
 
 def test_the_operator_may_allow_private_hosts_but_never_other_schemes() -> None:
     assert check_url("http://127.0.0.1:9/hook", allow_private=True)
-    with pytest.raises(InvalidInput):
-        check_url("file:///etc/passwd", allow_private=True)
+    for refused in ("file:///etc/passwd", "http://[x]/", "http://[::1"):
+        with pytest.raises(InvalidInput):
+            check_url(refused, allow_private=True)
+
+
+def test_a_unicode_name_is_judged_as_its_idna_form() -> None:
+    assert check_url("https://bücher.example/hook", allow_private=False)
 
 
 @given(st.ip_addresses())
 def test_an_address_is_public_only_if_global_and_unicast(
     address: ipaddress.IPv4Address | ipaddress.IPv6Address,
 ) -> None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return  # the next property
+    if isinstance(address, ipaddress.IPv6Address) and embedded_ipv4(address) is not None:
+        return  # the next properties
     assert is_public(address) == (address.is_global and not address.is_multicast)
+
+
+@given(st.ip_addresses(v=4))
+def test_an_ipv6_address_that_reaches_an_ipv4_one_is_judged_as_it(
+    address: ipaddress.IPv4Address,
+) -> None:
+    """6to4 (2002::/16), NAT64 (64:ff9b::/96) and Teredo carry the IPv4 address they lead
+    to; each is public exactly when that address is."""
+    packed = int(address)
+    sixtofour = ipaddress.IPv6Address((0x2002 << 112) | (packed << 80))
+    nat64 = ipaddress.IPv6Address((0x64FF9B << 96) | packed)
+    teredo = ipaddress.IPv6Address((0x20010000 << 96) | (0xFFFFFFFF ^ packed))
+    for carrier in (sixtofour, nat64, teredo):
+        assert embedded_ipv4(carrier) == address
+        assert is_public(carrier) == is_public(address)
 
 
 @given(st.ip_addresses(v=4))

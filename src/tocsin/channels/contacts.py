@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from tocsin.channels import CONTACT_MODULES
 from tocsin.domain import Channel
 from tocsin.errors import InvalidInput
+from tocsin.outbound import http_host
 
 Validator = Callable[[Mapping[str, Any]], dict[str, str]]
 
@@ -31,9 +31,7 @@ def validate_webhook_contact(fields: Mapping[str, Any]) -> dict[str, str]:
         raise InvalidInput("url", "required, a non-empty string")
     if len(url) > MAX_URL:
         raise InvalidInput("url", f"at most {MAX_URL} characters")
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput("url", "must be an http:// or https:// URL with a host")
+    http_host(url.strip(), field="url")
     return {"url": url.strip()}
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
@@ -102,9 +102,18 @@ def _text(value: object) -> str:
     return str(value)
 
 
+# Query parameters of a database URL that carry a password (libpq's and asyncpg's names).
+_PASSWORD_PARAMETERS = frozenset({"password", "passwd", "pwd", "sslpassword"})
+
+
 def _without_password(url: str) -> str:
+    """`url` with the password masked, in its user part and in its query string."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:{MASK}@{host}"))
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{parts.username}:{MASK}@{host}")
+    if parts.query:
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        masked = [(k, MASK if k.lower() in _PASSWORD_PARAMETERS else v) for k, v in pairs]
+        parts = parts._replace(query=urlencode(masked, safe="*"))
+    return urlunsplit(parts)

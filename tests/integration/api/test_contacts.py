@@ -9,6 +9,7 @@ from tests.integration.api.conftest import add_key, bearer, fields, owner_token
 from tocsin.store import Store
 
 HOOK = {"kind": "webhook", "url": "https://ana.example/hooks/tocsin", "label": "home"}
+HOOK_ADDRESS = {"url": HOOK["url"]}
 
 
 async def test_a_webhook_contact_is_added_with_its_secret_shown_once(
@@ -108,3 +109,37 @@ async def test_a_webhook_contact_must_be_a_public_url(client: httpx.AsyncClient)
         assert answer.status_code == 422, url
         assert fields(answer.json()) == ["url"]
         assert "TOCSIN_ALLOW_PRIVATE_URLS" in answer.text
+
+
+async def test_hosts_the_client_would_fold_into_a_private_address_are_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    """The host checked is the one the HTTP client connects to: Unicode digits and dots,
+    legacy IPv4 forms and IPv6 forms that carry an IPv4 address are judged as that address."""
+    for url in (
+        "http://①②⑦.0.0.1:9/k",
+        "http://１２７.0.0.1/k",
+        "http://127。0。0。1/k",
+        "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/latest",
+        "http://2130706433/k",
+        "http://[2002:7f00:1::]/k",
+        "http://[64:ff9b::a9fe:a9fe]/k",
+        "http://[::127.0.0.1]/k",
+    ):
+        answer = await client.post("/v1/owners/ana/contacts", json={"kind": "webhook", "url": url})
+        assert answer.status_code == 422, (url, answer.text)
+        assert fields(answer.json()) == ["url"]
+    assert (await client.get("/v1/owners/ana/contacts")).json()["contacts"] == []
+
+
+async def test_a_malformed_url_is_a_clear_422_on_add_and_change(client: httpx.AsyncClient) -> None:
+    made = (await client.post("/v1/owners/ana/contacts", json=HOOK)).json()
+    for url in ("http://[x]/", "http://[::1", "http://exa mple.org/"):
+        added = await client.post("/v1/owners/ana/contacts", json={"kind": "webhook", "url": url})
+        changed = await client.patch(f"/v1/owners/ana/contacts/{made['id']}", json={"url": url})
+        for answer in (added, changed):
+            assert answer.status_code == 422, (url, answer.text)
+            assert answer.headers["content-type"] == "application/problem+json"
+            assert fields(answer.json()) == ["url"]
+    read = await client.get(f"/v1/owners/ana/contacts/{made['id']}")
+    assert read.json()["address"] == HOOK_ADDRESS

@@ -120,6 +120,21 @@ def test_config_masks_every_secret(
     assert set(lines) == {f"TOCSIN_{name.upper()}" for name in Settings.model_fields}
 
 
+def test_config_masks_a_password_in_the_database_urls_query(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "postgresql://db:5432/tocsin?user=tocsin&password=db-secret&sslpassword=key-secret"
+    monkeypatch.setenv("TOCSIN_DATABASE_URL", url)
+    assert main(["config"]) == 0
+    out = capsys.readouterr().out
+    lines = dict(line.split("=", 1) for line in out.splitlines())
+    assert "db-secret" not in out
+    assert "key-secret" not in out
+    assert lines["TOCSIN_DATABASE_URL"] == (
+        f"postgresql://db:5432/tocsin?user=tocsin&password={MASK}&sslpassword={MASK}"
+    )
+
+
 def test_every_setting_has_a_meaning() -> None:
     vague = [name for name, info in Settings.model_fields.items() if not info.description]
     assert not vague, f"settings without a description: {vague}"
