@@ -10,19 +10,15 @@ is set to 30 s, so only the edit's own wake-up can bring the new version in on t
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
 
-from tests.e2e.workers import workers
-from tests.integration.engine.support import Receiver, receiver
+from tests.e2e.service import create, edit, firings, iso, late, logs, service, sleep_until
+from tests.integration.engine.support import receiver
 from tests.support.processes import clean_env, running
 
 pytestmark = pytest.mark.slow
@@ -33,66 +29,6 @@ EDIT_AT = 5  # seconds before the ring the edits land: after the read
 ON_TIME = 1.5  # seconds
 
 
-@contextmanager
-def service(kind: str, folder: Path, pg_url: str, sink: Receiver) -> Iterator[str]:
-    """The base URL of a running service of `kind`, ringing webhooks into `sink`."""
-    settings = QUIET_SWEEP | {"TOCSIN_WEBHOOK_URL": sink.url}
-    with ExitStack() as stack:
-        if kind == "sqlite":
-            db = str(folder / "tocsin.db")
-            base, _ = stack.enter_context(
-                running("serve", "--db", db, env=clean_env(**settings), log=folder / "serve.log")
-            )
-        else:
-            started = stack.enter_context(workers(folder))
-            started.start(pg_url, "w1", env=settings)
-            base, _ = stack.enter_context(
-                running("api", "--db", pg_url, env=clean_env(**settings), log=folder / "api.log")
-            )
-        yield base
-
-
-def logs(folder: Path) -> str:
-    return "".join(path.read_text() for path in folder.glob("*.log"))
-
-
-def create(client: httpx.Client, **fields: Any) -> dict[str, Any]:
-    body = {"owner": "ana", "zone": "Europe/Paris", "channel": "log"}
-    response = client.post("/v1/reminders", json=body | fields)
-    assert response.status_code == 201, response.text
-    made: dict[str, Any] = response.json()
-    return made
-
-
-def edit(client: httpx.Client, made: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    path = f"/v1/reminders/{made['id']}"
-    etag = client.get(path).headers["ETag"]
-    response = client.patch(path, json=fields, headers={"If-Match": etag})
-    assert response.status_code == 200, response.text
-    edited: dict[str, Any] = response.json()
-    return edited
-
-
-def firings(client: httpx.Client, made: dict[str, Any]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = client.get(f"/v1/reminders/{made['id']}/firings").json()[
-        "firings"
-    ]
-    return found
-
-
-def iso(instant: datetime) -> str:
-    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def sleep_until(instant: datetime) -> None:
-    time.sleep(max(0.0, (instant - datetime.now(UTC)).total_seconds()))
-
-
-def late(firing: dict[str, Any]) -> float:
-    sent = datetime.fromisoformat(firing["sent_at"])
-    return (sent - datetime.fromisoformat(firing["due"])).total_seconds()
-
-
 @pytest.mark.postgres
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -101,7 +37,7 @@ def test_edits_after_the_read_ahead_win_and_ring_on_time(
 ) -> None:
     with (
         receiver() as sink,
-        service(kind, tmp_path, pg_migrated_url, sink) as base,
+        service(kind, tmp_path, pg_migrated_url, sink, QUIET_SWEEP) as base,
         httpx.Client(base_url=base, timeout=10) as client,
     ):
         due = (datetime.now(UTC) + timedelta(seconds=LEAD)).replace(microsecond=0)

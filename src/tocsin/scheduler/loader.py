@@ -1,5 +1,26 @@
 """Loading one held part: catch-up from its watermark, the next minute ahead of time,
-reloads on wake-ups, and the sweep that catches anything due and unclaimed."""
+reloads on wake-ups, and the sweep that catches anything due and unclaimed.
+
+How a part's rows are held, in the order the store reads them (due time, then id):
+
+- **Read.** Buckets before `_next` are read completely: every pending row of them was held
+  when it was read, or came later and is reported by its wake-up or found by the sweep. The
+  bucket `_next` may be read in part, up to `_cursor` (the last row read, keyset paging).
+- **Reading ahead.** The loader reads `_next …` the bucket `lead` ahead of now, page by page.
+- **Full.** At `max_held` entries it stops reading ahead, and reads on when claims drain the
+  part to `low_water` (the timeline calls it).
+- **Admission** (`_admit`), the one way in for every read — reading ahead, a wake-up's
+  reload, the sweep: rows are taken while there is room; when the part is full, a row that
+  sorts before the part's latest waiting entry is still taken, and pushes that tail out
+  (`Timeline.evict_latest`) instead of being refused. The read is then rewound to just
+  before the first row pushed out, so those rows are read again in their turn. A ring saved
+  or snoozed into a full minute therefore rings at its second, not after the minute's bulk.
+- **Released.** A claimed entry leaves the timeline (`Timeline.release`).
+
+The sweep reads from the part's oldest pending row, whatever the watermark says: a row
+saved below it (an API host whose clock is behind, a due time moved into the past while its
+NOTIFY was lost) is rung late or recorded expired, never left pending.
+"""
 
 from __future__ import annotations
 
@@ -141,10 +162,14 @@ class PartLoader:
         saved meanwhile before that point is due within the wake-up horizon, so its wake-up
         (or the sweep) brings it in."""
         target = bucket_of(now + self._tuning.lead)
-        while self._next <= target and self._timeline.held(self.part) < self._tuning.max_held:
+        while self._next <= target:
+            room = self._tuning.max_held - self._timeline.held(self.part)
+            if room <= 0:
+                break
+            limit = min(self._tuning.page, room)
             after = self._cursor if self._cursor and self._cursor[0] == self._next else None
-            rows = await self._page(self._next, target, self._tuning.page, after and after[1])
-            if len(rows) == self._tuning.page:
+            rows = await self._page(self._next, target, limit, after and after[1])
+            if len(rows) == limit:
                 last = rows[-1]
                 self._cursor = (self._next, (last.due_at, last.reminder_id))
                 continue  # more to read in this range, as far as memory allows
@@ -155,36 +180,74 @@ class PartLoader:
     async def _page(
         self, first: int, last: int, limit: int, after: tuple[datetime, str] | None
     ) -> list[DueRing]:
-        """Hold the next `limit` pending rows of buckets first..last after `after`."""
+        """Admit the next `limit` pending rows of buckets first..last after `after`."""
         mark = self._timeline.mark()
         rows = await self._store.load_due(
             shards=self._shards, first_bucket=first, last_bucket=last, limit=limit, after=after
         )
-        self._timeline.add((Entry.of(row, self.part) for row in rows), since=mark)
+        self._admit([Entry.of(row, self.part) for row in rows], since=mark)
         return rows
 
     async def _read(self, first: int, last: int) -> bool:
-        """Hold every pending row of buckets first..last not held yet, one page more than
-        held at most (and no more than memory allows: the sweep takes in the rest later);
-        return whether that was all of them."""
-        room = self._tuning.max_held - self._timeline.held(self.part)
-        if room <= 0:
-            return False
-        limit = self._timeline.count(self.part, first, last) + min(self._tuning.page, room)
+        """Admit every pending row of buckets first..last not held yet, one page more than
+        held at most; return whether that was all of them."""
+        limit = self._timeline.count(self.part, first, last) + self._tuning.page
         return len(await self._page(first, last, limit, None)) < limit
+
+    def _admit(self, entries: list[Entry], *, since: int) -> int:
+        """Hold `entries` (in due order) as far as there is room and, beyond it, those that
+        sort before the part's latest waiting entry, which are pushed out to make room for
+        them; return how many were new."""
+        timeline, part = self._timeline, self.part
+        room = self._tuning.max_held - timeline.held(part)
+        if len(entries) <= room:
+            return timeline.add(entries, since=since)
+        entries = [entry for entry in entries if not timeline.holds(entry)]
+        if len(entries) <= room:
+            return timeline.add(entries, since=since)
+        tail = timeline.latest_waiting(part)
+        take = max(room, 0)
+        if tail is not None:
+            bound = tail.order()
+            while take < len(entries) and entries[take].order() < bound:
+                take += 1
+        added = 0
+        out = entries[take : take + 1]  # the first row refused: read again in its turn
+        if take:
+            admitted = entries[:take]
+            added = timeline.add(admitted, since=since)
+            over = timeline.held(part) - self._tuning.max_held
+            if over > 0:
+                out = timeline.evict_latest(part, over, after=admitted[-1])[:1] or out
+        if out:
+            self._rewind(out[0])
+        return added
+
+    def _rewind(self, first_out: Entry) -> None:
+        """Mark the rows from `first_out` on as not read (they were pushed out), so reading
+        ahead takes them in again once there is room."""
+        due_at, reminder_id = first_out.order()
+        if first_out.bucket > self._next:
+            return  # beyond what was read
+        if first_out.bucket == self._next:
+            cursor = self._cursor[1] if self._cursor and self._cursor[0] == self._next else None
+            if cursor is None or (due_at, reminder_id) > cursor:
+                return
+        self._next = first_out.bucket
+        self._cursor = (first_out.bucket, (due_at, just_before(reminder_id)))
+        self._waiting_for_room = True
 
     async def _sweep(self, now: datetime) -> None:
         """Hold what is due and pending but was missed; move the watermark past buckets
         with nothing pending left."""
         current = bucket_of(now)
-        first = 0 if self._watermark is None else min(self._watermark + 1, current - 1)
         limit = self._timeline.taken(self.part) + self._tuning.sweep_page
         mark = self._timeline.mark()
-        rows = await self._store.load_due(
-            shards=self._shards, first_bucket=first, last_bucket=current, limit=limit
+        rows = await self._store.load_due(  # from bucket 0: the oldest pending row on
+            shards=self._shards, first_bucket=0, last_bucket=current, limit=limit
         )
         missed = self._missed(rows, now)
-        if self._timeline.add(missed, since=mark):
+        if self._admit(missed, since=mark):
             logger.info("part %d: the sweep found rings not loaded", self.part)
         finished = current - 1
         if rows:
@@ -192,15 +255,12 @@ class PartLoader:
         await self._advance(finished)
 
     def _missed(self, rows: list[DueRing], now: datetime) -> list[Entry]:
-        """The rows read by the sweep that are due (or behind the read-ahead) and not held,
-        as many as memory allows: the sweep is bound by `max_held` like any read, or a part
-        that is far behind (an outage, a save that ended after its rows were due) would take
-        in everything overdue at once. The next sweep takes the rest."""
-        room = self._tuning.max_held - self._timeline.held(self.part)
+        """The rows read by the sweep that are due (or behind the read-ahead) and not held.
+        They are admitted like any read (`_admit`): a part far behind (an outage, a save that
+        ended after its rows were due) takes in as much as memory allows, the earliest first,
+        and the next sweep the rest."""
         missed: list[Entry] = []
         for row in rows:
-            if len(missed) >= room:
-                break
             if row.due_at <= now or bucket_of(row.due_at) < self._next:
                 entry = Entry.of(row, self.part)
                 if not self._timeline.holds(entry):
@@ -212,3 +272,10 @@ class PartLoader:
             return
         if await self._store.advance_watermark(self._worker, part=self.part, bucket=bucket):
             self._watermark = bucket
+
+
+def just_before(reminder_id: str) -> str:
+    """A string that sorts just before `reminder_id` and after every shorter or equal-length
+    id that sorts before it (ids are ASCII, compared bytewise): a keyset cursor that reads
+    `reminder_id` itself again."""
+    return reminder_id[:-1] + chr(ord(reminder_id[-1]) - 1) + "\x7f"

@@ -60,6 +60,11 @@ class Entry(NamedTuple):
             self.reminder_id, due_at, self.part, self.schedule, self.freshness, self.version + 1
         )
 
+    def order(self) -> tuple[datetime, str]:
+        """Where the entry's row sorts among the part's pending rows, as the store reads
+        them: by due time, then id."""
+        return self.due_at, self.reminder_id
+
     @property
     def identity(self) -> tuple[str, int]:
         """What the timeline holds once: a ring at one version of its row. An edit that
@@ -165,6 +170,46 @@ class Timeline:
                 del self._seconds[second]
         self._heap = list(self._seconds)
         heapq.heapify(self._heap)
+
+    def latest_waiting(self, part: int) -> Entry | None:
+        """The part's waiting entry (not taken out) latest in due order, or None."""
+        for second in sorted(self._seconds, reverse=True):
+            entries = [entry for entry in self._seconds[second] if entry.part == part]
+            if entries:
+                return max(entries, key=Entry.order)
+        return None
+
+    def evict_latest(self, part: int, count: int, *, after: Entry) -> list[Entry]:
+        """Forget up to `count` of the part's waiting entries, latest in due order first,
+        none earlier than or equal to `after`; return them, earliest first. Entries taken
+        out to be claimed are never evicted."""
+        evicted: list[Entry] = []
+        floor = after.order()
+        for second in sorted(self._seconds, reverse=True):
+            if len(evicted) >= count or second < after.second:
+                break
+            entries = self._seconds[second]
+            mine = sorted(
+                (entry for entry in entries if entry.part == part and entry.order() > floor),
+                key=Entry.order,
+                reverse=True,
+            )[: count - len(evicted)]
+            if not mine:
+                continue
+            gone = {entry.identity for entry in mine}
+            kept = [entry for entry in entries if entry.identity not in gone]
+            if kept:
+                self._seconds[second] = kept
+            else:
+                del self._seconds[second]
+            for entry in mine:
+                self._forget(entry)
+            evicted.extend(mine)
+        if evicted:
+            self._heap = list(self._seconds)
+            heapq.heapify(self._heap)
+        evicted.reverse()
+        return evicted
 
     def holds(self, entry: Entry) -> bool:
         """Whether this entry (this ring at this version) is held, waiting or being claimed."""
