@@ -6,8 +6,6 @@ webhook receiver, on the test's own clock, from each firing id's due second."""
 from __future__ import annotations
 
 import asyncio
-import glob
-import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,22 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.workers import clock, holders, query, spread, wait_all_sent, workers
+from tests.e2e.workers import clock, holders, query, spread, wait_all_sent, workers, wrong_clock
 from tests.integration.engine.support import eventually, receiver
 from tocsin.store import open_store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
-
-# libfaketime, preloaded into the worker itself (the `faketime` command would stand between
-# the test and the worker process, and killing it would leave the worker running).
-FAKETIME = next(
-    (
-        path
-        for path in sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-        + sorted(glob.glob("/usr/lib*/faketime/libfaketimeMT.so.1"))
-    ),
-    None,
-)
 
 
 def arrival_lateness(stats: dict[str, Any]) -> dict[str, float]:
@@ -80,20 +67,10 @@ def holding(url: str, expected: dict[str, int]) -> Callable[[], Awaitable[bool]]
 async def test_workers_with_clocks_30_s_off_keep_their_leases_and_ring_on_time(
     pg_migrated_url: str, tmp_path: Path
 ) -> None:
-    if FAKETIME is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("faketime is required under CI (.ci/run installs it)")
-        pytest.skip("needs libfaketime (Debian package faketime) to run a worker on a wrong clock")
     url = pg_migrated_url
     with receiver() as sink, workers(tmp_path) as started:
         for name, offset in (("ahead", "+30s"), ("behind", "-30s")):
-            # Only the wall clock is off: the event loop's monotonic clock runs true.
-            wrong_clock = {
-                "LD_PRELOAD": FAKETIME,
-                "FAKETIME": offset,
-                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-            }
-            started.start(url, name, env=wrong_clock, TOCSIN_WEBHOOK_URL=sink.url)
+            started.start(url, name, env=wrong_clock(offset), TOCSIN_WEBHOOK_URL=sink.url)
         await eventually(holding(url, {"ahead": 2, "behind": 2}), within=30, every=0.2)
         identities = await save(url, 40, 4, 14)
         stop = asyncio.Event()

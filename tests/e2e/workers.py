@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 
 from tests.integration.engine.support import eventually, reminder
 from tocsin.clock import SystemClock
@@ -28,6 +30,29 @@ ENV = {
     "TOCSIN_DELIVERY_CONCURRENCY": "32",
     "TOCSIN_ALLOW_PRIVATE_URLS": "true",  # the receiver peer listens on loopback
 }
+
+
+# libfaketime, preloaded into the process itself (the `faketime` command would stand between
+# the test and the process, and killing it would leave the process running).
+FAKETIME = next(
+    (
+        path
+        for path in sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
+        + sorted(glob.glob("/usr/lib*/faketime/libfaketimeMT.so.1"))
+    ),
+    None,
+)
+
+
+def wrong_clock(offset: str) -> dict[str, str]:
+    """The environment that runs a process with its wall clock `offset` off (`+30s`):
+    only the wall clock, the event loop's monotonic clock runs true. Skips the test where
+    libfaketime is not installed — never under CI, which installs it."""
+    if FAKETIME is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("faketime is required under CI (.ci/run installs it)")
+        pytest.skip("needs libfaketime (Debian package faketime) to run on a wrong clock")
+    return {"LD_PRELOAD": FAKETIME, "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
 
 
 @dataclass

@@ -22,9 +22,10 @@ from typing import Any, Protocol
 import uvicorn
 
 from tocsin.api import create_app
+from tocsin.api.timekeeper import Timekeeper
 from tocsin.auth import SIGNING_KEY_NAME, is_loopback, new_signing_secret
 from tocsin.cli.demo import DEMO_OWNER, demo_link
-from tocsin.clock import Clock, SystemClock
+from tocsin.clock import Clock, DatabaseClock
 from tocsin.errors import (
     SchemaTooNew,
     SchemaTooOld,
@@ -195,7 +196,8 @@ async def serve_api(
         link = await demo_link(store, settings) if demo else None
         if link is not None:
             print(f"Try the reminders page, signed in as {DEMO_OWNER!r}: {link}", flush=True)
-        clock = SystemClock()
+        clock = DatabaseClock()  # the API decides by the database's clock, as workers do
+        keeper = Timekeeper(store, clock)
         app = create_app(store=store, settings=settings, clock=clock)
         config = uvicorn.Config(
             app,
@@ -207,7 +209,7 @@ async def serve_api(
             server_header=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         )
-        services = [make(store, settings, clock) for make in factories]
+        services = [keeper, *(make(store, settings, clock) for make in factories)]
         # Feed connections never end by themselves: ended at the stop signal, their pages
         # reconnect (to another process) and the server drains in time.
         feed = app.state.tocsin.feed

@@ -199,6 +199,11 @@ class Store(ABC):
         """Every app (API key), by name."""
 
     @abstractmethod
+    async def database_time(self) -> datetime:
+        """The database's clock now: what leases, claims and deadlines are judged by. Every
+        process that decides by time keeps its clock in step with it (`DatabaseClock`)."""
+
+    @abstractmethod
     async def queue_stats(self) -> QueueStats:
         """The delivery queue's depth by state (`queued`, `sending`) and the due time of the
         oldest pending reminder, for metrics. Each number is an index-only read of a partial

@@ -376,6 +376,12 @@ class PostgresStore(Store):
     async def list_apps(self) -> list[App]:
         return [app_from(row, _as_is, self._keyring) for row in await self._fetch(q.LIST_APPS)]
 
+    async def database_time(self) -> datetime:
+        row = await self._fetchrow("SELECT clock_timestamp() AS now")
+        assert row is not None
+        now: datetime = row["now"]
+        return now
+
     async def queue_stats(self) -> QueueStats:
         async def work(connection: asyncpg.Connection) -> QueueStats:
             depth = {row["state"]: row["n"] for row in await connection.fetch(q.QUEUE_DEPTH)}

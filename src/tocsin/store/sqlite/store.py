@@ -265,6 +265,9 @@ class SqliteStore(Store):
         rows = await self._db.read(lambda connection: connection.execute(q.LIST_APPS).fetchall())
         return [app_from(row, _utc, self._keyring) for row in rows]
 
+    async def database_time(self) -> datetime:
+        return datetime.now(UTC)  # an SQLite database lives on this host: its clock is ours
+
     async def queue_stats(self) -> QueueStats:
         def work(connection: sqlite3.Connection) -> QueueStats:
             depth = {state: n for state, n in connection.execute(q.QUEUE_DEPTH)}
