@@ -10,6 +10,7 @@ is set to 30 s, so only the edit's own wake-up can bring the new version in on t
 from __future__ import annotations
 
 import sqlite3
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -125,3 +126,55 @@ def test_a_row_that_cannot_be_planned_fails_alone_and_says_why(tmp_path: Path) -
     assert "Mars/Olympus_Mons" in failed[0]["last_error"]
     assert after["status"] == "ended"
     assert [[f["state"] for f in one] for one in rung] == [["sent"], ["sent"]]
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_cancelling_a_series_while_it_rings_says_the_ring_is_on_its_way(
+    kind: str, tmp_path: Path, pg_migrated_url: str
+) -> None:
+    """The webhook peer takes 1.5 s to answer: a daily series is cancelled while its ring is
+    out. The answer is not a bare 204 (nothing will ring) but 200 with the cancelled
+    reminder, whose `last_firing` is the ring on its way; that ring arrives, and nothing
+    after it."""
+    with (
+        receiver("--delay", "1.5") as sink,
+        service(kind, tmp_path, pg_migrated_url, sink, QUIET_SWEEP) as base,
+        httpx.Client(base_url=base, timeout=10) as client,
+    ):
+        due = (datetime.now(UTC) + timedelta(seconds=LEAD)).replace(microsecond=0)
+        series = create(
+            client, at=iso(due), repeat="RRULE:FREQ=DAILY", channel="webhook", text="Pills"
+        )
+        while sink.stats()["total"] == 0:  # the ring is out, its answer 1.5 s away
+            assert datetime.now(UTC) < due + timedelta(seconds=10), "it never rang"
+            time.sleep(0.05)
+        cancelled = client.delete(f"/v1/reminders/{series['id']}")
+        sleep_until(due + timedelta(seconds=8))
+        rung = firings(client, series)
+        after = client.get(f"/v1/reminders/{series['id']}").json()
+        received = sink.stats()
+    assert cancelled.status_code == 200, cancelled.text
+    body = cancelled.json()
+    assert body["status"] == "cancelled"
+    assert body["last_firing"]["due"] == iso(due)
+    assert body["last_firing"]["state"] in ("queued", "sending")
+    assert [(f["due"], f["state"]) for f in rung] == [(iso(due), "sent")], str(rung)
+    assert after["status"] == "cancelled"
+    assert after["next"] is None
+    assert received["unique"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_cancelling_a_series_between_rings_answers_204(tmp_path: Path) -> None:
+    db = tmp_path / "tocsin.db"
+    with (
+        running("serve", "--db", str(db), env=clean_env(), log=tmp_path / "serve.log") as (base, _),
+        httpx.Client(base_url=base, timeout=10) as client,
+    ):
+        due = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
+        series = create(client, at=iso(due), repeat="RRULE:FREQ=DAILY", text="Later")
+        cancelled = client.delete(f"/v1/reminders/{series['id']}")
+    assert cancelled.status_code == 204
+    assert cancelled.content == b""

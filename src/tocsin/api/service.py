@@ -226,12 +226,19 @@ class ReminderService:
 
     # -- change ------------------------------------------------------------------------------
 
-    async def cancel(self, principal: Principal, reminder_id: str) -> None:
-        """Cancel a pending reminder; 409 saying why when it is not pending."""
+    async def cancel(self, principal: Principal, reminder_id: str) -> Reminder | None:
+        """Cancel a pending reminder; 409 saying why when it is not pending. The cancelled
+        reminder when a ring of it is on its way all the same (a series whose current
+        occurrence was claimed before the cancel landed: it still arrives, nothing after it
+        does); None when nothing of it will ring."""
         await self.get(principal, reminder_id)
-        if await self.store.cancel_reminder(reminder_id, now=self.clock.now()) is not None:
-            return
-        raise cancel_conflict(await self.get(principal, reminder_id))
+        if await self.store.cancel_reminder(reminder_id, now=self.clock.now()) is None:
+            raise cancel_conflict(await self.get(principal, reminder_id))
+        cancelled = await self.get(principal, reminder_id)  # with its last firing
+        last = cancelled.last_firing
+        if last is not None and not last.state.is_final:
+            return cancelled
+        return None
 
     async def edit(
         self, principal: Principal, reminder_id: str, patch: ReminderPatch, if_match: str | None

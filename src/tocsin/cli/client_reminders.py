@@ -304,9 +304,12 @@ def edit_reminder(api: Api, args: argparse.Namespace) -> int:
 
 
 def cancel_reminder(api: Api, args: argparse.Namespace) -> int:
-    api.request("DELETE", f"/v1/reminders/{args.id}")
+    answer = api.request("DELETE", f"/v1/reminders/{args.id}")
+    ringing = answer.body.get("last_firing") if answer.status == 200 else None
     if args.json:
-        fmt.emit_json({"id": args.id, "status": "cancelled"})
+        fmt.emit_json({"id": args.id, "status": "cancelled", "ringing": ringing})
+    elif ringing is not None:
+        print(f"cancelled {args.id}; its ring due {ringing['due']} is already on its way")
     else:
         print(f"cancelled {args.id}")
     return OK

@@ -464,8 +464,9 @@
   async function remove(item, reminder) {
     const answer = item.querySelector(".answer");
     try {
-      await api("DELETE", `/v1/reminders/${reminder.id}`);
-      answer.textContent = `Deleted “${reminder.text}”.`;
+      const { status } = await api("DELETE", `/v1/reminders/${reminder.id}`);
+      const onItsWay = status === 200 ? ": the ring due now is already on its way" : "";
+      answer.textContent = `Deleted “${reminder.text}”${onItsWay}.`;
       item.classList.add("gone");
       item.querySelector(".actions").hidden = true;
     } catch (error) {

@@ -93,13 +93,29 @@ async def test_cancel_a_series_that_rang_cancels_what_is_left(
     client: httpx.AsyncClient, store: Store, clock: FakeClock
 ) -> None:
     made = await create(client, ANA)
-    await ring(store, clock, made["id"])
+    await ring(store, clock, made["id"], state=FiringState.EXPIRED)  # a ring that is over
 
     response = await client.delete(f"/v1/reminders/{made['id']}")
 
     assert response.status_code == 204
     firings = (await client.get(f"/v1/reminders/{made['id']}/firings")).json()["firings"]
     assert len(firings) == 1
+
+
+async def test_cancel_a_series_while_it_rings_says_that_ring_is_on_its_way(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ANA)
+    fired = await ring(store, clock, made["id"])  # claimed, being sent
+
+    response = await client.delete(f"/v1/reminders/{made['id']}")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "cancelled"
+    assert body["next"] is None
+    assert body["last_firing"]["id"] == fired.id
+    assert body["last_firing"]["state"] == "sending"
 
 
 async def test_cancel_unknown_is_a_404(client: httpx.AsyncClient) -> None:

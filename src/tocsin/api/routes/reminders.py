@@ -165,10 +165,21 @@ async def change_reminder(
     status_code=204,
     summary="Cancel a pending reminder",
     operation_id="cancelReminder",
-    responses=openapi.problems(notes={**_NOT_FOUND, 409: _CANCEL_409}),
+    responses={
+        200: {
+            "model": ReminderOut,
+            "description": "Cancelled, but a ring of it is already on its way and will still "
+            "arrive (a series whose current occurrence was claimed first): the cancelled "
+            "reminder, whose `last_firing` is that ring, `queued` or `sending`",
+            "headers": openapi.REMINDER_HEADERS,
+        },
+        **openapi.problems(notes={**_NOT_FOUND, 409: _CANCEL_409}),
+    },
 )
 async def cancel_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
-    await context.reminders.cancel(caller, reminder_id)
+    ringing = await context.reminders.cancel(caller, reminder_id)
+    if ringing is not None:  # cancelled, but its current ring is already on its way
+        return _reminder(ringing)
     return Response(status_code=204)
 
 
