@@ -50,6 +50,9 @@ WAKE_HORIZON = timedelta(minutes=2)
 
 # Why a ring for the in-app feed waits `queued`: the claim queues it for the owner's pages.
 FEED_WAITING = "queued for the in-app feed: sent when an open page receives it"
+# A page's replay takes the rings sent since this long before its last event was: the
+# clock that marks them may step back by a little when it is corrected.
+FEED_REPLAY_SLACK_SECONDS = 1
 """A write wakes `listen_due` listeners only for a pending reminder due this soon after its
 `updated_at`: anything later is read by the scheduler's ordinary load-ahead."""
 
@@ -444,9 +447,12 @@ class Store(ABC):
     ) -> list[Firing]:
         """The owner's `inapp` firings still fresh (`deadline > now`) that wait for a page
         (`queued` or `sending`) and, with `after` (the id of one of the owner's firings, a
-        page's last event), those `sent` already that come after it in (`due_at`, `id`)
-        order — ordered so, at most `limit`, without history. One index range scan of the
-        owner's in-app firings by deadline (`firings_feed`)."""
+        page's last event), those `sent` since it was (from `FEED_REPLAY_SLACK_SECONDS`
+        before its `sent_at`; itself excluded) — in (`due_at`, `id`) order, at most `limit`,
+        without history. "Since it was sent", not "after it in due order": events go out in
+        the order rings are claimed and written, not by due time, so a ring due earlier may
+        follow the last event, and is replayed. One index range scan of the owner's in-app
+        firings by deadline (`firings_feed`)."""
 
     @abstractmethod
     async def feed_rings(self, firing_ids: Sequence[str], *, now: datetime) -> list[Firing]:

@@ -61,6 +61,23 @@ async def test_after_an_event_the_ones_sent_after_it_come_again(store: Store) ->
     assert past == []  # nothing past its deadline
 
 
+async def test_the_replay_follows_the_order_rings_were_sent_not_their_due_order(
+    store: Store,
+) -> None:
+    """Events go out in the order rings were claimed and written: a ring due earlier than
+    the page's last event may be sent after it (another claim batch committed later). It is
+    replayed; one sent well before the last event is not."""
+    before, earlier, last = await rung(store, *(inapp(due_in=n) for n in (3, 1, 2)))
+    now = NOW + 10 * SECOND
+    await store.mark_feed_sent([before.id], at=now - 5 * SECOND)
+    await store.mark_feed_sent([last.id], at=now)
+    await store.mark_feed_sent([earlier.id], at=now + 3 * SECOND)  # due first, sent last
+
+    replay = await store.feed_firings("ana", now=now + 4 * SECOND, after=last.id)
+
+    assert [f.id for f in replay] == [earlier.id]
+
+
 async def test_marking_sent_is_conditional_and_recorded(store: Store) -> None:
     fresh, stale = await rung(store, inapp(due_in=1), inapp(due_in=1, freshness=30))
     at = NOW + 40 * SECOND  # past the stale one's deadline

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 from tocsin.ids import LANE_WIDTH, LANES
+from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
 
 # -- migrations -------------------------------------------------------------------------------
 
@@ -698,18 +699,20 @@ SELECT pg_notify('tocsin_feed', payload)
 FROM set_config('synchronous_commit', 'off', true) AS async_commit, unnest($1::text[]) AS payload
 """
 
-# The owner's in-app firings still fresh that wait for a page, and those sent after the
-# page's last event ($3, none when NULL or not the owner's): a range scan of firings_feed
-# over (owner, deadline > now), the few rows found filtered and sorted.
-FEED_FIRINGS = """
+# The owner's in-app firings still fresh that wait for a page, and those sent since the
+# page's last event was ($3, none when NULL or not the owner's; see Store.feed_firings): a
+# range scan of firings_feed over (owner, deadline > now), the few rows found filtered and
+# sorted.
+FEED_FIRINGS = f"""
 SELECT * FROM firings
 WHERE owner = $1 AND channel = 'inapp' AND deadline > $2
   AND (state IN ('queued', 'sending')
-       OR (state = 'sent'
-           AND (due_at, id) > (SELECT due_at, id FROM firings WHERE id = $3 AND owner = $1)))
+       OR (state = 'sent' AND id <> $3
+           AND sent_at >= (SELECT sent_at - interval '{FEED_REPLAY_SLACK_SECONDS} seconds'
+                           FROM firings WHERE id = $3 AND owner = $1)))
 ORDER BY due_at, id
 LIMIT $4
-"""
+"""  # noqa: S608 - a constant of ours, no value from outside
 
 # Announced firings that may still go on a page. The feed's reads and marks by id: only the
 # primary key may serve them. Written plainly

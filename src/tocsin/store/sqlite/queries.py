@@ -5,6 +5,8 @@ Instants are INTEGER microseconds since the Unix epoch (UTC); see migrations/sql
 
 from __future__ import annotations
 
+from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
+
 # -- migrations -------------------------------------------------------------------------------
 
 # The runner's own bookkeeping table, made before any migration runs.
@@ -525,19 +527,20 @@ WHERE part = :part AND holder = :worker AND (watermark IS NULL OR watermark < :b
 
 # -- the in-app feed ------------------------------------------------------------------------------
 
-# The owner's in-app firings still fresh that wait for a page, and those sent after the
-# page's last event (:after, none when NULL or not the owner's): a range scan of firings_feed
-# over (owner, deadline > now), the few rows found filtered and sorted.
-FEED_FIRINGS = """
+# The owner's in-app firings still fresh that wait for a page, and those sent since the
+# page's last event was (:after, none when NULL or not the owner's; see Store.feed_firings):
+# a range scan of firings_feed over (owner, deadline > now), the few rows found filtered and
+# sorted.
+FEED_FIRINGS = f"""
 SELECT * FROM firings
 WHERE owner = :owner AND channel = 'inapp' AND deadline > :now
   AND (state IN ('queued', 'sending')
-       OR (state = 'sent'
-           AND (due_at, id) > (SELECT due_at, id FROM firings
-                               WHERE id = :after AND owner = :owner)))
+       OR (state = 'sent' AND id <> :after
+           AND sent_at >= (SELECT sent_at - {FEED_REPLAY_SLACK_SECONDS * 1_000_000}
+                           FROM firings WHERE id = :after AND owner = :owner)))
 ORDER BY due_at, id
 LIMIT :limit
-"""
+"""  # noqa: S608 - a constant of ours, no value from outside
 
 # Announced firings that may still go on a page (:ids is a JSON array).
 FEED_RINGS = """
