@@ -11,11 +11,17 @@ shares it). Revoking an owner's tokens (`Store.revoke_owner_tokens`) refuses tho
 to an instant, which is why a token says when it was signed; tokens from before that field
 (`to_<owner>.<expiry>.<signature>`) still work until they expire or their owner's are revoked.
 
-Feed tickets are the same shape with the expiry alone (`tf_<owner>.<expiry>.<signature>`),
-signed under another label so that neither passes for the other: a page's `EventSource`
-cannot send an `Authorization` header, so it puts a ticket in the feed's URL instead. A URL
-may be logged by a proxy or kept in a browser's history, so a ticket opens one owner's feed
-only, and only for `FEED_TICKET_SECONDS`.
+Feed tickets are the same shape (`tf_<owner>.<signed>.<expiry>.<signature>`), signed under
+another label so that neither passes for the other: a page's `EventSource` cannot send an
+`Authorization` header, so it puts a ticket in the feed's URL instead. A URL may be logged
+by a proxy or kept in a browser's history, so a ticket opens one owner's feed only, and only
+for `FEED_TICKET_SECONDS`; a revocation of its owner's tokens after it was signed refuses it
+too. Tickets from before that field (`tf_<owner>.<expiry>.<signature>`) are read as the old
+tokens are: good until they expire, unless any revocation of their owner's tokens exists.
+
+The demo token `tocsin serve` prints, and the tickets made in loopback dev mode, are signed
+under labels of their own (`OwnerToken.dev_only`): the server admits them only while it still
+runs without API keys, so they end when it leaves dev mode.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import hmac
 import ipaddress
 import re
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -43,16 +50,24 @@ SIGNING_KEY_NAME = "owner-token"  # the name `Store.ensure_secret` keeps it unde
 APP_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _SIGNED_V1 = b"tocsin-owner-token-v1"
 _SIGNED = b"tocsin-owner-token-v2"
-_SIGNED_TICKET = b"tocsin-feed-ticket-v1"
+_SIGNED_DEMO = b"tocsin-demo-token-v1"
+_SIGNED_TICKET_V1 = b"tocsin-feed-ticket-v1"
+_SIGNED_TICKET = b"tocsin-feed-ticket-v2"
+_SIGNED_DEMO_TICKET = b"tocsin-demo-feed-ticket-v1"
+# The labels each credential may be signed under, by its count of fields.
+_TOKEN_LABELS = {2: (_SIGNED, _SIGNED_DEMO), 1: (_SIGNED_V1,)}
+_TICKET_LABELS = {2: (_SIGNED_TICKET, _SIGNED_DEMO_TICKET), 1: (_SIGNED_TICKET_V1,)}
+_DEV_ONLY = frozenset({_SIGNED_DEMO, _SIGNED_DEMO_TICKET})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OwnerToken:
-    """What a token with a valid signature says."""
+    """What an owner token (or a feed ticket: the same fields) with a valid signature says."""
 
     owner: str
-    signed: datetime | None  # None: a token from before tokens said when they were signed
+    signed: datetime | None  # None: a credential from before they said when they were signed
     expires: datetime
+    dev_only: bool = False  # good only while the server runs in loopback dev mode
 
 
 def new_api_key() -> str:
@@ -103,50 +118,51 @@ async def owner_token_secret(store: Store, configured: str | None) -> str:
 
 
 def sign_owner_token(
-    owner: str, *, expires: datetime, secret: str, signed: datetime | None = None
+    owner: str,
+    *,
+    expires: datetime,
+    secret: str,
+    signed: datetime | None = None,
+    dev_only: bool = False,
 ) -> str:
     """A token that lets its bearer see and change `owner`'s reminders until `expires`
-    (unless its owner's tokens are revoked after `signed`, default now)."""
+    (unless its owner's tokens are revoked after `signed`, default now); a `dev_only` one
+    (the demo token) only while the server runs in loopback dev mode."""
     at = str(int((signed or datetime.now(UTC)).timestamp() * 1000))
     expiry = str(int(expires.timestamp()))
-    return _sign(OWNER_CREDENTIAL_PREFIX, _SIGNED, secret, owner, at, expiry)
+    label = _SIGNED_DEMO if dev_only else _SIGNED
+    return _sign(OWNER_CREDENTIAL_PREFIX, label, secret, owner, at, expiry)
 
 
 def read_owner_token(token: str, *, secret: str) -> OwnerToken | None:
     """What a token says, if its signature is valid (expired or not), else None."""
-    read = _read(OWNER_CREDENTIAL_PREFIX, {2: _SIGNED, 1: _SIGNED_V1}, token, secret=secret)
-    if read is None:
-        return None
-    owner, fields = read
-    try:
-        signed = datetime.fromtimestamp(int(fields[0]) / 1000, UTC) if len(fields) == 2 else None
-        expires = datetime.fromtimestamp(int(fields[-1]), UTC)
-    except (OverflowError, OSError, ValueError):  # signed, but not a time we can hold
-        return None
-    return OwnerToken(owner=owner, signed=signed, expires=expires)
+    return _credential(_read(OWNER_CREDENTIAL_PREFIX, _TOKEN_LABELS, token, secret=secret))
 
 
 def verify_owner_token(token: str, *, secret: str, now: datetime) -> str | None:
-    """The owner a valid, unexpired token names, or None (revocation is the caller's)."""
+    """The owner a valid, unexpired token names, or None (revocation and dev mode are the
+    caller's)."""
     read = read_owner_token(token, secret=secret)
     if read is None or read.expires <= now:
         return None
     return read.owner
 
 
-def sign_feed_ticket(owner: str, *, now: datetime, secret: str) -> tuple[str, datetime]:
-    """A ticket that opens `owner`'s feed for `FEED_TICKET_SECONDS`, and when it ends."""
+def sign_feed_ticket(
+    owner: str, *, now: datetime, secret: str, dev_only: bool = False
+) -> tuple[str, datetime]:
+    """A ticket, signed at `now`, that opens `owner`'s feed for `FEED_TICKET_SECONDS`, and
+    when it ends; a `dev_only` one only while the server runs in loopback dev mode."""
     expires = now + timedelta(seconds=FEED_TICKET_SECONDS)
+    at = str(int(now.timestamp() * 1000))
     expiry = str(int(expires.timestamp()))
-    return _sign(FEED_TICKET_PREFIX, _SIGNED_TICKET, secret, owner, expiry), expires
+    label = _SIGNED_DEMO_TICKET if dev_only else _SIGNED_TICKET
+    return _sign(FEED_TICKET_PREFIX, label, secret, owner, at, expiry), expires
 
 
-def verify_feed_ticket(ticket: str, *, secret: str, now: datetime) -> str | None:
-    """The owner whose feed a valid, unexpired ticket opens, or None."""
-    read = _read(FEED_TICKET_PREFIX, {1: _SIGNED_TICKET}, ticket, secret=secret)
-    if read is None or int(read[1][0]) <= now.timestamp():
-        return None
-    return read[0]
+def read_feed_ticket(ticket: str, *, secret: str) -> OwnerToken | None:
+    """What a ticket says, if its signature is valid (expired or not), else None."""
+    return _credential(_read(FEED_TICKET_PREFIX, _TICKET_LABELS, ticket, secret=secret))
 
 
 # Pure, and asked on every request without an API key with the request's `Host` (parsing an
@@ -168,24 +184,39 @@ def _sign(prefix: str, label: bytes, secret: str, owner: str, *fields: str) -> s
 
 
 def _read(
-    prefix: str, labels: dict[int, bytes], token: str, *, secret: str
-) -> tuple[str, list[str]] | None:
-    """The owner and the numeric fields of a credential whose signature is valid, else None;
-    `labels` maps each accepted count of fields to the label it is signed under."""
+    prefix: str, labels: Mapping[int, Sequence[bytes]], token: str, *, secret: str
+) -> tuple[str, list[str], bytes] | None:
+    """The owner, the numeric fields and the label of a credential whose signature is valid,
+    else None; `labels` maps each accepted count of fields to the labels it may be signed
+    under."""
     if not token.startswith(prefix):
         return None
     parts = token[len(prefix) :].split(".")
-    label = labels.get(len(parts) - 2)
-    if label is None or not all(field.isdigit() for field in parts[1:-1]):
+    candidates = labels.get(len(parts) - 2, ())
+    if not candidates or not all(field.isdigit() for field in parts[1:-1]):
         return None
     encoded, *fields, signature = parts
     try:
         owner = _unb64(encoded).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
-    if not hmac.compare_digest(signature, _signature(secret, label, owner, *fields)):
+    for label in candidates:
+        if hmac.compare_digest(signature, _signature(secret, label, owner, *fields)):
+            return owner, fields, label
+    return None
+
+
+def _credential(read: tuple[str, list[str], bytes] | None) -> OwnerToken | None:
+    """What `_read` found, as times: (signed,) expiry."""
+    if read is None:
         return None
-    return owner, fields
+    owner, fields, label = read
+    try:
+        signed = datetime.fromtimestamp(int(fields[0]) / 1000, UTC) if len(fields) == 2 else None
+        expires = datetime.fromtimestamp(int(fields[-1]), UTC)
+    except (OverflowError, OSError, ValueError):  # signed, but not a time we can hold
+        return None
+    return OwnerToken(owner=owner, signed=signed, expires=expires, dev_only=label in _DEV_ONLY)
 
 
 def _signature(secret: str, label: bytes, owner: str, *fields: str) -> str:

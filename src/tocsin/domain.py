@@ -228,6 +228,10 @@ class Contact:
     contact of that kind its owner has. `address` holds the kind's fields as its channel
     validated them; `secret` is a webhook contact's signing secret. A contact the provider
     called gone (an unregistered token) is `disabled_reason`d and skipped from then on.
+
+    `source` is the app whose key saved it, None when the owner saved it himself (an owner
+    token, the page): apps are tenants, so an app's rings go to its own contacts and the
+    owner's, never to another app's (`delivery.destinations`).
     """
 
     id: str
@@ -241,6 +245,12 @@ class Contact:
     disabled_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    source: str | None = None
+
+    def takes_rings_of(self, source: str | None) -> bool:
+        """Whether a ring of a reminder saved by app `source` (None: by its owner) may go
+        here: the owner's own contacts take every ring, an app's only that app's."""
+        return self.source is None or source is None or self.source == source
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -37,6 +37,16 @@ class DuplicateIdempotencyKey(StoreError):
     """Another request saved the same idempotency key first; read its answer instead."""
 
 
+class CapReached(StoreError):
+    """A reminder was not saved: its owner keeps as many pending reminders from its app as
+    the cap allows (`Store.add_reminders`)."""
+
+    def __init__(self, owner: str, source: str | None) -> None:
+        super().__init__(f"{owner} keeps the most pending reminders allowed from {source}")
+        self.owner = owner
+        self.source = source
+
+
 class SecretKeyError(TocsinError):
     """The secret key (`TOCSIN_SECRET_KEY`) is missing or malformed, or does not open a
     secret stored in the database. Messages name the setting and the key id, never a key

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import ssl
+import stat
 from datetime import timedelta
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tocsin.errors import InvalidInput
 from tocsin.ids import SHARDS
 from tocsin.outbound import check_url
+from tocsin.store.sqlite.engine import SqliteUrl
 from tocsin.time.durations import parse_duration
 
 DEFAULT_DATABASE_URL = "sqlite:///./tocsin.db"
@@ -22,6 +33,49 @@ POSTGRES_PARTS = 16
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # Settings kept as plain strings (other code reads them as such) that are secrets all the same.
 _PLAIN_SECRETS = frozenset({"secret", "webhook_secret"})
+
+
+def _readable_file(value: Any) -> Any:
+    """A path setting's value: a file this process can read, or None when unset. Checked as
+    the settings load, so that a wrong one stops every command saying so on one line, not
+    the first one that opens it with a traceback."""
+    if value is None or not isinstance(value, str | Path):
+        return value  # None, or pydantic's own error for the type
+    if not str(value).strip():
+        raise ValueError("is empty: give the path of a file, or leave it unset")
+    path = Path(value)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ValueError("no such file") from None
+    except OSError as error:
+        raise ValueError(f"cannot be read ({error.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError("is a directory, not a file")
+    if not stat.S_ISREG(mode):  # a FIFO would block the reader that opens it
+        raise ValueError("is not a regular file")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as error:
+        raise ValueError(f"cannot be read ({error.strerror})") from None
+    return path
+
+
+def _ca_file(value: Any) -> Any:
+    """A CA-file setting's value: a readable file of PEM certificates TLS can trust."""
+    path = _readable_file(value)
+    if isinstance(path, Path):
+        try:
+            ssl.create_default_context(cafile=str(path))
+        except ssl.SSLError:
+            raise ValueError("holds no PEM certificate to trust") from None
+    return path
+
+
+# The types of path settings (see _readable_file and _ca_file).
+ReadableFile = Annotated[Path | None, BeforeValidator(_readable_file)]
+CaFile = Annotated[Path | None, BeforeValidator(_ca_file)]
 
 
 class Settings(BaseSettings):
@@ -94,7 +148,14 @@ class Settings(BaseSettings):
         default=15.0,
         gt=0,
         description="How often an idle in-app feed connection gets a comment line, so that "
-        "proxies and load balancers (idle timeouts of 30-60 s) keep it open.",
+        "proxies and load balancers (idle timeouts of 30-60 s) keep it open; also how often "
+        "an open one checks that its credential was not revoked.",
+    )
+    max_feed_connections_per_owner: int = Field(
+        default=20,
+        ge=0,
+        description="In-app feed connections one owner may hold open on each API process "
+        "(pages, tabs and app readers together; one more is a 429; 0: no cap).",
     )
     rate_limit_key_per_second: float = Field(
         default=200.0,
@@ -111,10 +172,57 @@ class Settings(BaseSettings):
         description="Failed authentications one client address may make a minute (half that "
         "at once) before its requests are refused with 429 until it has waited.",
     )
+    max_reminders_per_owner: int = Field(
+        default=10_000,
+        ge=0,
+        description="Pending reminders one app may keep for one owner (and an owner for "
+        "himself); one more is refused with 409 (0: no cap).",
+    )
+    max_contacts_per_owner: int = Field(
+        default=100,
+        ge=0,
+        description="Contacts one app may save for one owner (and an owner for himself): a "
+        "ring goes to every one of its kind, so this bounds one ring's sends (0: no cap).",
+    )
     allow_private_urls: bool = Field(
         default=False,
-        description="Let webhook and other outbound URLs reach loopback, private, link-local "
-        "and metadata addresses (a receiver on the same network); refused by default.",
+        description="Let webhook and other outbound URLs (Apprise's too) reach loopback, "
+        "private, link-local and metadata addresses (a receiver on the same network), and "
+        "accept the Apprise services whose connections Tocsin cannot check; refused by default.",
+    )
+    trusted_proxies: str | None = Field(
+        default=None,
+        description="The reverse proxies and load balancers in front of the API, as "
+        "addresses or networks, comma-separated (`10.0.0.5,10.1.0.0/16`): on a connection "
+        "from one of them the client's address is read from TOCSIN_FORWARDED_HEADER (for the "
+        "failed-authentication limit), and the connection is not counted against "
+        "TOCSIN_CONNECTIONS_PER_ADDRESS. Unset: no one's header is believed, loopback's "
+        "neither.",
+    )
+    forwarded_header: Literal["x-forwarded-for", "forwarded"] = Field(
+        default="x-forwarded-for",
+        description="The header the trusted proxies write the client's address in: "
+        "`x-forwarded-for`, or `forwarded` (RFC 7239, its `for=`); the other is never read. "
+        "The client is the right-most address in it that is not a trusted proxy.",
+    )
+    client_header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a client has to send a request's line and headers, from when "
+        "it connects (or from its first byte after an answer); then its connection is closed.",
+    )
+    client_body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a client has to send a request's body, from the end of its "
+        "headers; then its connection is closed. An answer still streaming (the in-app "
+        "feed) is not limited.",
+    )
+    connections_per_address: int = Field(
+        default=100,
+        ge=0,
+        description="Connections one client address may hold open at once to one API "
+        "process; more are closed as they open (0: no cap). Trusted proxies are not capped.",
     )
 
     # -- Channel `email` (SMTP): on when TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM are set.
@@ -143,7 +251,7 @@ class Settings(BaseSettings):
     smtp_pool: int = Field(
         default=4, ge=1, description="SMTP connections kept open and reused across sends."
     )
-    smtp_ca_file: str | None = Field(
+    smtp_ca_file: CaFile = Field(
         default=None, description="PEM file of the CA(s) to trust instead of the system's."
     )
 
@@ -162,9 +270,14 @@ class Settings(BaseSettings):
     sms_timeout_seconds: float = Field(
         default=10.0, gt=0, description="Longest one request may take (less near the deadline)."
     )
+    sms_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the gateway at TOCSIN_SMS_BASE_URL with instead "
+        "of the system's: for one whose certificate comes from a private CA.",
+    )
 
     # --- apns: Apple Push Notification service (docs/channels.md#apns) ---
-    apns_key_file: Path | None = Field(
+    apns_key_file: ReadableFile = Field(
         default=None,
         description="Path to the .p8 token-signing key (PEM) from the Apple developer account.",
     )
@@ -185,7 +298,7 @@ class Settings(BaseSettings):
         default="https://api.sandbox.push.apple.com",
         description="APNs sandbox host, for contacts whose `environment` is `sandbox`.",
     )
-    apns_ca_file: Path | None = Field(
+    apns_ca_file: CaFile = Field(
         default=None,
         description="CA bundle (PEM) to verify the APNs host with instead of the system's.",
     )
@@ -193,7 +306,7 @@ class Settings(BaseSettings):
         default=10.0, gt=0, description="Longest one APNs send may take."
     )
     # --- fcm: Firebase Cloud Messaging, HTTP v1 (docs/channels.md#fcm) ---
-    fcm_service_account_file: Path | None = Field(
+    fcm_service_account_file: ReadableFile = Field(
         default=None,
         description="Path to the Firebase project's service account key (JSON).",
     )
@@ -205,6 +318,11 @@ class Settings(BaseSettings):
     )
     fcm_timeout_seconds: float = Field(
         default=10.0, gt=0, description="Longest one FCM send may take (with its token)."
+    )
+    fcm_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the FCM host and the service account's "
+        "`token_uri` with instead of the system's: for a local FCM-compatible peer.",
     )
     log_level: str = Field(
         default="INFO", description="`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`."
@@ -219,7 +337,7 @@ class Settings(BaseSettings):
         description="The VAPID private key (P-256): base64url of the raw 32 bytes, or a PEM. "
         "Make a pair with `tocsin keys vapid`. Enables `webpush` with TOCSIN_VAPID_SUBJECT.",
     )
-    vapid_private_key_file: Path | None = Field(
+    vapid_private_key_file: ReadableFile = Field(
         default=None,
         description="A file holding the VAPID private key (either form), instead of "
         "TOCSIN_VAPID_PRIVATE_KEY.",
@@ -231,6 +349,11 @@ class Settings(BaseSettings):
     )
     webpush_timeout_seconds: float = Field(
         default=10.0, gt=0, description="The longest one push service request may take."
+    )
+    webpush_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to trust for push services as well as the system's "
+        "(subscriptions name many push services): for one of your own with a private CA.",
     )
 
     # --- apprise channel (ntfy, Gotify, Pushover, Telegram… via Apprise; docs/channels.md) ---
@@ -265,6 +388,20 @@ class Settings(BaseSettings):
                 return {**data, "parts": SQLITE_PARTS}
         return data
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_file_can_be_made(cls, value: str) -> str:
+        if value.startswith("sqlite:"):
+            try:
+                path = Path(SqliteUrl.parse(value).path)
+            except ValueError as error:
+                raise ValueError(str(error).removesuffix(f": {value!r}")) from None
+            if path.is_dir():
+                raise ValueError(f"{path} is a directory, not a database file")
+            if not path.parent.is_dir():
+                raise ValueError(f"there is no directory {path.parent} for the database file")
+        return value
+
     @field_validator("parts")
     @classmethod
     def _parts_divide_shards(cls, value: int) -> int:
@@ -292,6 +429,17 @@ class Settings(BaseSettings):
             return timedelta(seconds=seconds)
         return value
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_addresses(cls, value: str | None) -> str | None:
+        _networks(value or "")
+        return value
+
+    @field_validator("forwarded_header", mode="before")
+    @classmethod
+    def _header_names_any_case(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @field_validator("vapid_subject")
     @classmethod
     def _vapid_subject_is_a_contact(cls, value: str | None) -> str | None:
@@ -303,6 +451,23 @@ class Settings(BaseSettings):
     @property
     def is_postgres(self) -> bool:
         return self.database_url.startswith(("postgresql://", "postgres://"))
+
+    @property
+    def trusted_proxy_networks(self) -> tuple[IPv4Network | IPv6Network, ...]:
+        return _networks(self.trusted_proxies or "")
+
+
+def _networks(text: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    """The addresses and networks of a comma-separated list (an address: a network of one)."""
+    networks = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            networks.append(ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"{entry!r} is not an IP address or network (10.0.0.5, 10.1.0.0/16, fd00::/8)"
+            ) from None
+    return tuple(networks)
 
 
 class SettingsInvalid(Exception):

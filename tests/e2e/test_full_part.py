@@ -25,7 +25,8 @@ from tocsin.store import open_store
 pytestmark = pytest.mark.slow
 
 BULK = 20_500  # more than a part holds (LoadTuning.max_held)
-SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}
+# One owner (so one part) keeps the whole bulk pending: more than the per-owner cap allows.
+SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true", "TOCSIN_MAX_REMINDERS_PER_OWNER": "0"}
 
 
 async def _save_bulk(url: str, due: datetime) -> None:

@@ -96,16 +96,19 @@ async def feed(
     owner: str,
     *,
     token: str | None = None,
+    ticket: str | None = None,
     last_event_id: str | None = None,
 ) -> AsyncIterator[FeedClient]:
-    """`GET /v1/owners/{owner}/feed` held open until the block ends."""
+    """`GET /v1/owners/{owner}/feed` held open until the block ends (with a feed `ticket`
+    in the query, as a page's `EventSource` opens it)."""
     headers = {"Accept": "text/event-stream"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     if last_event_id is not None:
         headers["Last-Event-ID"] = last_event_id
     timeout = httpx.Timeout(10, read=None)
+    params = {} if ticket is None else {"ticket": ticket}
     async with client.stream(
-        "GET", f"/v1/owners/{owner}/feed", headers=headers, timeout=timeout
+        "GET", f"/v1/owners/{owner}/feed", headers=headers, params=params, timeout=timeout
     ) as response:
         yield FeedClient(response)

@@ -18,6 +18,7 @@ from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.metrics import count_request
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
+from tocsin.api.proxies import ClientAddress, TrustedProxies
 from tocsin.api.routes import contacts, feed, health, page, reminders, status
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
@@ -52,14 +53,30 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         settings=settings,
         clock=clock,
         auth=auth,
-        reminders=ReminderService(store, clock, configured=configured_channels(settings)),
-        contacts=ContactService(store, clock, allow_private_urls=settings.allow_private_urls),
+        reminders=ReminderService(
+            store,
+            clock,
+            configured=configured_channels(settings),
+            max_pending=settings.max_reminders_per_owner,
+        ),
+        contacts=ContactService(
+            store,
+            clock,
+            allow_private_urls=settings.allow_private_urls,
+            max_per_owner=settings.max_contacts_per_owner,
+        ),
         limits=RateLimits.of(
             key_per_second=settings.rate_limit_key_per_second,
             owner_per_second=settings.rate_limit_owner_per_second,
             failures_per_minute=settings.rate_limit_auth_failures_per_minute,
         ),
-        feed=Feed(store, clock, heartbeat=settings.feed_heartbeat_seconds),
+        feed=Feed(
+            store,
+            clock,
+            heartbeat=settings.feed_heartbeat_seconds,
+            auth=auth,
+            max_per_owner=settings.max_feed_connections_per_owner,
+        ),
     )
     problems.install(app)
     app.include_router(health.router)
@@ -79,6 +96,12 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.add_middleware(BodyGuard)
     app.add_middleware(LoopbackGuard, is_open=auth.is_open)
     app.add_middleware(AccessLog)
+    # Outside the others: every layer below sees the client's address, not its proxy's.
+    app.add_middleware(
+        ClientAddress,
+        proxies=TrustedProxies(settings.trusted_proxy_networks),
+        header=settings.forwarded_header,
+    )
     app.add_middleware(ServerSend)  # outermost of ours: the feed's events skip the others
     return app
 

@@ -12,29 +12,39 @@ from tocsin.api.models import ContactIn, ContactPatch
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.api.security import Principal
 from tocsin.auth import new_webhook_secret
-from tocsin.channels.contacts import validate_contact
+from tocsin.channels.contacts import check_outbound, validate_contact
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Contact
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.outbound import check_url
 from tocsin.store import Store
-
-URL_FIELDS = frozenset({"url", "endpoint"})  # fields of contacts that the server calls
 
 
 class ContactService:
-    """Add, list, read, change and delete an owner's contacts. An app key manages any
-    owner's contacts; an owner token only its own (anything else is 404: ids leak nothing)."""
+    """Add, list, read, change and delete an owner's contacts. Apps are tenants: an app key
+    sees and manages only the contacts it saved, of any owner; an owner token every contact
+    of its owner, whichever app saved it; an admin key all. Anything else is 404 (ids leak
+    nothing). Each app may save `max_per_owner` contacts for one owner, and the owner as
+    many for himself."""
 
-    def __init__(self, store: Store, clock: Clock, *, allow_private_urls: bool = False) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        allow_private_urls: bool = False,
+        max_per_owner: int = 0,
+    ) -> None:
         self.store = store
         self.clock = clock
         self.allow_private_urls = allow_private_urls
+        self.max_per_owner = max_per_owner
 
     async def add(self, principal: Principal, owner: str, item: ContactIn) -> Contact:
         _may_manage(principal, owner)
         address = self._address(item.kind, item.model_extra or {})
+        source = None if principal.owner is not None else principal.source
+        await self._check_room(owner, source)
         now = self.clock.now()
         shard = shard_of(owner)
         contact = Contact(
@@ -49,9 +59,23 @@ class ContactService:
             disabled_at=None,
             created_at=now,
             updated_at=now,
+            source=source,
         )
         await self.store.add_contact(contact)
         return contact
+
+    async def _check_room(self, owner: str, source: str | None) -> None:
+        """409 when `source` (an app, or None: the owner) has saved as many contacts for
+        `owner` as it may. Two adds at once may both pass: the cap bounds a ring's fan-out,
+        and one over it bounds it as well."""
+        cap = self.max_per_owner
+        if cap and await self.store.count_contacts(owner, source, up_to=cap) >= cap:
+            saver = "the owner" if source is None else f"app {source}"
+            detail = (
+                f"{saver} has saved {cap} contacts for {owner}, the most allowed "
+                "(TOCSIN_MAX_CONTACTS_PER_OWNER): delete one first"
+            )
+            raise Problem(409, "too-many-contacts", detail)
 
     async def list_page(
         self,
@@ -69,7 +93,9 @@ class ContactService:
                 after = render.decode_cursor(cursor)
             except ValueError:
                 raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
-        rows = await self.store.list_contacts(owner, kind=kind, after_id=after, limit=limit + 1)
+        rows = await self.store.list_contacts(
+            owner, kind=kind, source=principal.tenant, after_id=after, limit=limit + 1
+        )
         page = rows[:limit]
         next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
         return page, next_cursor
@@ -77,7 +103,8 @@ class ContactService:
     async def get(self, principal: Principal, owner: str, contact_id: str) -> Contact:
         _may_manage(principal, owner)
         found = await self.store.get_contact(contact_id)
-        if found is None or found.owner != owner:
+        tenant = principal.tenant
+        if found is None or found.owner != owner or tenant not in (None, found.source):
             raise _not_found(contact_id)
         return found
 
@@ -103,12 +130,11 @@ class ContactService:
             raise _not_found(contact_id)
 
     def _address(self, kind: Channel, fields: Mapping[str, Any]) -> dict[str, str]:
-        """The kind's fields, validated, with every URL the server would call (a webhook's
-        `url`, a Web Push `endpoint`) held to the outbound URL policy."""
+        """The kind's fields, validated, with what the server would call (a webhook's `url`,
+        a Web Push `endpoint`, where an Apprise URL connects) held to the outbound URL policy."""
         try:
             address = validate_contact(kind, fields)
-            for name in URL_FIELDS & address.keys():
-                check_url(address[name], allow_private=self.allow_private_urls, field=name)
+            check_outbound(kind, address, allow_private=self.allow_private_urls)
         except InvalidInput as error:
             raise invalid([FieldError(error.field, error.message)]) from None
         return address

@@ -15,6 +15,15 @@ On connect (and after the LISTEN connection was lost) a connection reads what wa
 owner in the store (`Store.feed_firings`): the rings announced while no page was open, and,
 with `Last-Event-ID`, the ones sent after that event. At least once, with one identity: a
 page may get an event twice (the same `id`), never one past its deadline.
+
+A connection stays open only while the credential that opened it would still be admitted
+(`Authenticator.still_admits`): checked again when the store tells of a revocation of its
+owner's tokens (`Store.listen_revocations`: at once on PostgreSQL, in every process), and
+at each heartbeat as the backstop (a revocation the store could not tell: SQLite and another
+process, or a LISTEN connection lost; an app's key revoked; dev mode left). Checked before
+the rings queued meanwhile are written, so a ring announced after the revocation was told of
+reaches no connection it revoked. Each process holds at most `max_per_owner` connections of
+one owner: a client that opens pages without end cannot exhaust its sockets.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ import orjson
 
 from tocsin.api import sse
 from tocsin.api.collector import CollectorPause
+from tocsin.api.problems import Problem
+from tocsin.api.security import Authenticator, Principal
 from tocsin.clock import Clock
 from tocsin.domain import Firing
 from tocsin.errors import StoreError
@@ -55,12 +66,15 @@ class Subscription:
     writes the queue in order. Its task waits on a bare future with a timer, not
     `asyncio.wait_for` on an event, which made a task per wait."""
 
-    def __init__(self, feed: Feed, owner: str, tenant: str | None) -> None:
+    def __init__(self, feed: Feed, owner: str, principal: Principal, *, check_at: float) -> None:
         self._feed = feed
         self.owner = owner
-        self.tenant = tenant  # an app key's connection gets that app's rings only
+        self.principal = principal  # the caller that opened it, checked again while open
+        self.tenant = principal.tenant  # an app key's connection gets that app's rings only
         self.closed = False
         self.stale = False  # announcements may have been missed: read the store again
+        self.check_due = False  # its credential may have been revoked: check before writing
+        self.check_at = check_at  # the event loop's time of the next periodic check
         self._rings: deque[Firing] = deque()
         self._seen: dict[str, None] = {}  # ids written, to write each only once
         self._waiter: asyncio.Future[None] | None = None
@@ -106,6 +120,10 @@ class Subscription:
         self.stale = True
         self._wake()
 
+    def recheck(self) -> None:
+        self.check_due = True
+        self._wake()
+
     def close(self) -> None:
         self.closed = True
         self._wake()
@@ -119,7 +137,7 @@ class Subscription:
         """The rings queued since the last call, once there are any; None when `idle` seconds
         passed with nothing written (time for a heartbeat), or the subscription was closed.
         While it waits, rings are written at once through `writer`."""
-        if not self._rings and not self.stale and not self.closed:
+        if not self._rings and not self.stale and not self.closed and not self.check_due:
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
             self._parked, self._wrote = writer, False
@@ -149,12 +167,23 @@ def _set_done(waiter: asyncio.Future[None]) -> None:
 class Feed:
     """The feed connections of this API process, and the rings that reach them."""
 
-    def __init__(self, store: Store, clock: Clock, *, heartbeat: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        heartbeat: float,
+        auth: Authenticator,
+        max_per_owner: int = 0,
+    ) -> None:
         self._store = store
         self._clock = clock
         self.heartbeat = heartbeat
+        self._auth = auth
+        self.max_per_owner = max_per_owner  # 0: no cap
         self._owners: dict[str, set[Subscription]] = {}
         self._stop_listening: Callable[[], None] | None = None
+        self._stop_hearing_revocations: Callable[[], None] | None = None
         self._starting = asyncio.Lock()
         self._closed = False
         self._announced: list[str] = []  # firing ids announced this turn, for one read
@@ -163,17 +192,27 @@ class Feed:
         self._tasks: set[asyncio.Task[None]] = set()
         self._collector = CollectorPause()  # not collecting while a burst is written
 
-    async def open(self, owner: str, tenant: str | None) -> Subscription:
-        """A subscription to `owner`'s rings; raises StoreError when the store cannot listen."""
+    async def open(self, owner: str, caller: Principal) -> Subscription:
+        """A subscription to `owner`'s rings for `caller`; raises StoreError when the store
+        cannot listen, a 429 problem when this process holds `max_per_owner` of the owner's
+        connections already."""
         async with self._starting:
             if self._stop_listening is None:
                 self._stop_listening = await self._store.listen_feed(
                     self._on_ring, on_gap=self._on_gap
                 )
-        subscription = Subscription(self, owner, tenant)
+            if self._stop_hearing_revocations is None:
+                self._stop_hearing_revocations = await self._store.listen_revocations(
+                    self._on_revoked
+                )
+        held = self._owners.setdefault(owner, set())
+        if 0 < self.max_per_owner <= len(held):
+            raise _too_many_connections(owner, len(held))
+        check_at = asyncio.get_running_loop().time() + self.heartbeat
+        subscription = Subscription(self, owner, caller, check_at=check_at)
         if self._closed:
             subscription.close()
-        self._owners.setdefault(owner, set()).add(subscription)
+        held.add(subscription)
         return subscription
 
     def leave(self, subscription: Subscription) -> None:
@@ -237,6 +276,12 @@ class Feed:
         for held in self._owners.values():
             for subscription in held:
                 subscription.missed()
+                subscription.recheck()  # a revocation may have gone unheard too
+
+    def _on_revoked(self, owner: str) -> None:
+        self._auth.forget_owner(owner)
+        for subscription in self._owners.get(owner, ()):
+            subscription.recheck()
 
     async def _read_announced(self) -> None:
         ids, self._announced = self._announced, []
@@ -288,10 +333,34 @@ class Feed:
                         return
                     self.received(firing)
                 rings = await self._next(subscription, writer)
+                if not await self._still_admitted(subscription, heartbeat=rings is None):
+                    return
                 if rings is None and not await writer.write(sse.comment(HEARTBEAT)):
                     return
         finally:
             self.leave(subscription)
+
+    async def _still_admitted(self, subscription: Subscription, *, heartbeat: bool) -> bool:
+        """Whether the connection may go on: its credential checked again when told to, at
+        a heartbeat, and at least every heartbeat's time on a connection too busy for one."""
+        now = asyncio.get_running_loop().time()
+        if subscription.closed or not (
+            subscription.check_due or heartbeat or now >= subscription.check_at
+        ):
+            return True
+        subscription.check_due = False
+        subscription.check_at = now + self.heartbeat
+        try:
+            admitted = await self._auth.still_admits(subscription.principal)
+        except StoreError as error:  # the database is away: the next heartbeat asks again
+            logger.warning("checking a feed of %s failed: %s", subscription.owner, error)
+            return True
+        if not admitted:
+            logger.info(
+                "ended a feed connection: its credential is no longer admitted",
+                extra={"owner": subscription.owner, "caller": subscription.principal.scope},
+            )
+        return admitted
 
     async def _next(
         self, subscription: Subscription, writer: sse.EventWriter
@@ -308,6 +377,15 @@ class Feed:
         if subscription.closed:
             return []
         return rings
+
+
+def _too_many_connections(owner: str, held: int) -> Problem:
+    return Problem(
+        429,
+        "too-many-feed-connections",
+        f"{owner} has {held} feed connections open on this server process, the most it "
+        "allows (TOCSIN_MAX_FEED_CONNECTIONS_PER_OWNER): close a page or tab, then try again",
+    )
 
 
 # Instants as `format_utc` writes them (the store's are UTC), by orjson: 1/10 the time.

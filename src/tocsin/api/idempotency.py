@@ -83,9 +83,10 @@ async def save_once(
     *,
     key: IdempotencyKey | None,
     now: datetime,
+    cap: int = 0,
 ) -> Answer:
     """Save the reminders with their answer; when another request with the key won, its
-    answer instead (nothing of this one is saved)."""
+    answer instead (nothing of this one is saved). `cap`: see `Store.add_reminders`."""
     record = None
     if key is not None:
         record = IdempotencyRecord(
@@ -97,7 +98,7 @@ async def save_once(
             created_at=now,
         )
     try:
-        await store.add_reminders(reminders, idempotency=record)
+        await store.add_reminders(reminders, idempotency=record, cap=cap)
     except DuplicateIdempotencyKey:
         assert key is not None
         earlier = await find_answer(store, key)

@@ -252,13 +252,45 @@ class OccurrencesIn(_Request):
     count: int = Field(default=10, ge=1, le=100)
 
 
+# Every kind's own fields, with the types the validators take (`validate_contact`): so that a
+# client, and schemathesis in the tests, know them. What JSON Schema cannot say (a token's
+# length, an E.164 number, a URL a webhook may reach) each kind's validator answers with a 422
+# naming the field; its schema here is no stricter than that validator, so a body the schema
+# refuses is refused by the server too.
+_STRING: JsonDict = {"type": "string", "maxLength": 4096}
+_CONTACT_FIELDS: dict[str, JsonValue] = {
+    "token": {**_STRING, "description": "apns: hex digits; fcm: the registration token."},
+    "environment": {**_STRING, "description": "apns: `production` (default) or `sandbox`."},
+    "bundle_id": {**_STRING, "description": "apns: the app's bundle id (the APNs topic)."},
+    "subscription": {
+        "type": "object",
+        "description": "webpush: the browser's `PushSubscription.toJSON()`.",
+        "properties": {
+            "endpoint": _STRING,
+            "keys": {"type": "object", "properties": {"p256dh": _STRING, "auth": _STRING}},
+        },
+    },
+    "address": {**_STRING, "description": "email: an address, like ada@example.com."},
+    "number": {**_STRING, "description": "sms: E.164, like +14155550100."},
+    "url": {**_STRING, "description": "webhook: an http(s) URL; apprise: an Apprise URL."},
+}
+
+
 def _contact_kinds(schema: JsonDict) -> None:
     """Only the channels that ring contacts are kinds of contact (`inapp` and `log` ring
-    none: `validate_contact` refuses them)."""
+    none: `validate_contact` refuses them); each kind's own fields beside them."""
     properties = schema["properties"]
     assert isinstance(properties, dict)
     kinds: list[JsonValue] = [kind.value for kind in sorted(VALIDATORS)]
     properties["kind"] = {"type": "string", "enum": kinds, "examples": ["email"]}
+    properties.update(_CONTACT_FIELDS)
+
+
+def _contact_fields(schema: JsonDict) -> None:
+    """A change takes the same fields as its kind's create (`_contact_kinds`)."""
+    properties = schema["properties"]
+    assert isinstance(properties, dict)
+    properties.update(_CONTACT_FIELDS)
 
 
 class ContactIn(BaseModel):
@@ -277,7 +309,7 @@ class ContactPatch(BaseModel):
     """A new label, and/or new fields of the contact's kind (which re-enables a contact its
     provider disabled: a new token is a new chance)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_contact_fields)
 
     label: Label | None = None
 
@@ -291,6 +323,10 @@ class ContactOut(BaseModel):
     kind: Channel
     label: str | None
     address: dict[str, str] = Field(description="The kind's fields, as saved.")
+    source: str | None = Field(
+        description="The app whose key saved it (its rings only, and the owner's, go here); "
+        "null: the owner saved it himself (every ring of his may go here)."
+    )
     disabled_reason: str | None = Field(
         description="Why the provider's answer disabled it (a token it called gone), or null."
     )

@@ -35,6 +35,7 @@ def contact(item: Contact, *, secret: bool = False) -> dict[str, Any]:
         "kind": item.kind.value,
         "label": item.label,
         "address": item.address,
+        "source": item.source,
         "disabled_reason": item.disabled_reason,
         "disabled_at": _utc(item.disabled_at),
         "created_at": format_utc(item.created_at),

@@ -13,9 +13,9 @@ from tocsin.auth import (
     OwnerToken,
     hash_api_key,
     owner_token_secret,
+    read_feed_ticket,
     read_owner_token,
     sign_feed_ticket,
-    verify_feed_ticket,
 )
 from tocsin.clock import Clock
 from tocsin.domain import Reminder
@@ -36,6 +36,10 @@ class Principal:
     source: str | None = None  # the app's name, recorded on the reminders it saves
     owner: str | None = None
     admin: bool = False  # an admin key: sees and changes every app's reminders
+    # What `Authenticator.still_admits` checks again for a feed that stays open:
+    key_hash: str | None = None  # an app's key, refused once revoked or rotated away
+    signed: datetime | None = None  # an owner credential's, refused by a later revocation
+    dev_only: bool = False  # admitted only while the server runs in loopback dev mode
 
     def may_see(self, owner: str) -> bool:
         """Whether the caller may act for `owner` (its contacts, its list of reminders)."""
@@ -53,7 +57,7 @@ class Principal:
         return self.may_see(reminder.owner) and (tenant is None or reminder.source == tenant)
 
 
-ANONYMOUS = Principal(scope="anonymous")
+ANONYMOUS = Principal(scope="anonymous", dev_only=True)
 
 
 class Authenticator:
@@ -70,7 +74,8 @@ class Authenticator:
     - A key found in the store is trusted for `KEY_TTL` (5 s) by its hash, and so is what
       the store says about an owner's revoked tokens: a key revoked or rotated away, or an
       owner's tokens revoked (`tocsin keys revoke`, `rotate`, `revoke-owner`, run in another
-      process), keeps working for at most that long in each API process.
+      process), keeps working for at most that long in each API process — less for an
+      owner's tokens where the store tells of the revocation (`forget_owner`).
     - A key not found is never cached. Caching it would not make a wrong key pass, but a key
       created a moment later would be refused until the entry expired; and an attacker trying
       random keys hits a fresh entry every time anyway. So a new key works at once.
@@ -81,6 +86,10 @@ class Authenticator:
 
     Expiry is judged by the injected clock; an entry from the future (the clock went back) is
     treated as expired.
+
+    The demo token and the tickets made in dev mode (`OwnerToken.dev_only`), like requests
+    without a key, are admitted only while `is_open`: they end when the server leaves dev
+    mode.
     """
 
     def __init__(self, store: Store, clock: Clock, *, secret: str | None, open_allowed: bool):
@@ -92,6 +101,7 @@ class Authenticator:
         self._open_checked: datetime | None = None
         self._apps: dict[str, tuple[datetime, Principal | None]] = {}
         self._revoked: dict[str, tuple[datetime, datetime | None]] = {}
+        self._revocations_heard = 0  # `forget_owner` calls: a read begun before one is stale
         self._secret_lock = asyncio.Lock()
 
     async def authenticate(self, authorization: str | None) -> Principal:
@@ -119,23 +129,51 @@ class Authenticator:
         self._open_checked = now
         return True
 
-    async def feed_ticket(self, owner: str) -> tuple[str, datetime]:
-        """A ticket that opens `owner`'s feed for a minute (see `tocsin.auth`), and its end."""
+    async def feed_ticket(self, owner: str, *, caller: Principal) -> tuple[str, datetime]:
+        """A ticket that opens `owner`'s feed for a minute (see `tocsin.auth`), and its end;
+        one made for a dev-mode caller ends with dev mode, as the caller's access does."""
         secret = self._secret or await self._signing_secret()
-        return sign_feed_ticket(owner, now=self._clock.now(), secret=secret)
+        return sign_feed_ticket(
+            owner, now=self._clock.now(), secret=secret, dev_only=caller.dev_only
+        )
 
     async def authenticate_ticket(self, ticket: str) -> Principal:
         """The owner a feed ticket stands for (as its owner token would), or a 401 problem."""
         secret = self._secret or await self._signing_secret()
-        owner = verify_feed_ticket(ticket, secret=secret, now=self._clock.now())
-        if owner is None:
+        read = read_feed_ticket(ticket, secret=secret)
+        if read is None or read.expires <= self._clock.now():
             raise unauthorized("the feed ticket is not valid or has expired: ask for a new one")
-        return Principal(scope=f"owner:{owner}", owner=owner)
+        if await self._falls_to_revocation(read):
+            raise unauthorized("the feed ticket has been revoked: ask for a new one")
+        return await self._dev_checked(read)
+
+    async def still_admits(self, principal: Principal) -> bool:
+        """Whether the credential `principal` came from would be admitted now, for a feed
+        that stays open: not revoked since (an app's key, an owner's tokens), and a dev-mode
+        caller only while the server runs open. Expiry is not judged: a feed opened in time
+        stays open past its ticket's minute."""
+        if principal.dev_only and not await self.is_open():
+            return False
+        if principal.key_hash is not None:
+            try:
+                return await self._app_principal(principal.key_hash) is not None
+            except Problem:
+                return False
+        if principal.owner is None:
+            return True
+        line = await self._revoked_before(principal.owner)
+        return not _before(principal.signed, line)
+
+    def forget_owner(self, owner: str) -> None:
+        """The store told of a revocation of `owner`'s tokens: ask it again next time."""
+        self._revoked.pop(owner, None)
+        self._revocations_heard += 1
 
     def forget_keys(self) -> None:
         """Drop every cached answer: the next request asks the store again."""
         self._apps.clear()
         self._revoked.clear()
+        self._revocations_heard += 1
         self._open_checked = None
 
     async def _verify(self, token: str) -> Principal | None:
@@ -151,17 +189,38 @@ class Authenticator:
         """The owner a validly signed token names, or a 401 saying why it no longer works."""
         if token.expires <= self._clock.now():
             raise unauthorized("the owner token has expired: ask for a new one")
-        line = await self._revoked_before(token.owner)
-        if line is not None and (token.signed is None or token.signed <= line):
+        if await self._falls_to_revocation(token):
             raise unauthorized("the owner token has been revoked: ask for a new one")
-        return Principal(scope=f"owner:{token.owner}", owner=token.owner)
+        return await self._dev_checked(token)
+
+    async def _falls_to_revocation(self, credential: OwnerToken) -> bool:
+        return _before(credential.signed, await self._revoked_before(credential.owner))
+
+    async def _dev_checked(self, credential: OwnerToken) -> Principal:
+        """The owner's principal, or a 401 for a dev-mode credential once dev mode is over."""
+        if credential.dev_only and not await self.is_open():
+            raise unauthorized(
+                "the demo token (and a feed ticket made in dev mode) works only while the "
+                "server runs on loopback without API keys: sign an owner token with "
+                "`tocsin keys owner-token`"
+            )
+        owner = credential.owner
+        return Principal(
+            scope=f"owner:{owner}",
+            owner=owner,
+            signed=credential.signed,
+            dev_only=credential.dev_only,
+        )
 
     async def _revoked_before(self, owner: str) -> datetime | None:
         now = self._clock.now()
         cached = self._revoked.get(owner)
         if cached is not None and _fresh(cached[0], now, KEY_TTL):
             return cached[1]
+        heard = self._revocations_heard
         line = await self._store.owner_tokens_revoked_before(owner)
+        if heard != self._revocations_heard:
+            return line  # a revocation was told of meanwhile: this answer may predate it
         if len(self._revoked) >= MAX_CACHED_KEYS:
             self._revoked.clear()  # only validly signed tokens get here, so this is a backstop
         self._revoked[owner] = (now, line)
@@ -180,7 +239,9 @@ class Authenticator:
         self._keys_exist = True
         principal = None
         if app.revoked_at is None:
-            principal = Principal(scope=f"app:{app.name}", source=app.name, admin=app.admin)
+            principal = Principal(
+                scope=f"app:{app.name}", source=app.name, admin=app.admin, key_hash=key_hash
+            )
         if len(self._apps) >= MAX_CACHED_KEYS:
             self._apps.clear()  # only real keys get here, so this is a backstop
         self._apps[key_hash] = (now, principal)
@@ -202,6 +263,12 @@ def _live(principal: Principal | None) -> Principal:
 
 def _fresh(checked: datetime, now: datetime, ttl: timedelta) -> bool:
     return timedelta(0) <= now - checked < ttl
+
+
+def _before(signed: datetime | None, line: datetime | None) -> bool:
+    """Whether a credential signed at `signed` falls to a revocation line (one that cannot
+    say when it was signed falls to any)."""
+    return line is not None and (signed is None or signed <= line)
 
 
 def _bearer(authorization: str) -> str | None:

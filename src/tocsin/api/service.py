@@ -15,6 +15,7 @@ import orjson
 from pydantic import ValidationError
 
 from tocsin.api import changes, render
+from tocsin.api.caps import ReminderCap
 from tocsin.api.expansion import (
     BATCH_SECONDS,
     REQUEST_SECONDS,
@@ -31,7 +32,7 @@ from tocsin.api.security import Principal
 from tocsin.channels import CONTACT_MODULES
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route
-from tocsin.errors import ExpansionBudgetExceeded
+from tocsin.errors import CapReached, ExpansionBudgetExceeded
 from tocsin.store import Store
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
@@ -44,14 +45,21 @@ _RETRIES = 3
 
 class ReminderService:
     """The reminders API's use cases, for one store and clock. `configured` are the channels
-    this deployment can ring (a reminder on another is refused: it could only fail)."""
+    this deployment can ring (a reminder on another is refused: it could only fail);
+    `max_pending` caps the pending reminders of one (owner, app) pair (`caps`; 0: no cap)."""
 
     def __init__(
-        self, store: Store, clock: Clock, *, configured: frozenset[Channel] = frozenset(Channel)
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        configured: frozenset[Channel] = frozenset(Channel),
+        max_pending: int = 0,
     ) -> None:
         self.store = store
         self.clock = clock
         self.configured = configured
+        self.cap = ReminderCap(store, max_pending)
 
     def check_configured(self, route: Route | None) -> None:
         """422 naming each channel of `route` not configured here, and how to enable it
@@ -61,8 +69,8 @@ class ReminderService:
 
     async def warnings(self, reminders: Sequence[Reminder]) -> dict[str, list[dict[str, str]]]:
         """By reminder id, what the caller should know: for each channel of a reminder, an
-        owner with no contact of that kind yet (it is saved; at ring time that channel has
-        no destination). One query for all."""
+        owner with no contact of that kind yet that the reminder's app may ring (it is saved;
+        at ring time that channel has no destination). One query for all."""
         wanted = {
             (r.owner, channel)
             for r in reminders
@@ -75,7 +83,9 @@ class ReminderService:
         warned: dict[str, list[dict[str, str]]] = {}
         for r in reminders:
             for field, channel in fields_of(r.channel):
-                if (r.owner, channel) in wanted and not found.get((r.owner, channel)):
+                contacts = found.get((r.owner, channel), [])
+                usable = [c for c in contacts if c.takes_rings_of(r.source)]
+                if (r.owner, channel) in wanted and not usable:
                     warned.setdefault(r.id, []).append(_no_contact(r.owner, field, channel))
         return warned
 
@@ -99,7 +109,10 @@ class ReminderService:
         if warned:
             body["warnings"] = warned[made.id]
         answer = Answer(201, orjson.dumps(body))
-        return await save_once(self.store, [made], answer, key=key, now=now)
+        try:
+            return await save_once(self.store, [made], answer, key=key, now=now, cap=self.cap.most)
+        except CapReached as reached:
+            raise self.cap.problem(reached.owner, reached.source) from None
 
     async def create_batch(
         self, principal: Principal, items: Sequence[Any], key: IdempotencyKey | None
@@ -115,6 +128,10 @@ class ReminderService:
             seconds=BATCH_SECONDS,
             what="checking the batch's schedules",
         )
+        over = await self.cap.over(made)
+        if over:
+            results = [_refused(result, over) for result in results]
+            made = [reminder for reminder in made if reminder.id not in over]
         warned = await self.warnings(made)
         if warned:
             for result in results:
@@ -345,3 +362,11 @@ def cancel_conflict(current: Reminder) -> Problem:
     if ring is not None:
         extra["last_firing"] = {"id": ring.id, "state": ring.state.value}
     return Problem(409, slug, detail, extra=extra)
+
+
+def _refused(result: dict[str, Any], over: dict[str, Problem]) -> dict[str, Any]:
+    """A batch item's result, made `invalid` with its problem when the cap refused it."""
+    problem = over.get(result.get("id", ""))
+    if problem is None:
+        return result
+    return {"index": result["index"], "status": "invalid", "problem": problem.to_dict()}

@@ -86,6 +86,8 @@ def tocsin_env(database_url: str, **settings: str) -> dict[str, str]:
     env["TOCSIN_DATABASE_URL"] = database_url
     env["TOCSIN_SECRET_KEY"] = _SECRET_KEY
     env.setdefault("TOCSIN_LOG_LEVEL", "WARNING")
+    # Every benchmark client comes from loopback, thousands of feed pages at once.
+    env.setdefault("TOCSIN_CONNECTIONS_PER_ADDRESS", "0")
     for name, value in settings.items():
         env[f"TOCSIN_{name.upper()}"] = value
     return env

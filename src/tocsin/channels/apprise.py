@@ -2,9 +2,9 @@
 Slack, Discord, Matrix, …) through the Apprise library, one Apprise URL per contact.
 
 Off unless TOCSIN_APPRISE_ENABLED=true: an Apprise URL names any host, so an owner who may
-save contacts may make this server call URLs of their choosing (an outbound-URL policy is
-being built separately; until it lands, enable this only where owners are trusted or the
-server's network is fenced).
+save contacts may make this server call URLs of their choosing. Where each URL connects is
+held to the outbound URL policy, when it is saved and as each notification connects
+(`tocsin.channels.apprise_reach`).
 
 Apprise is synchronous (requests underneath), so each notification runs in a bounded thread
 pool and the event loop waits for it at most `time_limit`. A thread cannot be cancelled:
@@ -27,6 +27,7 @@ from urllib.parse import unquote
 
 import apprise
 
+from tocsin.channels import apprise_reach
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -78,13 +79,26 @@ def validate_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     return {"url": url}
 
 
+def check_reach(url: str, *, allow_private: bool) -> None:
+    """`InvalidInput` naming `url` when the outbound URL policy refuses where the service
+    of this (valid) Apprise URL connects; the reason quotes no part of the URL."""
+    plugin = _load(url)
+    reason = None if plugin is None else apprise_reach.refused(plugin, allow_private=allow_private)
+    if reason is not None:
+        raise InvalidInput("url", reason)
+
+
 def build(settings: Settings, clock: Clock) -> AppriseSender | None:
     """The sender when TOCSIN_APPRISE_ENABLED is true, else None."""
     if not settings.apprise_enabled:
         return None
     # Apprise loads its ~150 plugins on first use (~0.4 s): here at startup, not in a send.
     _load("json://localhost/")
-    return AppriseSender(threads=settings.apprise_threads, timeout=settings.apprise_timeout_seconds)
+    return AppriseSender(
+        threads=settings.apprise_threads,
+        timeout=settings.apprise_timeout_seconds,
+        allow_private=settings.allow_private_urls,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +106,7 @@ class _Outcome:
     ok: bool
     service: str
     reason: str | None = None
+    refused: bool = False  # by the outbound URL policy (`reason` names the service): final
 
 
 class AppriseSender(DestinationSender):
@@ -102,9 +117,10 @@ class AppriseSender(DestinationSender):
     its limit is cancelled before it starts.
     """
 
-    def __init__(self, *, threads: int, timeout: float) -> None:
+    def __init__(self, *, threads: int, timeout: float, allow_private: bool = False) -> None:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tocsin-apprise")
         self._timeout = timeout
+        self._allow_private = allow_private
 
     async def send(
         self, firing: Firing, destination: Destination, *, time_limit: float
@@ -112,7 +128,9 @@ class AppriseSender(DestinationSender):
         limit = min(time_limit, self._timeout)
         if limit <= 0:  # requests would refuse a timeout of 0
             return DeliveryResult.retry("no time left before the deadline")
-        call = functools.partial(_notify, destination.address["url"], firing.text, limit)
+        call = functools.partial(
+            _notify, destination.address["url"], firing.text, limit, self._allow_private
+        )
         try:
             async with asyncio.timeout(limit):
                 outcome = await asyncio.get_running_loop().run_in_executor(self._pool, call)
@@ -120,6 +138,8 @@ class AppriseSender(DestinationSender):
             return DeliveryResult.retry(f"apprise: no answer within {limit:.1f} s (abandoned)")
         if outcome.ok:
             return DeliveryResult.sent()
+        if outcome.refused:
+            return DeliveryResult.failed(f"apprise: {outcome.reason}")
         # Apprise says only "failed": a wrong token and a service down look alike, so every
         # failure is retried until the deadline (freshness bounds what a wrong URL costs).
         reason = f": {outcome.reason}" if outcome.reason else ""
@@ -131,24 +151,32 @@ class AppriseSender(DestinationSender):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _notify(url: str, text: str, limit: float) -> _Outcome:
-    """One notification, in a pool thread. Never raises: a plugin's exception is a failure."""
+def _notify(url: str, text: str, limit: float, allow_private: bool) -> _Outcome:
+    """One notification, in a pool thread, held to the outbound URL policy. Never raises: a
+    plugin's exception is a failure."""
     plugin = _load(url)
     if plugin is None:
         return _Outcome(ok=False, service="apprise", reason="the URL no longer loads")
+    service = plugin.service_name or "Apprise"
+    reason = apprise_reach.refused(plugin, allow_private=allow_private)
+    if reason is not None:
+        return _Outcome(ok=False, service=service, reason=reason, refused=True)
     # requests' timeouts are per connect and per read, not for the whole call: these bound
     # each wait, so an abandoned thread ends soon after the limit instead of Apprise's 4 s
     # per read times however many reads the service needs.
     plugin.socket_connect_timeout = min(plugin.socket_connect_timeout, limit)
     plugin.socket_read_timeout = min(plugin.socket_read_timeout, limit)
-    service = plugin.service_name or "Apprise"
     notifier = apprise.Apprise(asset=_ASSET)
     notifier.add(plugin)
-    try:
-        result = notifier.notify(body=text, title=TITLE)
-    except Exception as error:  # a plugin's bug must not kill the pool thread's caller
-        return _Outcome(ok=False, service=service, reason=type(error).__name__)
+    with apprise_reach.connections_checked(allow_private=allow_private) as check:
+        try:
+            result = notifier.notify(body=text, title=TITLE)
+        except Exception as error:  # a plugin's bug must not kill the pool thread's caller
+            return _Outcome(ok=False, service=service, reason=type(error).__name__)
     with result:
+        if check.refused:  # Apprise logs it as a connection error, which a retry would repeat
+            reason = f"{service} refused: {mask(check.refused[0], url)}"
+            return _Outcome(ok=False, service=service, reason=reason, refused=True)
         if result:
             return _Outcome(ok=True, service=service)
         reasons = [e.message for e in result.logs() if e.level in ("WARNING", "ERROR")]

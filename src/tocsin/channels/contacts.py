@@ -3,7 +3,8 @@
 A channel that sends to contacts exposes `KIND`, `ENABLED_BY` (the settings that enable it),
 `validate_contact(fields)` (the contact's address fields as stored, or `InvalidInput` naming
 the field at fault) and `build(settings, clock)` (its sender, or None when not configured).
-The webhook channel's contacts (an owner's own URL) are validated here.
+The webhook channel's contacts (an owner's own URL) are validated here, and `check_outbound`
+holds what a contact makes the server call to the outbound URL policy.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tocsin.channels import CONTACT_MODULES
+from tocsin.channels import CONTACT_MODULES, apprise
 from tocsin.domain import Channel
 from tocsin.errors import InvalidInput
-from tocsin.outbound import http_host
+from tocsin.outbound import check_url, http_host
 
 Validator = Callable[[Mapping[str, Any]], dict[str, str]]
 
 MAX_URL = 2048
+# The contact fields that are URLs the server calls, by kind.
+URL_FIELDS = {Channel.WEBHOOK: "url", Channel.WEBPUSH: "endpoint"}
 
 
 def validate_webhook_contact(fields: Mapping[str, Any]) -> dict[str, str]:
@@ -48,3 +51,14 @@ def validate_contact(kind: Channel, fields: Mapping[str, Any]) -> dict[str, str]
         known = ", ".join(sorted(k.value for k in VALIDATORS))
         raise InvalidInput("kind", f"not a kind of contact: one of {known}")
     return validator(fields)
+
+
+def check_outbound(kind: Channel, address: Mapping[str, str], *, allow_private: bool) -> None:
+    """Holds what the server would call for a contact of `kind` to the outbound URL policy:
+    a webhook's `url` and a Web Push `endpoint` as URLs, an Apprise URL by where its service
+    connects; `InvalidInput` naming the field."""
+    if kind is Channel.APPRISE:
+        apprise.check_reach(address["url"], allow_private=allow_private)
+    elif kind in URL_FIELDS:
+        name = URL_FIELDS[kind]
+        check_url(address[name], allow_private=allow_private, field=name)

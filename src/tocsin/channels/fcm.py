@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,7 +35,7 @@ from tocsin.channels.push import (
     short_text,
     utc_text,
 )
-from tocsin.channels.sessions import http_session
+from tocsin.channels.sessions import http_session, trusting
 from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -85,6 +86,7 @@ def build(settings: Settings, clock: Clock) -> FcmSender | None:
         clock=clock,
         timeout=settings.fcm_timeout_seconds,
         max_connections=settings.delivery_concurrency,
+        tls=trusting(settings.fcm_ca_file),
     )
 
 
@@ -228,17 +230,19 @@ class FcmSender(DestinationSender):
         clock: Clock,
         timeout: float,
         max_connections: int,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._token = token
         self._send_url = send_url
         self._clock = clock
         self._timeout = timeout
         self._max_connections = max_connections
+        self._tls = tls  # None: the system's CAs
         self._session: aiohttp.ClientSession | None = None  # made in the event loop
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = http_session(self._max_connections)
+            self._session = http_session(self._max_connections, tls=self._tls)
         return self._session
 
     async def send(
@@ -256,6 +260,8 @@ class FcmSender(DestinationSender):
             if error.retry:
                 return DeliveryResult.retry(str(error), error.retry_after)
             return DeliveryResult.failed(str(error))
+        except aiohttp.ClientConnectorCertificateError as error:
+            return DeliveryResult.retry(f"{error} (for a private CA set TOCSIN_FCM_CA_FILE)")
         except aiohttp.ClientError as error:
             return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
         return classify(answer)

@@ -10,6 +10,7 @@ recipient replied STOP) fails with the number gone, any other 4xx fails.
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +21,7 @@ from pydantic import SecretStr
 
 from tocsin import __version__
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
+from tocsin.channels.sessions import trusting
 from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -92,6 +94,7 @@ def build(settings: Settings, clock: Clock) -> SmsSender | None:
         timeout=settings.sms_timeout_seconds,
         max_connections=settings.delivery_concurrency,
         clock=clock,
+        tls=trusting(settings.sms_ca_file),
     )
 
 
@@ -109,6 +112,7 @@ class SmsSender(DestinationSender):
         timeout: float,
         max_connections: int,
         clock: Clock,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._url = f"{base_url.rstrip('/')}/2010-04-01/Accounts/{quote(account_sid)}/Messages.json"
         self._authorization = aiohttp.encode_basic_auth(account_sid, auth_token.get_secret_value())
@@ -116,12 +120,13 @@ class SmsSender(DestinationSender):
         self._timeout = timeout
         self._max_connections = max_connections
         self._clock = clock
+        self._tls = tls  # None: the system's CAs
         self._session: aiohttp.ClientSession | None = None  # made in the event loop
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._max_connections),
+                connector=aiohttp.TCPConnector(limit=self._max_connections, ssl=self._tls or True),
                 headers={
                     "authorization": self._authorization,
                     "user-agent": f"tocsin/{__version__}",
@@ -158,6 +163,8 @@ class SmsSender(DestinationSender):
                 return classify(response.status, response.headers, answer)
         except TimeoutError:
             return DeliveryResult.retry(f"timeout after {limit.total:g} s")
+        except aiohttp.ClientConnectorCertificateError as error:
+            return DeliveryResult.retry(f"{error} (for a private CA set TOCSIN_SMS_CA_FILE)")
         except aiohttp.ClientError as error:
             return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
 

@@ -16,6 +16,7 @@ import hashlib
 import ipaddress
 import os
 import re
+import ssl
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid.jwt import sign as sign_jwt
 
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
-from tocsin.channels.sessions import http_session
+from tocsin.channels.sessions import http_session, trusting
 from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -256,6 +257,7 @@ def build(settings: Settings, clock: Clock) -> WebPushSender | None:
         timeout=settings.webpush_timeout_seconds,
         max_connections=settings.delivery_concurrency,
         allow_private=settings.allow_private_urls,
+        tls=trusting(settings.webpush_ca_file, also_the_systems=True),
     )
 
 
@@ -274,6 +276,7 @@ class WebPushSender(DestinationSender):
         timeout: float,
         max_connections: int,
         allow_private: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._key = key
         self._public_key = application_server_key(key)
@@ -282,13 +285,14 @@ class WebPushSender(DestinationSender):
         self._timeout = timeout
         self._max_connections = max_connections
         self._allow_private = allow_private  # endpoints are held to the outbound URL policy
+        self._tls = tls  # None: the system's CAs
         self._jwts: dict[str, tuple[int, str]] = {}  # origin -> (exp, Authorization value)
         self._session: aiohttp.ClientSession | None = None  # made in the event loop
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             resolver = GuardedResolver(allow_private=self._allow_private)
-            self._session = http_session(self._max_connections, resolver=resolver)
+            self._session = http_session(self._max_connections, resolver=resolver, tls=self._tls)
         return self._session
 
     async def send(
@@ -330,6 +334,8 @@ class WebPushSender(DestinationSender):
             return DeliveryResult.retry("timeout")
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError):
             return DeliveryResult.failed("bad push endpoint URL")
+        except aiohttp.ClientConnectorCertificateError as error:
+            return DeliveryResult.retry(f"{error} (for a private CA set TOCSIN_WEBPUSH_CA_FILE)")
         except aiohttp.ClientError as error:
             policy = refused_by_policy(error)
             if policy is not None:

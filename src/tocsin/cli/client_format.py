@@ -194,12 +194,13 @@ def firings_table(firings: Iterable[Mapping[str, Any]]) -> str:
 
 def contacts_table(contacts: Iterable[Mapping[str, Any]]) -> str:
     return table(
-        ("ID", "KIND", "LABEL", "STATE", "ADDRESS"),
+        ("ID", "KIND", "LABEL", "SAVED BY", "STATE", "ADDRESS"),
         (
             (
                 c["id"],
                 c["kind"],
                 c.get("label") or "-",
+                c.get("source") or "owner",
                 f"disabled: {c['disabled_reason']}" if c.get("disabled_reason") else "on",
                 cut(", ".join(f"{k}={v}" for k, v in c.get("address", {}).items()), 60),
             )

@@ -3,7 +3,10 @@ as a demo owner, so that trying Tocsin needs no key and no token made by hand.
 
 The token rides in the link's fragment (`/#token=…`), which a browser never sends to a
 server; the page keeps it and takes it out of the address bar. Only in dev mode (loopback,
-no API key yet), where anyone on this machine may call the API without a key anyway.
+no API key yet), where anyone on this machine may call the API without a key anyway — and
+signed as a dev-only token, so that it ends with dev mode: once an API key exists, or on a
+server beyond loopback, it is refused, however long it had left. `tocsin keys revoke-owner
+demo` ends it earlier, as any owner token.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ async def demo_link(store: Store, settings: Settings) -> str | None:
         return None
     secret = await owner_token_secret(store, settings.secret)
     token = sign_owner_token(
-        DEMO_OWNER, expires=datetime.now(UTC) + DEMO_TOKEN_LIFETIME, secret=secret
+        DEMO_OWNER, expires=datetime.now(UTC) + DEMO_TOKEN_LIFETIME, secret=secret, dev_only=True
     )
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     return f"http://{host}:{settings.port}/#token={token}"

@@ -196,7 +196,8 @@ async def _revoke_owner(store: Store, settings: Settings, args: argparse.Namespa
     await store.revoke_owner_tokens(args.owner, datetime.now(UTC))
     print(
         f"revoked every owner token of {args.owner} signed until now: refused within "
-        f"{KEY_CACHE_SECONDS} s by every API process (sign a new one with owner-token)"
+        f"{KEY_CACHE_SECONDS} s by every API process, and its open feeds end (at once on "
+        "PostgreSQL, else by their next heartbeat); sign a new one with owner-token"
     )
     return 0
 

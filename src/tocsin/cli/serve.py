@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import uvicorn
 
 from tocsin.api import create_app
+from tocsin.api.connections import ConnectionLimits, guarded
 from tocsin.api.timekeeper import Timekeeper
 from tocsin.auth import SIGNING_KEY_NAME, is_loopback, new_signing_secret
 from tocsin.cli.demo import DEMO_OWNER, demo_link
@@ -208,6 +209,11 @@ async def serve_api(
             lifespan="off",
             server_header=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            http=guarded(ConnectionLimits.of(settings)),
+            # No route is a WebSocket, and an upgraded connection would leave the guard.
+            ws="none",
+            # Forwarding headers are read by `tocsin.api.proxies`, from trusted proxies only.
+            proxy_headers=False,
         )
         services = [keeper, *(make(store, settings, clock) for make in factories)]
         # Feed connections never end by themselves: ended at the stop signal, their pages

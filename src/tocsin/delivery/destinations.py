@@ -6,6 +6,11 @@
 - `webhook`: the endpoint of the reminder's app (`tocsin keys create --webhook-url`), else the
   deployment-wide `TOCSIN_WEBHOOK_URL`, and the owner's own webhook contacts.
 - every other channel: the owner's enabled contacts of that kind (a phone and a tablet).
+
+Apps are tenants, and so are their contacts (`Contact.source`): a ring of an app's reminder
+goes to the contacts that app saved and to those the owner saved himself, never to another
+app's (app X's webhook must not receive app Y's ring). A reminder the owner saved himself
+(an owner token, the page) rings every contact of his: all of them are his to manage.
 - the benchmark's null channels: one destination, the counter.
 
 Contacts are looked up in batches: the lookups of every firing being sent in one turn of the
@@ -81,7 +86,9 @@ class Destinations:
                 found.append(endpoint)
         contacts = await self._contacts((firing.owner, channel))
         found.extend(
-            Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret) for c in contacts
+            Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret)
+            for c in contacts
+            if c.takes_rings_of(firing.source)
         )
         if not found:
             raise Nowhere(why)

@@ -132,11 +132,26 @@ class Store(ABC):
 
     @abstractmethod
     async def add_reminders(
-        self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
+        self,
+        reminders: Sequence[Reminder],
+        *,
+        idempotency: IdempotencyRecord | None = None,
+        cap: int = 0,
     ) -> None:
         """Save new reminders, and the idempotency record if given, in one transaction: all or
         nothing. Raise `DuplicateIdempotencyKey` (saving nothing) when the record's
-        (scope, key) exists already. Wakes `listen_due` listeners for pending ones due soon."""
+        (scope, key) exists already. Wakes `listen_due` listeners for pending ones due soon.
+        With a `cap`, one reminder (the API's single create) is saved only while its (owner,
+        app) pair keeps fewer than `cap` pending, checked in the same statement, else
+        `CapReached` (saving nothing); a batch's caller checks first (`pending_counts`)."""
+
+    @abstractmethod
+    async def pending_counts(
+        self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
+    ) -> dict[tuple[str, str | None], int]:
+        """How many pending reminders each (owner, app) pair keeps (app None: those the owner
+        saved himself), each counted no further than `up_to`, in one query: a cap's check
+        costs at most that many rows an owner."""
 
     @abstractmethod
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
@@ -231,11 +246,21 @@ class Store(ABC):
     @abstractmethod
     async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
         """Refuse every owner token of `owner` signed at or before `before` (a later
-        revocation moves the line forward; an earlier one never moves it back)."""
+        revocation moves the line forward; an earlier one never moves it back), and tell
+        `listen_revocations` listeners after the commit."""
 
     @abstractmethod
     async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
         """The line `revoke_owner_tokens` drew for `owner`, or None if it never did."""
+
+    @abstractmethod
+    async def listen_revocations(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call `listener(owner)` after `revoke_owner_tokens` drew a line for `owner` — in
+        this process, and on PostgreSQL in every process (NOTIFY `tocsin_revocations`, after
+        commit). Hints, like `listen_due`: missed while a connection is re-made, and on
+        SQLite whenever another process revoked (`tocsin keys`), so a listener must also
+        read `owner_tokens_revoked_before` now and then. Return a function that stops
+        listening. Listeners must not block."""
 
     @abstractmethod
     async def ensure_secret(self, name: str, value: str) -> str:
@@ -274,11 +299,18 @@ class Store(ABC):
         owner: str,
         *,
         kind: Channel | None = None,
+        source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[Contact]:
         """The owner's contacts in id order, those with id > `after_id` only, at most
-        `limit`, optionally of one kind (keyset pages, disabled ones included)."""
+        `limit`, optionally of one kind and only those one app (`source`) saved (keyset
+        pages, disabled ones included)."""
+
+    @abstractmethod
+    async def count_contacts(self, owner: str, source: str | None, *, up_to: int) -> int:
+        """How many contacts of `owner` the app `source` saved (None: those the owner saved
+        himself), counted no further than `up_to` (a cap's check costs at most that)."""
 
     @abstractmethod
     async def update_contact(self, contact: Contact) -> Contact | None:
@@ -299,8 +331,9 @@ class Store(ABC):
         self, wanted: Sequence[tuple[str, Channel]]
     ) -> dict[tuple[str, Channel], list[Contact]]:
         """Where rings go, for many (owner, kind) pairs in one query: every enabled contact
-        of that owner and kind, in id order (an index lookup by (owner, kind) each); a pair
-        with none is left out."""
+        of that owner and kind, in id order (an index lookup by (owner, kind) each), saved by
+        any app (which of them a ring may use is delivery's rule); a pair with none is left
+        out."""
 
     @abstractmethod
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:

@@ -24,6 +24,7 @@ DUE_CHANNEL = "tocsin_due"
 LEASES_CHANNEL = "tocsin_leases"  # payload: the worker that joined or let parts go
 """The PostgreSQL NOTIFY channel for wake-ups; the payload is `shard:epoch_seconds`."""
 FEED_CHANNEL = "tocsin_feed"  # payload: `<owner> <firing id>` lines (see `feed_payloads`)
+REVOCATIONS_CHANNEL = "tocsin_revocations"  # payload: the owner whose tokens were revoked
 FEED_PAYLOAD_BYTES = 7_900  # a NOTIFY payload must be shorter than 8,000 bytes (ASCII here)
 
 

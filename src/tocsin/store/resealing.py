@@ -8,10 +8,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from tocsin.errors import SecretUnreadable
 from tocsin.keyring import Keyring
 from tocsin.store.base import Resealed
+from tocsin.store.rows import resealed_address
 
-SEALED_COLUMNS = ("apps.webhook_secret", "contacts.secret", "secrets.value")
+SEALED_COLUMNS = ("apps.webhook_secret", "contacts.secret", "contacts.address", "secrets.value")
 """Every column that holds a sealed secret, named `table.column`; each is keyed by one text
-column (apps by name, contacts by id, secrets by name)."""
+column (apps by name, contacts by id, secrets by name). `contacts.address` is JSON whose
+credential fields are sealed (`rows.SEALED_FIELDS`), the others whole values."""
+
+# How a stored value of a column is sealed afresh: None when it is sealed with the first key.
+_RESEALERS: dict[str, Callable[[Keyring, str], str | None]] = {
+    "contacts.address": lambda keyring, stored: resealed_address(stored, keyring),
+}
 
 PAGE = 500  # rows read, and written back in one short transaction, at a time
 
@@ -46,9 +53,10 @@ def _changes(
     keyring: Keyring, column: str, rows: Sequence[tuple[str, str]]
 ) -> list[tuple[str, str, str]]:
     changes = []
+    reseal_one = _RESEALERS.get(column, Keyring.reseal)
     for key, stored in rows:
         try:
-            new = keyring.reseal(stored)
+            new = reseal_one(keyring, stored)
         except SecretUnreadable as error:
             raise SecretUnreadable(f"{column} of {key!r}: {error}") from error
         if new is not None:

@@ -203,19 +203,55 @@ def _sealed(secret: str | None, keyring: Keyring) -> str | None:
     return None if secret is None else keyring.seal(secret)
 
 
+# The address fields that are credentials, by kind, sealed in the database as webhook secrets
+# are: a Web Push subscription's `auth` secret (with it, anyone can encrypt to that browser)
+# and an Apprise URL (it carries the service's token). The other fields stay readable, so
+# that an operator can find a contact by its address.
+SEALED_FIELDS: dict[Channel, frozenset[str]] = {
+    Channel.WEBPUSH: frozenset({"auth"}),
+    Channel.APPRISE: frozenset({"url"}),
+}
+
+
+def address_value(kind: Channel, address: dict[str, str], keyring: Keyring) -> str:
+    """A contact's address as stored: JSON text, its kind's `SEALED_FIELDS` sealed."""
+    sealed = SEALED_FIELDS.get(kind, frozenset())
+    fields = {name: keyring.seal(v) if name in sealed else v for name, v in address.items()}
+    return orjson.dumps(fields).decode()
+
+
+def _address_from(kind: Channel, stored: str, keyring: Keyring) -> dict[str, str]:
+    loaded: dict[str, str] = codec.load_json(stored) or {}
+    sealed = SEALED_FIELDS.get(kind, frozenset())
+    return {name: keyring.open(v) if name in sealed else v for name, v in loaded.items()}
+
+
+def resealed_address(stored: str, keyring: Keyring) -> str | None:
+    """An address of a kind with sealed fields (`reseal_secrets` reads only those) with each
+    such field sealed with the ring's first key, or None when every one is already."""
+    loaded: dict[str, str] = codec.load_json(stored) or {}
+    names = frozenset().union(*SEALED_FIELDS.values()) & loaded.keys()
+    changed = {name: keyring.reseal(loaded[name]) for name in names}
+    if all(value is None for value in changed.values()):
+        return None
+    return orjson.dumps({**loaded, **{k: v for k, v in changed.items() if v is not None}}).decode()
+
+
 def contact_from(row: Row, instant: Instant, keyring: Keyring) -> Contact:
+    kind = Channel(row["kind"])
     return Contact(
         id=row["id"],
         owner=row["owner"],
         shard=row["shard"],
-        kind=Channel(row["kind"]),
-        address=codec.load_json(row["address"]) or {},
+        kind=kind,
+        address=_address_from(kind, row["address"], keyring),
         label=row["label"],
         secret=_opened(row["secret"], keyring),
         disabled_reason=row["disabled_reason"],
         disabled_at=_optional(row["disabled_at"], instant),
         created_at=instant(row["created_at"]),
         updated_at=instant(row["updated_at"]),
+        source=row["source"],
     )
 
 
@@ -236,13 +272,14 @@ def contact_values(
         contact.owner,
         contact.shard,
         contact.kind.value,
-        codec.dump_json(contact.address),
+        address_value(contact.kind, contact.address, keyring),
         contact.label,
         _sealed(contact.secret, keyring),
         contact.disabled_reason,
         None if contact.disabled_at is None else instant(contact.disabled_at),
         instant(contact.created_at),
         instant(contact.updated_at),
+        contact.source,
     )
 
 

@@ -584,7 +584,10 @@
     const kind = CONTACT_FIELDS[contact.kind] ? CONTACT_FIELDS[contact.kind].label : contact.kind;
     const where = Object.values(contact.address).join(" ");
     const text = document.createElement("span");
-    text.textContent = `${kind}: ${where}${contact.label ? ` (${contact.label})` : ""}`;
+    const label = contact.label ? ` (${contact.label})` : "";
+    // An app's contact takes only that app's rings; say whose it is.
+    const saver = contact.source ? ` · from ${contact.source}` : "";
+    text.textContent = `${kind}: ${where}${label}${saver}`;
     item.append(text);
     if (contact.disabled_reason) {
       item.classList.add("disabled");

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -23,6 +23,7 @@ from tocsin.api import create_app
 from tocsin.api.problems import Problem
 from tocsin.api.security import ANONYMOUS, KEY_TTL, OPEN_TTL, Authenticator
 from tocsin.auth import hash_api_key, new_app, sign_owner_token, verify_owner_token
+from tocsin.cli.demo import DEMO_OWNER, demo_link
 from tocsin.clock import FakeClock
 from tocsin.domain import App
 from tocsin.store import Store
@@ -233,3 +234,56 @@ async def test_open_mode_is_rechecked_after_a_second(store: Store, clock: FakeCl
 
     assert refused.value.status == 401
     assert counting.calls == ["count_apps", "count_apps"]  # closed for good once keys exist
+
+
+async def _demo_token(store: Store) -> str:
+    link = await demo_link(store, settings())
+    assert link is not None
+    return link.rpartition("#token=")[2]
+
+
+async def test_the_demo_token_works_in_dev_mode_only(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    """The token of `tocsin serve`'s sign-in link ends once an API key exists; an ordinary
+    token of the same owner does not; and beyond loopback it never worked."""
+    demo = bearer(await _demo_token(store))
+    ordinary = bearer(await owner_token(store, DEMO_OWNER))
+    assert (await client.get("/v1/reminders", headers=demo)).status_code == 200
+
+    await add_key(store)
+    clock.advance(OPEN_TTL)
+    refused = await client.get("/v1/reminders", headers=demo)
+
+    assert refused.status_code == 401
+    assert refused.json()["detail"] == (
+        "the demo token (and a feed ticket made in dev mode) works only while the server runs "
+        "on loopback without API keys: sign an owner token with `tocsin keys owner-token`"
+    )
+    assert (await client.get("/v1/reminders", headers=ordinary)).status_code == 200
+    assert await demo_link(store, settings()) is None
+
+
+async def test_the_demo_token_is_refused_beyond_loopback(store: Store, clock: FakeClock) -> None:
+    demo = bearer(await _demo_token(store))
+    app = create_app(store=store, settings=settings(host="192.0.2.10"), clock=clock)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+    ) as client:
+        response = await client.get("/v1/reminders", headers=demo)
+
+    assert response.status_code == 401
+
+
+async def test_revoking_the_demo_owner_refuses_the_demo_token(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    demo = bearer(await _demo_token(store))
+    assert (await client.get("/v1/reminders", headers=demo)).status_code == 200
+
+    await store.revoke_owner_tokens(DEMO_OWNER, datetime.now(UTC))
+    clock.advance(KEY_TTL)
+    refused = await client.get("/v1/reminders", headers=demo)
+
+    assert refused.status_code == 401
+    assert refused.json()["detail"] == "the owner token has been revoked: ask for a new one"

@@ -53,6 +53,9 @@ async def test_serve_makes_its_key_file_on_first_start_and_reuses_it(tmp_path: P
     assert "made a secret key" in first
     assert f"key_file={key_file}" in first
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    for made_by_serve in (db, tmp_path / "tocsin.db-wal", tmp_path / "tocsin.db-shm"):
+        if made_by_serve.exists():  # the WAL files are gone once the last connection closed
+            assert stat.S_IMODE(made_by_serve.stat().st_mode) == 0o600, made_by_serve
     ring = Keyring.parse(key_file.read_text())
     made = keys(db, NO_KEY, "create", "--app", "phone", *HOOK)
     assert made.returncode == 0, made.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,6 +54,12 @@ class ServerCertificate:
     ca_file: Path
     cert_file: Path
     key_file: Path
+
+    def server_tls(self) -> ssl.SSLContext:
+        """What a peer serves TLS with: this certificate."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(self.cert_file), str(self.key_file))
+        return context
 
 
 def server_certificate(folder: Path) -> ServerCertificate:

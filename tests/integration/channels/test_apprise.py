@@ -1,23 +1,28 @@
 """The apprise channel against real services on loopback: Apprise's `json://` endpoint and
-an ntfy server (tests/support/peers/apprise.py), reached by Apprise itself from the pool."""
+an ntfy server (tests/support/peers/apprise.py), reached by Apprise itself from the pool, and
+the outbound URL policy held where Apprise connects."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import http.client
+import smtplib
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from tests.integration.channels.web_support import destination, firing
 from tests.support.peers.apprise import NotificationServices, notification_services
-from tocsin.channels import apprise
+from tocsin.channels import apprise, apprise_reach
 from tocsin.channels.apprise import AppriseSender
 from tocsin.channels.base import DeliveryResult
 from tocsin.clock import SystemClock
 from tocsin.domain import Channel, Outcome
+from tocsin.outbound import RefusedAddress
 from tocsin.settings import Settings
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -37,9 +42,15 @@ async def channel() -> AsyncIterator[AppriseSender]:
     await built.close()
 
 
-def sender(threads: int = 4) -> AppriseSender:
+def sender(threads: int = 4, *, allow_private: bool = True) -> AppriseSender:
+    """A sender; the services listen on loopback, which only `allow_private` lets it reach."""
     built = apprise.build(
-        Settings(apprise_enabled=True, apprise_threads=threads, apprise_timeout_seconds=5.0),
+        Settings(
+            apprise_enabled=True,
+            apprise_threads=threads,
+            apprise_timeout_seconds=5.0,
+            allow_private_urls=allow_private,
+        ),
         SystemClock(),
     )
     assert built is not None
@@ -166,3 +177,86 @@ async def test_the_pool_bounds_how_many_notifications_run_at_once(
     assert all(r.outcome is Outcome.SENT for r in results)
     assert len(services.received) == 6
     assert services.most_in_flight == 2
+
+
+async def test_a_service_on_a_private_address_is_refused_for_good_and_never_called(
+    services: NotificationServices,
+) -> None:
+    strict = sender(allow_private=False)
+    try:
+        results = [
+            await notify(strict, f"json://ana:s3cret@{services.host}/json/ana"),
+            await notify(strict, f"ntfy://{services.host}/plants"),
+        ]
+    finally:
+        await strict.close()
+    for result in results:
+        assert result.outcome is Outcome.FAILED
+        assert "TOCSIN_ALLOW_PRIVATE_URLS" in (result.error or "")
+        assert "s3cret" not in (result.error or "")
+    assert services.received == []
+
+
+async def test_a_name_that_resolves_to_a_private_address_at_send_time_is_not_connected_to(
+    services: NotificationServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A public-looking name that resolves to loopback when the ring goes (DNS rebinding):
+    judged at the connection Apprise opens, not only as the URL was written."""
+    resolve = apprise_reach._resolve
+
+    def rebound(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        return resolve("127.0.0.1" if host == "hooks.example.com" else host, port, *args, **kwargs)
+
+    monkeypatch.setattr(apprise_reach, "_resolve", rebound)
+    port = services.host.rsplit(":", 1)[1]
+    strict = sender(allow_private=False)
+    try:
+        result = await notify(strict, f"json://hooks.example.com:{port}/json/ana")
+    finally:
+        await strict.close()
+    assert result.outcome is Outcome.FAILED
+    assert "resolves to non-public addresses only" in (result.error or "")
+    assert services.received == []
+
+
+async def test_a_service_tocsin_cannot_judge_is_refused_unless_private_urls_are_allowed() -> None:
+    strict = sender(allow_private=False)
+    try:
+        result = await notify(strict, "rsyslog://syslog.example.com")
+    finally:
+        await strict.close()
+    assert result.outcome is Outcome.FAILED
+    assert "cannot check where Remote Syslog connects" in (result.error or "")
+
+
+async def test_the_check_holds_every_connection_made_in_its_block_and_no_other(
+    services: NotificationServices,
+) -> None:
+    """HTTP (http.client here; requests in Apprise: both connect through
+    socket.create_connection) and SMTP (smtplib) resolve through the wrapped resolver, in the
+    thread that entered the check; a thread outside one reaches the same service."""
+    host, port = services.host.rsplit(":", 1)
+
+    def post() -> int:
+        connection = http.client.HTTPConnection(host, int(port), timeout=5)
+        try:
+            connection.request("POST", "/json/ana", body=b"{}")
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    def checked() -> list[str]:
+        with apprise_reach.connections_checked(allow_private=False) as check:
+            with pytest.raises(RefusedAddress):
+                post()
+            with pytest.raises(RefusedAddress):
+                smtplib.SMTP("localhost", 25, timeout=5)
+        return check.refused
+
+    loop = asyncio.get_running_loop()
+    refused = await loop.run_in_executor(None, checked)
+    assert len(refused) == 2
+    assert all("TOCSIN_ALLOW_PRIVATE_URLS" in reason for reason in refused)
+    assert services.received == []
+    assert await loop.run_in_executor(None, post) == 200
+    assert len(services.received) == 1

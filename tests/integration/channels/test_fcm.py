@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.integration.channels.push_support import T0, firing
+from tests.integration.channels.push_support import T0, firing, server_certificate
 from tests.support.peers.fcm import FcmPeer, Reply, error_body, serving
 from tocsin.channels import fcm
 from tocsin.channels.base import DeliveryResult, Destination
@@ -324,3 +324,49 @@ def test_the_project_comes_from_the_setting_over_the_file(
         fcm.build(Settings(fcm_service_account_file=path, fcm_project_id="other"), FakeClock(T0))
         is not None
     )
+
+
+async def test_a_peer_with_a_private_ca_is_trusted_through_tocsin_fcm_ca_file_only(
+    tmp_path: Path, account_key: rsa.RSAPrivateKey
+) -> None:
+    """An FCM-compatible peer (token endpoint and send endpoint) on loopback, its certificate
+    from a private CA: reached with TOCSIN_FCM_CA_FILE, refused without it. An operator's
+    base URL needs no TOCSIN_ALLOW_PRIVATE_URLS, loopback as it is."""
+    certificate = server_certificate(tmp_path)
+    clock = FakeClock(T0)
+    peer = FcmPeer(
+        public_key=account_key.public_key(),
+        client_email=EMAIL,
+        project_id=PROJECT,
+        now=lambda: clock.now().timestamp(),
+    )
+    async with serving(peer, tls=certificate.server_tls()) as base_url:
+        assert base_url.startswith("https://127.0.0.1:")
+        config = Settings(
+            fcm_service_account_file=service_account_file(tmp_path, account_key, peer.token_uri),
+            fcm_base_url=base_url,
+            fcm_ca_file=certificate.ca_file,
+            fcm_timeout_seconds=5.0,
+            allow_private_urls=False,
+        )
+        senders = [
+            fcm.build(config, clock),
+            fcm.build(config.model_copy(update={"fcm_ca_file": None}), clock),
+        ]
+        trusting, distrusting = [
+            Fcm(peer=peer, sender=sender, clock=clock, settings=config)
+            for sender in senders
+            if sender is not None
+        ]
+        try:
+            refused = await distrusting.send()
+            reached = await trusting.send()
+        finally:
+            for each in (trusting, distrusting):
+                await each.sender.close()
+
+    assert refused.outcome is Outcome.RETRY
+    assert "CERTIFICATE_VERIFY_FAILED" in (refused.error or "")
+    assert "TOCSIN_FCM_CA_FILE" in (refused.error or "")
+    assert reached.outcome is Outcome.SENT
+    assert len(peer.messages) == 1

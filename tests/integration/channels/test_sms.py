@@ -8,11 +8,13 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.channels.firing_factory import DUE, destination, firing
+from tests.integration.channels.push_support import server_certificate
 from tests.support.peers.twilio import ACCOUNT_SID, AUTH_TOKEN, Answer, TwilioPeer, twilio_peer
 from tocsin.channels import sms as sms_channel
 from tocsin.channels.base import DeliveryResult
@@ -270,3 +272,31 @@ def test_build_needs_credentials_and_a_sender(clock: FakeClock) -> None:
         sms_channel.build(Settings(sms_account_sid=ACCOUNT_SID, sms_auth_token="t"), clock)
     with pytest.raises(ValueError, match="TOCSIN_SMS_BASE_URL"):
         sms_channel.build(settings("api.twilio.com"), clock)
+
+
+async def test_a_gateway_with_a_private_ca_is_trusted_through_tocsin_sms_ca_file_only(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A Twilio-compatible gateway on loopback whose certificate comes from a private CA:
+    reached with TOCSIN_SMS_CA_FILE, refused without it; an operator's base URL needs no
+    TOCSIN_ALLOW_PRIVATE_URLS."""
+    certificate = server_certificate(tmp_path)
+    async with twilio_peer(tls=certificate.server_tls()) as peer:
+        assert peer.base_url.startswith("https://127.0.0.1:")
+        trusting = sender_for(
+            settings(peer.base_url, sms_ca_file=certificate.ca_file, allow_private_urls=False),
+            clock,
+        )
+        distrusting = sender_for(settings(peer.base_url, allow_private_urls=False), clock)
+        try:
+            refused = await send(distrusting, contact="contact-1")
+            reached = await send(trusting, contact="contact-2")
+        finally:
+            await trusting.close()
+            await distrusting.close()
+
+    assert refused.outcome is Outcome.RETRY
+    assert "CERTIFICATE_VERIFY_FAILED" in (refused.error or "")
+    assert "TOCSIN_SMS_CA_FILE" in (refused.error or "")
+    assert reached.outcome is Outcome.SENT
+    assert len(peer.requests) == 1

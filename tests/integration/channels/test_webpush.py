@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.channels.push_support import server_certificate
 from tests.integration.channels.web_support import destination, firing
 from tests.support.peers.webpush import WebPushReceiver, webpush_receiver
 from tests.support.processes import tocsin
@@ -268,3 +269,36 @@ async def test_the_key_pair_tocsin_keys_vapid_prints_works(
         await sender.close()
     assert result.outcome is Outcome.SENT
     assert receiver.refused == []
+
+
+async def test_a_push_service_with_a_private_ca_is_trusted_through_tocsin_webpush_ca_file(
+    clock: FakeClock, keys: tuple[str, str], tmp_path: Path
+) -> None:
+    """A push service whose certificate comes from a private CA: reached with
+    TOCSIN_WEBPUSH_CA_FILE, refused without it. Its endpoint is an owner's contact, so
+    loopback still needs TOCSIN_ALLOW_PRIVATE_URLS (set by `settings`)."""
+    certificate = server_certificate(tmp_path)
+    async with webpush_receiver(tls=certificate.server_tls()) as receiver:
+        assert receiver.origin.startswith("https://127.0.0.1:")
+        browser = receiver.subscribe(keys[1])
+        to = destination(
+            Channel.WEBPUSH, webpush.validate_contact({"subscription": browser.subscription()})
+        )
+        trusting = webpush.build(
+            settings(vapid_private_key=keys[0], webpush_ca_file=certificate.ca_file), clock
+        )
+        distrusting = webpush.build(settings(vapid_private_key=keys[0]), clock)
+        assert trusting is not None
+        assert distrusting is not None
+        try:
+            refused = await distrusting.send(firing(Channel.WEBPUSH, due=NOW), to, time_limit=5)
+            reached = await trusting.send(firing(Channel.WEBPUSH, due=NOW), to, time_limit=5)
+        finally:
+            await trusting.close()
+            await distrusting.close()
+
+    assert refused.outcome is Outcome.RETRY
+    assert "CERTIFICATE_VERIFY_FAILED" in (refused.error or "")
+    assert "TOCSIN_WEBPUSH_CA_FILE" in (refused.error or "")
+    assert reached.outcome is Outcome.SENT
+    assert len(receiver.pushes) == 1

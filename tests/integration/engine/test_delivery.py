@@ -138,7 +138,8 @@ async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(store: 
         for n in range(3):
             gap = (times[n + 1] - times[n]).total_seconds()
             gaps[n].append(gap)
-            assert gap <= 0.2 * 2**n + 0.5, "a wait beyond its backoff ceiling"
+            # The ceiling, and slack for a loaded machine's pickup (CI shares its cores).
+            assert gap <= 0.2 * 2**n + 2.0, "a wait far beyond its backoff ceiling"
     # Full jitter: each wait is drawn from [0, ceiling] and the ceiling doubles (the policy's
     # numbers are `tests/unit/test_retry.py`'s). Over 12 rings the first and third waits'
     # means lie 0.3 s apart, several times their spread with a loaded machine's pickup
@@ -194,19 +195,20 @@ async def outage(
 async def test_a_receiver_down_for_a_while_gets_every_ring_before_its_deadline(
     store: Store,
 ) -> None:
-    """Down for half the freshness: by then most firings made more than the 8 attempts that
-    used to be the limit (base 0.2 s: ~12.7 s on average), yet every one is sent."""
-    firings = await outage(store, count=40, freshness=20, down_for=10, seed=7)
+    """Down for 15 s of a 40 s freshness: by then most firings made more than the 8 attempts
+    that used to be the limit (base 0.2 s: ~12.7 s on average), yet every one is sent (the
+    20 s left leave a loaded machine's pickups time)."""
+    firings = await outage(store, count=40, freshness=40, down_for=15, seed=7)
     assert max(len(f.history) for f in firings) > 8, "some needed more than the old limit"
 
 
 async def test_a_receiver_back_just_before_the_deadline_still_gets_the_last_try(
     store: Store,
 ) -> None:
-    """Back 1.5 s before the deadline (freshness 10 s: the last try is 1 s before it). The
-    backoff's draws reach past the deadline by then (up to 6.4 s): each is cut to the last
+    """Back 6 s before the deadline (freshness 30 s: the last try is 3 s before it). The
+    backoff's draws reach past the deadline by then (up to 25.6 s): each is cut to the last
     try instead of giving up."""
-    await outage(store, count=20, freshness=10, down_for=8.5, seed=3)
+    await outage(store, count=20, freshness=30, down_for=24, seed=3)
 
 
 async def test_a_receiver_failing_past_the_freshness_gets_nothing_late(store: Store) -> None:

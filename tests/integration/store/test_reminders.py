@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder
 from tocsin.domain import FiringState, IdempotencyRecord, ReminderStatus, Schedule
-from tocsin.errors import DuplicateIdempotencyKey, StoreError
+from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
 from tocsin.store import Store
 
 
@@ -240,3 +240,19 @@ async def test_the_last_firing_shows_on_the_reminder(store: Store) -> None:
     assert got.last_firing.due_at == moved.due_at
     assert got.last_firing.state is FiringState.EXPIRED
     assert listed.last_firing == got.last_firing
+
+
+async def test_a_single_save_past_its_cap_saves_nothing(store: Store) -> None:
+    mine = [replace(reminder(), source="x") for _ in range(3)]
+    for saved in mine[:2]:
+        await store.add_reminders([saved], cap=2)
+
+    with pytest.raises(CapReached):
+        await store.add_reminders([mine[2]], idempotency=idempotency(), cap=2)
+    await store.add_reminders([replace(reminder(), source="y")], cap=2)  # another app's room
+    await store.add_reminders([reminder("bob")], cap=2)
+    counts = await store.pending_counts([("ana", "x"), ("ana", "y"), ("bob", "phone")], up_to=5)
+
+    assert await store.get_reminder(mine[2].id) is None
+    assert await store.find_idempotency("phone", "k1") is None
+    assert counts == {("ana", "x"): 2, ("ana", "y"): 1, ("bob", "phone"): 1}

@@ -4,12 +4,19 @@ the first key. The raw rows are read with the drivers themselves, around the sto
 
 from __future__ import annotations
 
+import sqlite3
+import stat
+from contextlib import closing
 from dataclasses import replace
+from pathlib import Path
 
+import asyncpg
+import orjson
 import pytest
 
 from tests.integration.store.factories import NOW
 from tests.support.keys import TEST_KEYRING
+from tests.support.raw import raw_pairs
 from tests.support.secrets import raw_secrets, set_raw
 from tocsin.auth import new_webhook_secret
 from tocsin.domain import App, Channel, Contact
@@ -170,3 +177,91 @@ async def test_reseal_names_a_row_it_cannot_open(store: Store, migrated_db_url: 
     with pytest.raises(SecretUnreadable, match=r"contacts\.secret of '") as raised:
         await store.reseal_secrets()
     assert "whsec_" not in str(raised.value)
+
+
+def push_and_apprise(owner: str = "ana") -> list[Contact]:
+    """A Web Push subscription and an Apprise URL: contacts whose address holds a credential."""
+    made = contact(owner)
+    return [
+        replace(
+            made,
+            id=made.id + "p",
+            kind=Channel.WEBPUSH,
+            secret=None,
+            address={"endpoint": "https://push.example/s/1", "p256dh": "BPk", "auth": "auth-k"},
+        ),
+        replace(
+            made,
+            id=made.id + "r",
+            kind=Channel.APPRISE,
+            secret=None,
+            address={"url": "ntfys://token-in-clear@ntfy.example/ana"},
+        ),
+    ]
+
+
+async def test_credentials_in_contact_addresses_are_sealed(
+    store: Store, migrated_db_url: str
+) -> None:
+    push, apprise = push_and_apprise()
+    for added in (push, apprise):
+        await store.add_contact(added)
+    moved = replace(apprise, address={"url": "ntfys://new-token@ntfy.example/ana"})
+    await store.update_contact(moved)
+
+    raw = dict(await raw_pairs(migrated_db_url, "SELECT id, address FROM contacts ORDER BY id"))
+
+    assert "auth-k" not in raw[push.id]
+    assert "new-token" not in raw[apprise.id]
+    assert orjson.loads(raw[push.id])["endpoint"] == "https://push.example/s/1"  # findable
+    assert is_sealed(orjson.loads(raw[push.id])["auth"])
+    assert await store.get_contact(push.id) == push
+    assert await store.list_contacts("ana", kind=Channel.APPRISE) == [moved]
+    assert await store.destinations([("ana", Channel.WEBPUSH)]) == {
+        ("ana", Channel.WEBPUSH): [push]
+    }
+
+
+async def test_reseal_seals_addresses_saved_in_clear(store: Store, migrated_db_url: str) -> None:
+    push, apprise = push_and_apprise()
+    for added in (push, apprise):
+        await store.add_contact(added)
+    # What a version before sealed addresses left behind: the credential in clear.
+    await set_raw_address(migrated_db_url, push.id, orjson.dumps(push.address).decode())
+
+    first = await store.reseal_secrets()
+    again = await store.reseal_secrets()
+
+    raw = dict(await raw_pairs(migrated_db_url, "SELECT id, address FROM contacts ORDER BY id"))
+    assert (first.resealed, again.resealed) == (1, 0)
+    assert "auth-k" not in raw[push.id]
+    assert await store.get_contact(push.id) == push
+
+
+async def set_raw_address(url: str, contact_id: str, address: str) -> None:
+    if url.startswith("sqlite"):
+        with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as connection, connection:
+            connection.execute(
+                "UPDATE contacts SET address = ? WHERE id = ?", (address, contact_id)
+            )
+        return
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(
+            "UPDATE contacts SET address = $1 WHERE id = $2", address, contact_id
+        )
+    finally:
+        await connection.close()
+
+
+async def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "tocsin.db"
+    opened = await open_store(f"sqlite:///{path}", keyring=TEST_KEYRING)
+    try:
+        await opened.migrate()
+        await opened.add_contact(contact())
+        files = [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))]
+        modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in files}
+    finally:
+        await opened.close()
+    assert modes == {"tocsin.db": 0o600, "tocsin.db-wal": 0o600, "tocsin.db-shm": 0o600}

@@ -202,3 +202,17 @@ async def test_a_channel_added_while_the_connection_is_busy_is_heard(pg_migrated
     finally:
         await notifier.close()
         await wakeups.close()
+
+
+async def test_a_revocation_of_an_owners_tokens_is_told_to_listeners(store: Store) -> None:
+    heard: list[str] = []
+    stop = await store.listen_revocations(heard.append)
+
+    await store.revoke_owner_tokens("ana", NOW)
+    await store.revoke_owner_tokens("ana", NOW - timedelta(days=1))  # the line stays: told
+    await eventually(lambda: len(heard) == 2)
+    stop()
+    await store.revoke_owner_tokens("bob", NOW)
+    await settle()
+
+    assert heard == ["ana", "ana"]

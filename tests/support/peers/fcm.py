@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
+import ssl
 import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable
@@ -232,15 +233,15 @@ def _oauth_error(error: str, description: str) -> web.Response:
 
 
 @asynccontextmanager
-async def serving(peer: FcmPeer) -> AsyncIterator[str]:
-    """Serve `peer` over plain HTTP on a loopback port in this event loop; yields its base URL
-    (the token endpoint is `{base}/token`, set as `peer.token_uri`)."""
+async def serving(peer: FcmPeer, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[str]:
+    """Serve `peer` on a loopback port in this event loop, over plain HTTP or over TLS with
+    `tls`; yields its base URL (the token endpoint is `{base}/token`, set as `peer.token_uri`)."""
     runner = web.AppRunner(peer.app(), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
     await site.start()
     host, port = runner.addresses[0][:2]
-    base = f"http://{host}:{port}"
+    base = f"{'https' if tls else 'http'}://{host}:{port}"
     peer.token_uri = f"{base}/token"
     try:
         yield base

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import re
 import secrets
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -138,8 +139,9 @@ def _error(answer: Answer) -> web.Response:
 
 
 @asynccontextmanager
-async def twilio_peer() -> AsyncIterator[TwilioPeer]:
-    """The Messages API on 127.0.0.1 (a free port) in this event loop, for the block's time."""
+async def twilio_peer(*, tls: ssl.SSLContext | None = None) -> AsyncIterator[TwilioPeer]:
+    """The Messages API on 127.0.0.1 (a free port) in this event loop, for the block's time
+    (over TLS with `tls`)."""
     peer = TwilioPeer()
     app = web.Application()
     app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", peer.messages)
@@ -147,10 +149,10 @@ async def twilio_peer() -> AsyncIterator[TwilioPeer]:
     # server does not wait for it.
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1)
     await runner.setup()
-    site = web.TCPSite(runner, HOST, 0)
+    site = web.TCPSite(runner, HOST, 0, ssl_context=tls)
     await site.start()
     port = runner.addresses[0][1]
-    peer.base_url = f"http://{HOST}:{port}"
+    peer.base_url = f"{'https' if tls else 'http'}://{HOST}:{port}"
     try:
         yield peer
     finally:

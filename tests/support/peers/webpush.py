@@ -16,6 +16,7 @@ import base64
 import json
 import re
 import secrets
+import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -238,11 +239,11 @@ class WebPushReceiver:
 
 
 @asynccontextmanager
-async def webpush_receiver() -> AsyncIterator[WebPushReceiver]:
-    """A receiver on loopback until the block ends."""
+async def webpush_receiver(*, tls: ssl.SSLContext | None = None) -> AsyncIterator[WebPushReceiver]:
+    """A receiver on loopback until the block ends (over TLS with `tls`)."""
     receiver = WebPushReceiver()
     app = web.Application()
     app.router.add_post("/push/{id}", receiver._push)
-    async with serving(app) as base:
+    async with serving(app, tls=tls) as base:
         receiver.origin = base
         yield receiver

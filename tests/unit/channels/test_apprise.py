@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.channels.contacts import refusal, stored_or_field
-from tocsin.channels.apprise import MAX_URL_LENGTH, mask, validate_contact
+from tocsin.channels.apprise import MAX_URL_LENGTH, check_reach, mask, validate_contact
 from tocsin.errors import InvalidInput
 
 
@@ -79,3 +79,61 @@ def test_a_short_password_is_masked_too_and_decoded_forms_as_well() -> None:
     url = "json://ana:p%40s@hooks.example.com/tocsin"
     masked = mask("auth ana:p@s refused by hooks.example.com for tocsin", url)
     assert masked == "auth ana:*** refused by *** for ***"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ntfys://ntfy.sh/plants",  # the URL's host
+        "ntfy://plants",  # a topic on ntfy.sh
+        "json://user:pass@hooks.example.com/tocsin",
+        "gotifys://gotify.example.com/AbCdEf1234567",
+        "mailtos://ana:s3cret@gmail.com",  # Apprise's SMTP server for the domain
+        "tgram://123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/12315544",  # api.telegram.org
+        "discord://4174216298/JHMHI8qBe7bk2ZwO5U711o3dV_js",  # an id, not an address
+    ],
+)
+def test_services_that_reach_public_hosts_are_accepted(url: str) -> None:
+    check_reach(url, allow_private=False)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "json://ana:s3cret@127.0.0.1:8080/tocsin",
+        "jsons://[::1]/tocsin",
+        "xml://10.0.0.7/tocsin",
+        "form://169.254.169.254/latest",
+        "json://2130706433/tocsin",  # 127.0.0.1 in a legacy form
+        "json://[::ffff:a9fe:a9fe]/latest",  # 169.254.169.254, IPv4-mapped
+        "ntfys://localhost/plants",
+        "gotify://metadata.google.internal/AbCdEf1234567",
+        "mailto://ana:s3cret@example.com?smtp=10.0.0.25",  # the SMTP server named
+    ],
+)
+def test_services_that_would_reach_private_hosts_are_refused(url: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        check_reach(url, allow_private=False)
+    error = refused.value
+    assert error.field == "url"
+    assert "would connect to a host that is not public" in error.message
+    assert "TOCSIN_ALLOW_PRIVATE_URLS=true" in error.message
+    assert "s3cret" not in error.message
+    check_reach(url, allow_private=True)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "rsyslog://syslog.example.com",
+        "irc://irc.example.com/#plants",
+        "aprs://DF1JSL-15:12345@DF1ABC",
+    ],
+)
+def test_services_that_connect_where_tocsin_cannot_see_need_private_urls_allowed(url: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        check_reach(url, allow_private=False)
+    error = refused.value
+    assert "Tocsin cannot check where" in error.message
+    assert "TOCSIN_ALLOW_PRIVATE_URLS=true" in error.message
+    check_reach(url, allow_private=True)

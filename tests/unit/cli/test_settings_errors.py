@@ -4,6 +4,7 @@ shows the effective settings with every secret masked."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from tests.support.processes import clean_env, tocsin
 from tocsin.cli import main
 from tocsin.cli.config import MASK, reference_table, section_of
-from tocsin.settings import Settings
+from tocsin.settings import Settings, env_name
 
 SERVER_COMMANDS = [
     ["serve"],
@@ -35,6 +36,11 @@ WRONG = [
     ("TOCSIN_LOG_LEVEL", "loud", "TOCSIN_LOG_LEVEL: must be one of DEBUG"),
     ("TOCSIN_WEBHOOK_URL", "http://10.0.0.1/hook", "TOCSIN_WEBHOOK_URL: 10.0.0.1 is not"),
 ]
+# Every setting that is a path, found by its type, so that a new one is checked as well.
+PATH_SETTINGS = sorted(
+    name for name, info in Settings.model_fields.items() if "Path" in str(info.annotation)
+)
+CA_SETTINGS = [name for name in PATH_SETTINGS if name.endswith("_ca_file")]
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +85,120 @@ def test_a_real_process_exits_2_without_a_traceback() -> None:
     assert done.stderr == (
         "tocsin worker: TOCSIN_LEASE_SECONDS: input should be greater than 0 (got '-5')\n"
     )
+
+
+def test_path_settings_are_found() -> None:
+    assert {"apns_key_file", "fcm_service_account_file", "vapid_private_key_file"} <= set(
+        PATH_SETTINGS
+    )
+    assert set(CA_SETTINGS) == {
+        "apns_ca_file",
+        "fcm_ca_file",
+        "sms_ca_file",
+        "smtp_ca_file",
+        "webpush_ca_file",
+    }
+
+
+@pytest.mark.parametrize("name", PATH_SETTINGS)
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        ("empty", "is empty: give the path of a file, or leave it unset"),
+        ("a directory", "is a directory, not a file"),
+        ("a missing file", "no such file"),
+    ],
+)
+def test_every_path_setting_refuses_an_empty_or_wrong_path_on_one_line(
+    name: str,
+    case: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    value = {"empty": "", "a directory": str(tmp_path), "a missing file": str(tmp_path / "x")}
+    monkeypatch.setenv(env_name(name), value[case])
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err == (
+        f"tocsin worker: {env_name(name)}: {said} (got {value[case]!r})\n"
+    )
+
+
+@pytest.mark.parametrize("command", SERVER_COMMANDS, ids=" ".join)
+def test_an_empty_path_stops_each_command(
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("TOCSIN_APNS_CA_FILE", "")
+    assert main(command) == 2
+    said = "TOCSIN_APNS_CA_FILE: is empty: give the path of a file, or leave it unset (got '')"
+    assert capsys.readouterr().err == f"tocsin {command[0]}: {said}\n"
+    assert not (tmp_path / "never-made.db").exists()
+
+
+@pytest.mark.parametrize("name", CA_SETTINGS)
+def test_a_ca_file_must_hold_a_certificate(
+    name: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    not_pem = tmp_path / "ca.pem"
+    not_pem.write_text("not a certificate\n")
+    monkeypatch.setenv(env_name(name), str(not_pem))
+    assert main(["config"]) == 2
+    said = f"{env_name(name)}: holds no PEM certificate to trust (got {str(not_pem)!r})"
+    assert capsys.readouterr().err == f"tocsin config: {said}\n"
+
+
+def test_a_file_the_process_cannot_read_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    key = tmp_path / "apns.p8"
+    key.write_text("-----BEGIN PRIVATE KEY-----\n")
+    key.chmod(0)
+    if os.geteuid() == 0:  # root reads every file but a write-only kernel setting
+        key = Path("/proc/sys/vm/drop_caches")
+        if not key.exists():
+            pytest.skip("no file that root cannot read on this system")
+    monkeypatch.setenv("TOCSIN_APNS_KEY_FILE", str(key))
+    assert main(["config"]) == 2
+    said = f"TOCSIN_APNS_KEY_FILE: cannot be read (Permission denied) (got {str(key)!r})"
+    assert capsys.readouterr().err == f"tocsin config: {said}\n"
+
+
+def test_a_real_server_with_an_empty_ca_file_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    env = clean_env(TOCSIN_APNS_CA_FILE="", TOCSIN_DATABASE_URL=f"sqlite:///{tmp_path}/t.db")
+    done = tocsin("serve", "--port", "0", env=env)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "tocsin serve: TOCSIN_APNS_CA_FILE: is empty: give the path of a file, or leave it "
+        "unset (got '')\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("sqlite:///", "the SQLite URL names no file"),
+        ("sqlite:///{tmp}", "{tmp} is a directory, not a database file"),
+        ("sqlite:///{tmp}/gone/t.db", "there is no directory {tmp}/gone for the database file"),
+    ],
+)
+def test_a_database_file_that_cannot_be_made_is_said_plainly(
+    url: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    url, said = url.format(tmp=tmp_path), said.format(tmp=tmp_path)
+    monkeypatch.setenv("TOCSIN_DATABASE_URL", url)
+    assert main(["worker"]) == 2
+    assert capsys.readouterr().err == f"tocsin worker: TOCSIN_DATABASE_URL: {said} (got {url!r})\n"
 
 
 def test_the_worker_logs_in_the_format_of_the_environment(tmp_path: Path) -> None:

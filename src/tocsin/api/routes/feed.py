@@ -25,7 +25,16 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
         "`deadline`, `metadata`); a comment line when idle (heartbeat).",
         "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
     },
-    **openapi.problems(*openapi.AUTHENTICATED, 422, notes={404: "No such owner (for this token)"}),
+    **openapi.problems(
+        *openapi.AUTHENTICATED,
+        422,
+        notes={
+            403: "In loopback dev mode, a read from another origin (it takes the waiting rings).",
+            404: "No such owner (for this token)",
+            429: "Over a rate limit, or the owner holds as many feed connections on this "
+            "server process as it allows (`too-many-feed-connections`).",
+        },
+    ),
 }
 
 router = APIRouter(prefix="/v1/owners/{owner}/feed", tags=["feed"])
@@ -50,7 +59,7 @@ async def feed(
     if not caller.may_see(owner):
         raise Problem(404, "not-found", f"no owner {owner} for this token")
     hub = context.feed
-    subscription = await hub.open(owner, caller.tenant)
+    subscription = await hub.open(owner, caller)
     try:  # read before answering, so that a database away is a 503, not a broken stream
         waiting = await hub.waiting(subscription, after=last_event_id)
     except BaseException:
@@ -88,5 +97,5 @@ async def feed_ticket(owner: Owner, context: Context, caller: Caller) -> Respons
             "feed tickets are for a person's page (an owner token); an app key reads the "
             "feed with its Authorization header",
         )
-    ticket, expires = await context.auth.feed_ticket(owner)
+    ticket, expires = await context.auth.feed_ticket(owner, caller=caller)
     return render.JSON({"ticket": ticket, "expires": format_utc(expires)}, status_code=201)

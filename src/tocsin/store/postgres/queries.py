@@ -67,25 +67,52 @@ SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 # and through 20 one-element arrays and `unnest` one save took 56 µs of client CPU instead of
 # 41 µs, and 147 µs instead of 93 µs end to end (measured without the commit's fsync). The
 # parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
-# array; $27 is the wake-up payload, or NULL when the reminder is not due soon.
+# array; $27 is the wake-up payload, or NULL when the reminder is not due soon. With a cap
+# ($28 > 0), nothing is saved when the reminder's (owner, app) pair keeps $28 pending
+# already: the check is in the statement because as a query of its own it was a round trip
+# more per create. Answers whether it saved.
 ADD_REMINDER = """
-WITH saved_key AS (
+WITH room AS (
+    SELECT $28::integer = 0 OR (
+        SELECT count(*) FROM (
+            SELECT 1 FROM reminders
+            WHERE owner = $8::text AND source IS NOT DISTINCT FROM $22::text
+              AND status = 'pending'
+            LIMIT $28::integer
+        ) AS counted
+    ) < $28::integer AS ok
+), saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
     SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
-    WHERE $1::text IS NOT NULL
+    WHERE $1::text IS NOT NULL AND (SELECT ok FROM room)
 ), saved AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
         bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at
     )
-    VALUES (
+    SELECT
         $7::text, $8::text, $9::smallint, $10::text, $11::text, $12::text,
         $13::text, $14::text, $15::text, $16::text, $17::text, $18::timestamptz,
         $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
         $25::timestamptz, $26::timestamptz
-    )
+    WHERE (SELECT ok FROM room)
 )
-SELECT pg_notify('tocsin_due', $27::text) WHERE $27::text IS NOT NULL
+SELECT ok, CASE WHEN ok AND $27::text IS NOT NULL THEN pg_notify('tocsin_due', $27::text) END
+FROM room
+"""
+
+# How many pending reminders each (owner, app) pair keeps ($1 owners, $2 apps, NULL for the
+# owner himself), each counted no further than $3: the owner's rows by reminders_owner.
+PENDING_COUNTS = """
+SELECT wanted.owner, wanted.source, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders AS r
+        WHERE r.owner = wanted.owner AND r.source IS NOT DISTINCT FROM wanted.source
+          AND r.status = 'pending'
+        LIMIT $3
+    ) AS counted
+) AS pending
+FROM unnest($1::text[], $2::text[]) AS wanted (owner, source)
 """
 
 # The idempotency record saved under (scope, key).
@@ -181,21 +208,30 @@ SELECT * FROM attempts WHERE firing_id = ANY($1::text[]) ORDER BY firing_id, num
 # -- contacts ---------------------------------------------------------------------------------
 
 # Columns: id, owner, shard, kind, address (JSON text), label, secret, disabled_reason,
-# disabled_at, created_at, updated_at.
+# disabled_at, created_at, updated_at, source.
 INSERT_CONTACT = """
 INSERT INTO contacts (
     id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
-    updated_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    updated_at, source
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 """
 
 GET_CONTACT = "SELECT * FROM contacts WHERE id = $1"
 
-# One page of an owner's contacts in id order (keyset: those after $2), of one kind when $3.
+# One page of an owner's contacts in id order (keyset: those after $2), of one kind when $3,
+# saved by one app when $5.
 LIST_CONTACTS = """
 SELECT * FROM contacts
 WHERE owner = $1 AND id > $2 AND ($3::text IS NULL OR kind = $3)
+  AND ($5::text IS NULL OR source = $5)
 ORDER BY id LIMIT $4
+"""
+
+# How many contacts of an owner one app saved ($2; NULL: the owner himself), counted up to $3.
+COUNT_CONTACTS = """
+SELECT count(*) FROM (
+    SELECT 1 FROM contacts WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
+) AS counted
 """
 
 # Replace what an owner may change ($2 address, $3 label, $4 disabled_reason, $5
@@ -284,10 +320,16 @@ UPDATE apps SET key_hash = $1, key_prefix = $2, revoked_at = NULL WHERE name = $
 """
 
 # Only ever later: revoking again never lets back in a token an earlier revocation refused.
+# Draw the line, and tell every API process (delivered at commit): its open feeds of that
+# owner check their credentials at once.
 REVOKE_OWNER_TOKENS = """
-INSERT INTO owner_token_revocations (owner, revoked_before) VALUES ($1, $2)
-ON CONFLICT (owner) DO UPDATE
-SET revoked_before = greatest(owner_token_revocations.revoked_before, excluded.revoked_before)
+WITH drawn AS (
+    INSERT INTO owner_token_revocations (owner, revoked_before) VALUES ($1, $2)
+    ON CONFLICT (owner) DO UPDATE
+    SET revoked_before = greatest(owner_token_revocations.revoked_before, excluded.revoked_before)
+    RETURNING owner
+)
+SELECT pg_notify('tocsin_revocations', owner) FROM drawn
 """
 
 OWNER_TOKENS_REVOKED_BEFORE = """
@@ -324,6 +366,19 @@ RESEAL_CONTACTS = """
 UPDATE contacts SET secret = page.new
 FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
 WHERE contacts.id = page.key AND contacts.secret = page.old
+RETURNING contacts.id
+"""
+
+# The addresses of the kinds with sealed fields (`rows.SEALED_FIELDS`).
+SEALED_CONTACT_ADDRESSES = """
+SELECT id, address FROM contacts
+WHERE kind IN ('webpush', 'apprise') AND id > $1 ORDER BY id LIMIT $2
+"""
+
+RESEAL_CONTACT_ADDRESSES = """
+UPDATE contacts SET address = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE contacts.id = page.key AND contacts.address = page.old
 RETURNING contacts.id
 """
 

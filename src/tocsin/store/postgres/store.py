@@ -34,6 +34,7 @@ from tocsin.domain import (
     WorkerState,
 )
 from tocsin.errors import (
+    CapReached,
     DuplicateIdempotencyKey,
     StoreError,
     StoreUnavailable,
@@ -58,6 +59,7 @@ from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.wakeups import Wakeups
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
+    address_value,
     app_from,
     app_values,
     attempt_from,
@@ -86,6 +88,7 @@ _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
 _SEALED_QUERIES = {
     "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APPS),
     "contacts.secret": (q.SEALED_CONTACT_SECRETS, q.RESEAL_CONTACTS),
+    "contacts.address": (q.SEALED_CONTACT_ADDRESSES, q.RESEAL_CONTACT_ADDRESSES),
     "secrets.value": (q.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUES),
 }
 
@@ -261,16 +264,30 @@ class PostgresStore(Store):
     # -- reminders -----------------------------------------------------------------------------
 
     async def add_reminders(
-        self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
+        self,
+        reminders: Sequence[Reminder],
+        *,
+        idempotency: IdempotencyRecord | None = None,
+        cap: int = 0,
     ) -> None:
         args = _add_args(reminders, idempotency)
-        sql = q.ADD_REMINDERS
-        if len(reminders) == 1:  # `ADD_REMINDER` takes each array's one value instead
-            sql = q.ADD_REMINDER
-            ones = [array[0] if isinstance(array, list) and array else None for array in args[6:]]
-            args = [*args[:6], *ones]
+        if len(reminders) != 1:
+            with boundary():
+                await self._pool.execute(q.ADD_REMINDERS, *args)
+            return
+        # `ADD_REMINDER` takes each array's one value instead, and the cap.
+        ones = [array[0] if isinstance(array, list) and array else None for array in args[6:]]
         with boundary():
-            await self._pool.execute(sql, *args)
+            saved = await self._pool.fetchval(q.ADD_REMINDER, *args[:6], *ones, cap)
+        if not saved:
+            raise CapReached(reminders[0].owner, reminders[0].source)
+
+    async def pending_counts(
+        self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
+    ) -> dict[tuple[str, str | None], int]:
+        owners, sources = [owner for owner, _ in pairs], [source for _, source in pairs]
+        rows = await self._fetch(q.PENDING_COUNTS, owners, sources, up_to)
+        return {(row["owner"], row["source"]): row["pending"] for row in rows}
 
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
         row = await self._fetchrow(q.FIND_IDEMPOTENCY, scope, key)
@@ -402,7 +419,7 @@ class PostgresStore(Store):
         return await self._changed(q.REPLACE_APP_KEY, key_hash, key_prefix, name)
 
     async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
-        await self._changed(q.REVOKE_OWNER_TOKENS, owner, before)
+        await self._fetch(q.REVOKE_OWNER_TOKENS, owner, before)
 
     async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
         with boundary():
@@ -457,18 +474,24 @@ class PostgresStore(Store):
         owner: str,
         *,
         kind: Channel | None = None,
+        source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[Contact]:
         kind_value = None if kind is None else kind.value
-        rows = await self._fetch(q.LIST_CONTACTS, owner, after_id or "", kind_value, limit)
+        rows = await self._fetch(q.LIST_CONTACTS, owner, after_id or "", kind_value, limit, source)
         return [contact_from(row, _as_is, self._keyring) for row in rows]
+
+    async def count_contacts(self, owner: str, source: str | None, *, up_to: int) -> int:
+        with boundary():
+            counted: int = await self._pool.fetchval(q.COUNT_CONTACTS, owner, source, up_to)
+        return counted
 
     async def update_contact(self, contact: Contact) -> Contact | None:
         row = await self._fetchrow(
             q.UPDATE_CONTACT,
             contact.id,
-            codec.dump_json(contact.address),
+            address_value(contact.kind, contact.address, self._keyring),
             contact.label,
             contact.disabled_reason,
             contact.disabled_at,
@@ -649,6 +672,10 @@ class PostgresStore(Store):
     async def listen_leases(self, listener: Callable[[], None]) -> Callable[[], None]:
         with boundary():
             return await self._wakeups.add_leases(listener)
+
+    async def listen_revocations(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        with boundary():
+            return await self._wakeups.add_revocations(listener)
 
     # -- the in-app feed ---------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Wake-ups across processes: one dedicated connection LISTENing on `tocsin_due` (a reminder
-became due soon), `tocsin_leases` (a worker joined or let parts go) and `tocsin_feed` (an
-in-app ring waits for its owner's pages) — each channel only once this process listens to
-it, so an API process hears the feed alone and a worker no feed.
+became due soon), `tocsin_leases` (a worker joined or let parts go), `tocsin_feed` (an
+in-app ring waits for its owner's pages) and `tocsin_revocations` (an owner's tokens were
+revoked) — each channel only once this process listens to it, so an API process hears the
+feed and revocations alone and a worker neither.
 
 The connection is made when the first listener subscribes, pinged every few seconds, and made
 again (with growing pauses) whenever it is lost, e.g. when the database restarts. Wake-ups
@@ -42,10 +43,12 @@ class Wakeups:
         self._listeners: list[DueListener] = []
         self._lease_listeners: list[Callable[[], None]] = []
         self._feed_listeners: list[tuple[FeedListener, Callable[[], None]]] = []
+        self._revocation_listeners: list[Callable[[str], None]] = []
         self._handlers = {
             codec.DUE_CHANNEL: self._on_notify,
             codec.LEASES_CHANNEL: self._on_leases,
             codec.FEED_CHANNEL: self._on_feed,
+            codec.REVOCATIONS_CHANNEL: self._on_revoked,
         }
         self._wanted: set[str] = set()  # the channels LISTENed to
         self._task: asyncio.Task[None] | None = None
@@ -69,6 +72,12 @@ class Wakeups:
     ) -> Callable[[], None]:
         """Subscribe `listener` to in-app rings; `on_gap` is called after a reconnection."""
         return await self._subscribe(codec.FEED_CHANNEL, self._feed_listeners, (listener, on_gap))
+
+    async def add_revocations(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Subscribe `listener` to owners whose tokens were revoked."""
+        return await self._subscribe(
+            codec.REVOCATIONS_CHANNEL, self._revocation_listeners, listener
+        )
 
     async def _subscribe(self, channel: str, listeners: list[T], listener: T) -> Callable[[], None]:
         async with self._starting:
@@ -102,6 +111,7 @@ class Wakeups:
         self._listeners.clear()
         self._lease_listeners.clear()
         self._feed_listeners.clear()
+        self._revocation_listeners.clear()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -193,3 +203,12 @@ class Wakeups:
                     listener(owner, firing_id)
                 except Exception:
                     log.exception("a feed listener failed", extra={"owner": owner})
+
+    def _on_revoked(
+        self, _connection: asyncpg.Connection, _pid: int, _channel: str, owner: str
+    ) -> None:
+        for listener in list(self._revocation_listeners):
+            try:
+                listener(owner)
+            except Exception:
+                log.exception("a revocation listener failed", extra={"owner": owner})

@@ -9,6 +9,8 @@ consistent WAL snapshot). Driver errors are wrapped here, once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -141,8 +143,21 @@ class Database:
         return connection
 
 
+# A new database file is readable by its owner only: it holds every reminder's text and every
+# contact's address. SQLite makes the WAL and shared-memory files with the database file's
+# permissions, so they follow. A file that exists keeps the permissions its operator gave it.
+PRIVATE_FILE_MODE = 0o600
+
+
+def _create_private(path: str) -> None:
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+
+
 def open_connection(url: SqliteUrl) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit) with Tocsin's pragmas."""
+    with contextlib.suppress(OSError):  # a folder that does not exist: connect says so below
+        _create_private(url.path)
     connection = sqlite3.connect(
         url.path,
         isolation_level=None,

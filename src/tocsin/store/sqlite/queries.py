@@ -67,6 +67,15 @@ WHERE r.id = ?
 
 # An owner's reminders after a given id, in id order, optionally of one status (index
 # reminders_owner), each with its last firing.
+# How many pending reminders an owner keeps from one app (NULL: the owner himself), counted no
+# further than :limit.
+PENDING_COUNT = """
+SELECT count(*) FROM (
+    SELECT 1 FROM reminders
+    WHERE owner = :owner AND source IS :source AND status = 'pending' LIMIT :limit
+)
+"""
+
 LIST_REMINDERS = """
 SELECT r.*, f.id AS last_id, f.due_at AS last_due_at, f.state AS last_state
 FROM reminders AS r
@@ -118,21 +127,30 @@ ORDER BY firing_id, number
 # -- contacts ---------------------------------------------------------------------------------
 
 # Columns: id, owner, shard, kind, address (JSON text), label, secret, disabled_reason,
-# disabled_at, created_at, updated_at.
+# disabled_at, created_at, updated_at, source.
 INSERT_CONTACT = """
 INSERT INTO contacts (
     id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
-    updated_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    updated_at, source
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 GET_CONTACT = "SELECT * FROM contacts WHERE id = ?"
 
-# One page of an owner's contacts in id order (keyset: those after :after), of one kind when :kind.
+# One page of an owner's contacts in id order (keyset: those after :after), of one kind when
+# :kind, saved by one app when :source.
 LIST_CONTACTS = """
 SELECT * FROM contacts
 WHERE owner = :owner AND id > :after AND (:kind IS NULL OR kind = :kind)
+  AND (:source IS NULL OR source = :source)
 ORDER BY id LIMIT :limit
+"""
+
+# How many contacts of an owner one app saved (NULL: the owner himself), counted up to :limit.
+COUNT_CONTACTS = """
+SELECT count(*) FROM (
+    SELECT 1 FROM contacts WHERE owner = :owner AND source IS :source LIMIT :limit
+)
 """
 
 # Replace what an owner may change; the saved row comes back.
@@ -240,6 +258,14 @@ SELECT id, secret FROM contacts WHERE secret IS NOT NULL AND id > ? ORDER BY id 
 """
 
 RESEAL_CONTACT = "UPDATE contacts SET secret = ? WHERE id = ? AND secret = ?"
+
+# The addresses of the kinds with sealed fields (`rows.SEALED_FIELDS`).
+SEALED_CONTACT_ADDRESSES = """
+SELECT id, address FROM contacts
+WHERE kind IN ('webpush', 'apprise') AND id > ? ORDER BY id LIMIT ?
+"""
+
+RESEAL_CONTACT_ADDRESS = "UPDATE contacts SET address = ? WHERE id = ? AND address = ?"
 
 SEALED_SHARED_VALUES = "SELECT name, value FROM secrets WHERE name > ? ORDER BY name LIMIT ?"
 

@@ -32,7 +32,7 @@ from tocsin.domain import (
     RingMinute,
     WorkerState,
 )
-from tocsin.errors import DuplicateIdempotencyKey, StoreError
+from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
@@ -50,6 +50,7 @@ from tocsin.store.base import (
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
+    address_value,
     app_from,
     app_values,
     attempt_from,
@@ -77,6 +78,7 @@ MINUTE_US = 60_000_000  # a bucket, in the microseconds instants are stored as
 _SEALED_QUERIES = {
     "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APP),
     "contacts.secret": (q.SEALED_CONTACT_SECRETS, q.RESEAL_CONTACT),
+    "contacts.address": (q.SEALED_CONTACT_ADDRESSES, q.RESEAL_CONTACT_ADDRESS),
     "secrets.value": (q.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUE),
 }
 
@@ -105,6 +107,7 @@ class SqliteStore(Store):
         self._listeners: list[DueListener] = []
         self._lease_listeners: list[Callable[[], None]] = []
         self._feed_listeners: list[FeedListener] = []
+        self._revocation_listeners: list[Callable[[str], None]] = []
 
     @classmethod
     async def connect(cls, url: str, *, keyring: Keyring) -> SqliteStore:
@@ -131,22 +134,44 @@ class SqliteStore(Store):
         self._listeners.clear()
         self._lease_listeners.clear()
         self._feed_listeners.clear()
+        self._revocation_listeners.clear()
         await self._db.close()
 
     # -- reminders -----------------------------------------------------------------------------
 
     async def add_reminders(
-        self, reminders: Sequence[Reminder], *, idempotency: IdempotencyRecord | None = None
+        self,
+        reminders: Sequence[Reminder],
+        *,
+        idempotency: IdempotencyRecord | None = None,
+        cap: int = 0,
     ) -> None:
         rows = [_reminder_params(reminder) for reminder in reminders]
 
         def work(connection: sqlite3.Connection) -> None:
+            if cap and len(reminders) == 1:
+                one = reminders[0]
+                params = {"owner": one.owner, "source": one.source, "limit": cap}
+                if connection.execute(q.PENDING_COUNT, params).fetchone()[0] >= cap:
+                    raise CapReached(one.owner, one.source)
             if idempotency is not None:
                 _insert_idempotency(connection, idempotency)
             connection.executemany(q.INSERT_REMINDER, rows)
 
         await self._db.write(work)
         self._wake(codec.wake_ups(reminders))
+
+    async def pending_counts(
+        self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
+    ) -> dict[tuple[str, str | None], int]:
+        def work(connection: sqlite3.Connection) -> dict[tuple[str, str | None], int]:
+            counted = {}
+            for owner, source in pairs:
+                params = {"owner": owner, "source": source, "limit": up_to}
+                counted[owner, source] = connection.execute(q.PENDING_COUNT, params).fetchone()[0]
+            return counted
+
+        return await self._db.read(work)
 
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
         row = await self._db.read(
@@ -289,6 +314,13 @@ class SqliteStore(Store):
 
     async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
         await self._changed(q.REVOKE_OWNER_TOKENS, (owner, _us(before)))
+        # This process's listeners only: one made by another process (`tocsin keys`) is
+        # heard by nobody (`listen_revocations` says so).
+        for listener in list(self._revocation_listeners):
+            try:
+                listener(owner)
+            except Exception:
+                log.exception("a revocation listener failed", extra={"owner": owner})
 
     async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
         row = await self._db.read(
@@ -351,6 +383,7 @@ class SqliteStore(Store):
         owner: str,
         *,
         kind: Channel | None = None,
+        source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
     ) -> list[Contact]:
@@ -358,6 +391,7 @@ class SqliteStore(Store):
             "owner": owner,
             "after": after_id or "",
             "kind": None if kind is None else kind.value,
+            "source": source,
             "limit": limit,
         }
         rows = await self._db.read(
@@ -365,10 +399,18 @@ class SqliteStore(Store):
         )
         return [contact_from(row, _utc, self._keyring) for row in rows]
 
+    async def count_contacts(self, owner: str, source: str | None, *, up_to: int) -> int:
+        params = {"owner": owner, "source": source, "limit": up_to}
+        row = await self._db.read(
+            lambda connection: connection.execute(q.COUNT_CONTACTS, params).fetchone()
+        )
+        counted: int = row[0]
+        return counted
+
     async def update_contact(self, contact: Contact) -> Contact | None:
         params = {
             "id": contact.id,
-            "address": codec.dump_json(contact.address),
+            "address": address_value(contact.kind, contact.address, self._keyring),
             "label": contact.label,
             "disabled_reason": contact.disabled_reason,
             "disabled_at": _opt_us(contact.disabled_at),
@@ -621,6 +663,15 @@ class SqliteStore(Store):
         def stop() -> None:
             if listener in self._lease_listeners:
                 self._lease_listeners.remove(listener)
+
+        return stop
+
+    async def listen_revocations(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        self._revocation_listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._revocation_listeners:
+                self._revocation_listeners.remove(listener)
 
         return stop
 

@@ -48,6 +48,7 @@ CREATE TABLE contacts (
     disabled_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    source text COLLATE "C",
     CONSTRAINT contacts_pkey PRIMARY KEY (id)
 );
 

@@ -41,7 +41,7 @@ CREATE TABLE contacts (
     disabled_at INTEGER,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
-);
+, source TEXT);
 
 CREATE TABLE firings (
     id TEXT PRIMARY KEY,
