@@ -22,7 +22,7 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench import outcome
+from tocsin.bench import costs, outcome
 from tocsin.bench.databases import migrated_store, throwaway
 from tocsin.bench.feed_clients import Pages, raise_open_files
 from tocsin.bench.peers import CONTACT_CHANNELS, Peer, add_contacts, owner_name, start_peer
@@ -38,6 +38,7 @@ from tocsin.bench.progress import Progress, note
 from tocsin.bench.stats import rate
 from tocsin.channels.signing import new_secret
 from tocsin.domain import Channel
+from tocsin.scheduler.loader import LoadTuning
 from tocsin.store import Store
 
 SAVE_BATCH = 5_000
@@ -52,6 +53,10 @@ POLL_AFTER_DUE = 0.5  # and after, to see the end soon
 CONTACT_OWNERS = 2_000
 INAPP_OWNERS = 10_000  # inapp: one open page per owner
 OWNED_CHANNELS = CONTACT_CHANNELS | {"inapp"}  # rings to the benchmark's named owners
+# The workers read a minute `LoadTuning.lead` (10 s) before it starts; the wait before that
+# is no ring's cost: two idle workers took 20 ms of CPU a second, which was 10 µs a ring of
+# a 100,000 burst whose save ended 45 s before its first due instant.
+WINDOW_LEAD = LoadTuning().lead + timedelta(seconds=2)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,7 +105,7 @@ async def run_firing(spec: FiringSpec) -> dict[str, Any]:
     if spec.db == "sqlite" and spec.workers != 1:
         raise ValueError("SQLite runs one process: use --workers 1")
     async with throwaway(spec.db, pg_url=spec.pg_url) as url:
-        store = await migrated_store(url)
+        store = await migrated_store(costs.tagged(url) if spec.db == "postgres" else url)
         if spec.prepare is not None:
             await spec.prepare(url)
         logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
@@ -137,9 +142,12 @@ async def _run(
         await pages.open([owner_name(n) for n in range(_owners(spec))])
     start = _first_due(spec)
     save = await _save(spec, store, start)
+    window = await _open_window(spec, url, store, workers, start)
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
     note(f"{spec.scenario}: first due {start:%H:%M:%S}, last {last_due:%H:%M:%S} UTC")
     finished = await _settle(spec, url, workers, last_due)
+    if window is not None:
+        await window.end()
     beside_report = None if beside is None else await beside
     rss = [worker.sample() for worker in workers]
     stats = receiver_stats(receiver_url) if receiver_url else None
@@ -150,7 +158,9 @@ async def _run(
         process.stop()
     if peer is not None:
         stats = peer.stats()
-    report = await _report(spec, url, finished=finished, save=save, rss=rss, stats=stats)
+    report = await _report(
+        spec, url, finished=finished, save=save, rss=rss, stats=stats, window=window
+    )
     if beside_report is not None:
         report["beside"] = beside_report
     report["logs"] = str(logs)
@@ -165,9 +175,16 @@ async def _report(
     save: dict[str, Any],
     rss: list[int],
     stats: dict[str, Any] | None,
+    window: costs.Window | None,
 ) -> dict[str, Any]:
-    """What the database says of the run, with what the engine and the peer reported."""
+    """What the database says of the run, with what the engine and the peer reported, and
+    on PostgreSQL what a ring cost."""
+    if window is not None:
+        await window.close()  # before the outcome's reads, which prune pages (WAL)
     report = await outcome.read_outcome(url)
+    if window is not None:
+        writes = report["row_writes"]["per_ring"]
+        report["cost_per_ring"] = window.per_ring(report["firings"], writes)
     report["finished"] = finished
     if not finished:
         # Cut off by the time limit: rows without a firing were not lost (yet), only not
@@ -181,6 +198,21 @@ async def _report(
     if stats is not None:
         report[_counted_by(spec)] = stats
     return report
+
+
+async def _open_window(
+    spec: FiringSpec, url: str, store: Store, workers: list[Process], start: datetime
+) -> costs.Window | None:
+    """PostgreSQL: the window whose costs are the rings' (`costs.Window`), opened once the
+    save's sessions have ended (so that all their counts are reported before it opens), and
+    no earlier than WINDOW_LEAD before the first due instant."""
+    if spec.db != "postgres":
+        return None
+    await store.close()  # run_firing closes it again: closing twice is harmless
+    await asyncio.sleep(max(0.0, (start - WINDOW_LEAD - datetime.now(UTC)).total_seconds()))
+    window = costs.Window(url, workers)
+    await window.open()
+    return window
 
 
 def _start_peer(

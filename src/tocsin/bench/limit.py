@@ -8,19 +8,26 @@ setting. The loop around them is as thin as it gets: arguments built before the 
 starts. Two passes, each over its own fresh rows: claims alone, then every batch claimed
 and its results recorded as sent — all the writes a ring costs the database, which is what
 the engine's firings per second compare to.
+
+Beside them, a floor that does not depend on Tocsin's statements: a bare two-write ring on
+two tables of its own (`_FLOOR_TABLES`), one conditional update of reminder-like rows and
+one insert of firing-like rows, FLOOR_BATCH rows a statement, each statement a transaction,
+one connection, synchronous commit — what a ring must cost, to steer by. Each ringing pass
+reports its WAL a ring (`pg_stat_wal` around it: the whole server's, so for a quiet sitting).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 
+from tocsin.bench import costs
 from tocsin.bench.databases import migrated_store, throwaway
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
@@ -50,15 +57,62 @@ ON CONFLICT (parts, part) DO NOTHING
 """
 
 
+# The floor's tables: the columns a ring reads or writes and a little payload, keyed by id,
+# with no other index (an index the loader needs is a cost of the design, not of the floor).
+_FLOOR_TABLES = """
+CREATE SCHEMA floor;
+CREATE TABLE floor.reminders (
+    id text PRIMARY KEY,
+    owner text NOT NULL,
+    status text NOT NULL,
+    due_at timestamptz NOT NULL,
+    version integer NOT NULL,
+    text text NOT NULL
+);
+CREATE TABLE floor.firings (
+    id text PRIMARY KEY,
+    reminder_id text NOT NULL,
+    due_at timestamptz NOT NULL,
+    state text NOT NULL,
+    sent_at timestamptz NOT NULL
+)
+"""
+_FLOOR_FILL = """
+INSERT INTO floor.reminders (id, owner, status, due_at, version, text)
+SELECT 'f' || lpad(to_hex(g), 15, '0'), 'owner-' || g, 'pending', $1, 1,
+    'Take blood pressure medication'
+FROM generate_series(1, $2) AS g
+"""
+# The claim: each row moved to its next due, if it is still at the version loaded.
+_FLOOR_CLAIM = """
+UPDATE floor.reminders AS r SET due_at = c.next_due, version = r.version + 1
+FROM unnest($1::text[], $2::integer[], $3::timestamptz[]) AS c (id, version, next_due)
+WHERE r.id = c.id AND r.version = c.version
+RETURNING r.id
+"""
+# The delivery record: one firing a claimed ring, written once, with its outcome.
+_FLOOR_RECORD = """
+INSERT INTO floor.firings (id, reminder_id, due_at, state, sent_at)
+SELECT c.id || '.' || $3, c.id, $2, 'sent', now() FROM unnest($1::text[]) AS c (id)
+"""
+FLOOR_BATCH = 5_000
+
+
 @dataclass(frozen=True, kw_only=True)
 class LimitSpec:
     rows: int = 200_000
     connections: int = 2
     batch: int = 1000  # the engine's claim batch (EngineTuning.claim_batch)
+    floor_batch: int = FLOOR_BATCH
     pg_url: str | None = None
 
     def params(self) -> dict[str, Any]:
-        return {"rows": self.rows, "connections": self.connections, "batch": self.batch}
+        return {
+            "rows": self.rows,
+            "connections": self.connections,
+            "batch": self.batch,
+            "floor_batch": self.floor_batch,
+        }
 
 
 async def run_limit(spec: LimitSpec) -> dict[str, Any]:
@@ -68,15 +122,22 @@ async def run_limit(spec: LimitSpec) -> dict[str, Any]:
         due = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
         for prefix in ("c", "r"):
             await _fill(url, due, spec.rows, prefix)
+        await _fill_floor(url, due, spec.rows)
         connections = [await asyncpg.connect(url) for _ in range(spec.connections)]
         try:
             note(f"limit: claiming {spec.rows:,} rows, {spec.connections} connections")
             claimed, claim_s = await _pass(connections, _batches(spec, due, "c"), record=False)
             note(f"limit: claiming and recording {spec.rows:,} rows")
-            rang, ring_s = await _pass(connections, _batches(spec, due, "r"), record=True)
+            batches = _batches(spec, due, "r")
+            rang, ring_s, ring_wal = await _measured(
+                connections, lambda: _pass(connections, batches, record=True)
+            )
         finally:
             for connection in connections:
                 await connection.close()
+        note(f"limit: the floor, a bare two-write ring, over {spec.rows:,} rows")
+        floor = await _floor(url, due, spec)
+    recorded_per_s = round(rate(rang, ring_s), 1)
     return {
         "scenario": "limit",
         "params": spec.params(),
@@ -86,7 +147,12 @@ async def run_limit(spec: LimitSpec) -> dict[str, Any]:
             "claims_per_s": round(rate(claimed, claim_s), 1),
             "claimed_and_recorded": rang,
             "claim_and_record_seconds": round(ring_s, 3),
-            "claim_and_record_per_s": round(rate(rang, ring_s), 1),
+            "claim_and_record_per_s": recorded_per_s,
+            "claim_and_record_wal_per_ring": costs.wal_per_ring(*ring_wal, rang),
+            "floor": floor,
+            "claim_and_record_share_of_floor": (
+                round(recorded_per_s / floor["rings_per_s"], 3) if floor["rings_per_s"] else None
+            ),
         },
     }
 
@@ -99,8 +165,69 @@ async def _fill(url: str, due: datetime, rows: int, prefix: str) -> None:
         await connection.execute(_FILL, due, due - timedelta(hours=1), bucket, anchor, rows, prefix)
         await connection.execute(_LEASE, _SENDER)
         await connection.execute("ANALYZE reminders")
+        await costs.report_counts(connection)
     finally:
         await connection.close()
+
+
+async def _fill_floor(url: str, due: datetime, rows: int) -> None:
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(_FLOOR_TABLES)
+        await connection.execute(_FLOOR_FILL, due, rows)
+        await connection.execute("ANALYZE floor.reminders")
+        await costs.report_counts(connection)
+    finally:
+        await connection.close()
+
+
+async def _floor(url: str, due: datetime, spec: LimitSpec) -> dict[str, Any]:
+    """The bare two-write ring over every floor row: rings, seconds, rate and WAL a ring."""
+    ids = sorted("f" + format(n, "x").rjust(15, "0") for n in range(1, spec.rows + 1))
+    step = spec.floor_batch
+    chunks = [ids[start : start + step] for start in range(0, len(ids), step)]
+    claims = [(chunk, [1] * len(chunk), [due + timedelta(days=1)] * len(chunk)) for chunk in chunks]
+    connection = await asyncpg.connect(url, server_settings={"synchronous_commit": "on"})
+    try:
+        rings, seconds, wal = await _measured(
+            [connection], lambda: _floor_loop(connection, claims, due)
+        )
+    finally:
+        await connection.close()
+    return {
+        "rings": rings,
+        "seconds": round(seconds, 3),
+        "rings_per_s": round(rate(rings, seconds), 1),
+        "wal_per_ring": costs.wal_per_ring(*wal, rings),
+    }
+
+
+async def _floor_loop(
+    connection: asyncpg.Connection, claims: list[tuple[Any, ...]], due: datetime
+) -> tuple[int, float]:
+    began = time.perf_counter()
+    rings = 0
+    suffix = str(int(due.timestamp()))
+    for claim in claims:
+        claimed = [row[0] for row in await connection.fetch(_FLOOR_CLAIM, *claim)]
+        status = await connection.execute(_FLOOR_RECORD, claimed, due, suffix)
+        rings += int(status.rpartition(" ")[2])
+    return rings, time.perf_counter() - began
+
+
+async def _measured(
+    connections: Sequence[asyncpg.Connection], run: Callable[[], Awaitable[tuple[int, float]]]
+) -> tuple[int, float, tuple[costs.WalCounters | None, costs.WalCounters | None]]:
+    """`run`'s rings and seconds, with the WAL counters before and after it, each read once
+    the connections that run it have reported their counts (before: an earlier pass's)."""
+    for connection in connections:
+        await costs.report_counts(connection)
+    before = await costs.wal_counters(connections[0])
+    rings, seconds = await run()
+    for connection in connections:
+        await costs.report_counts(connection)
+    after = await costs.wal_counters(connections[0])
+    return rings, seconds, (before, after)
 
 
 def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...]]:

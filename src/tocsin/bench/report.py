@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from tocsin.bench.costs import describe
+
 _HIDDEN = {"receiver.arrivals", "logs"}
+# Metrics shown on one line of their own, not a line per value.
+_ONE_LINE: dict[str, Callable[[Mapping[str, Any]], str]] = {"cost_per_ring": describe}
 
 
 def to_json(results: Sequence[Mapping[str, Any]]) -> str:
@@ -22,16 +26,22 @@ def to_table(results: Sequence[Mapping[str, Any]]) -> str:
         params = ", ".join(f"{k}={v}" for k, v in result.get("params", {}).items())
         runs = result.get("runs")
         title = f"{result['scenario']} ({params})" + (f" — median of {runs} runs" if runs else "")
-        rows = [
-            (key, _format(value))
-            for key, value in flatten(result.get("metrics", {}))
-            if key not in _HIDDEN
-        ]
+        rows = list(_rows(result.get("metrics", {})))
         width = max((len(key) for key, _ in rows), default=0)
         lines = [title, "-" * len(title)]
         lines += [f"  {key.ljust(width)}  {value}" for key, value in rows]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _rows(metrics: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    for key, value in metrics.items():
+        if key in _ONE_LINE and isinstance(value, Mapping):
+            yield key, _ONE_LINE[key](value)
+            continue
+        for name, leaf in flatten({key: value}):
+            if name not in _HIDDEN:
+                yield name, _format(leaf)
 
 
 def flatten(values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
