@@ -55,7 +55,7 @@ async def test_two_workers_share_the_parts_and_one_killed_loses_nothing(
         async def shared() -> bool:
             return await holders(url) == {"a": 2, "b": 2}
 
-        await eventually(shared, within=20, every=0.2)
+        await eventually(shared, within=60, every=0.2)  # start-up, on a loaded machine
         saved = spread(160, 3, 20)
         await pg_store.add_reminders(saved)
         assert saved[0].due_at is not None
@@ -135,7 +135,7 @@ async def test_a_stopped_worker_gives_its_parts_up(pg_migrated_url: str, tmp_pat
         async def holding() -> bool:
             return await holders(url) == {"a": 4}
 
-        await eventually(holding, within=20, every=0.1)
+        await eventually(holding, within=60, every=0.1)  # start-up, on a loaded machine
         status = worker.terminate()
         assert status == 0, worker.output()
         assert await holders(url) == {}
@@ -158,7 +158,7 @@ async def test_a_stopping_worker_hands_its_parts_over_before_its_slow_sends_end(
         async def holding() -> bool:
             return await holders(url) == {"a": 4}
 
-        await eventually(holding, within=20, every=0.1)
+        await eventually(holding, within=60, every=0.1)  # start-up, on a loaded machine
         saved = spread(10, 2, 2)
         await pg_store.add_reminders(saved)
 
@@ -166,7 +166,7 @@ async def test_a_stopping_worker_hands_its_parts_over_before_its_slow_sends_end(
             total: int = (await sink.astats())["total"]
             return total == len(saved)
 
-        await eventually(out, within=20, every=0.1)
+        await eventually(out, within=60, every=0.1)
         worker.process.send_signal(signal.SIGTERM)
         stopping = time.monotonic()
 
