@@ -2,24 +2,31 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Running needs the server's dependencies only; the checks add the dev tools (mypy,
+# playwright, schemathesis…). Each set has its stamp: `make run` never installs the tools.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run test lint typecheck pytest bench lock clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(RUN_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
+	touch $@
 
-run: $(STAMP)
+$(DEV_STAMP): $(RUN_STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+run: $(RUN_STAMP)
 	$(BIN)/tocsin serve
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 # Most tests wait on real clocks and processes, so they run PYTEST_JOBS at a time, a file per
@@ -27,13 +34,13 @@ typecheck: $(STAMP)
 # Exit status 5 is "no test selected" (PYTEST_ARGS naming files of one kind only).
 PYTEST_JOBS ?= 4
 
-pytest: $(STAMP)
+pytest: $(DEV_STAMP)
 	$(BIN)/pytest -n $(PYTEST_JOBS) --dist loadfile -m "not exclusive" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/pytest -p no:xdist -m exclusive $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test: lint typecheck pytest
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/tocsin bench all
 
 # Re-resolve the locked versions from pyproject.toml (run after changing dependencies).

@@ -136,9 +136,14 @@ def test_a_phrase_previews_and_a_bad_one_names_its_field(server: Server) -> None
     assert "(422)" in bad.err
     assert "  repeat: " in bad.err
     assert "blursday" in bad.err
-    as_json = server.cli("next", "every blursday", "--json")
+    as_json = server.cli("next", "every blursday", "--json")  # the phrase is sent as `when`
     assert as_json.status == REFUSED
-    assert [e["field"] for e in as_json.problem()["errors"]] == ["repeat"]
+    assert [e["field"] for e in as_json.problem()["errors"]] == ["when"]
+
+    [one_off] = server.ok("next", "tomorrow 9am", "--zone", "Europe/Lisbon")["occurrences"]
+    assert one_off["local"][11:16] == "09:00"
+    words = server.ok("add", "call mom", "--at", "tomorrow 6pm", "--owner", "ana")
+    assert words["at"][11:] == "18:00:00"  # kept as the wall time it was resolved to
 
 
 def test_errors_have_exit_statuses_scripts_can_trust(server: Server) -> None:

@@ -21,6 +21,8 @@ from tests.support.processes import clean_env, running, tocsin
 pytestmark = pytest.mark.slow
 
 SCREENSHOT = Path(__file__).parents[2] / "docs" / "images" / "status.png"
+PHONE_SCREENSHOT = SCREENSHOT.with_name("status-phone.png")
+PHONE = {"width": 390, "height": 844}
 RINGS = 5
 AHEAD_MINUTES = (3, 7, 7, 15, 42)
 
@@ -102,6 +104,8 @@ def test_the_board_draws_its_charts_from_live_data(browser: Browser, server: Ser
         ahead = _values(page, "#ahead-chart rect[data-series=due]")
         lateness = _values(page, "#lateness-chart circle[data-series=max]")
         worker = page.inner_text("#workers tbody tr td")
+        held = page.inner_text("#workers tbody tr td.parts")
+        home = page.get_attribute("header a", "href")
         summary = page.inner_text("#parts-summary")
         state = page.inner_text("#state")
         page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -117,7 +121,32 @@ def test_the_board_draws_its_charts_from_live_data(browser: Browser, server: Ser
         m["lateness"]["max"] for m in board["rings"]["minutes"] if m["lateness"]
     )
     assert worker == board["workers"][0]["id"]
+    parts = board["workers"][0]["parts"]
+    words = "part" if len(parts) == 1 else "parts"
+    assert held == f"{len(parts)} ({words} {', '.join(map(str, parts))})"  # a count, then which
+    assert home == "/"
     assert summary == f"1 alive; {board['parts']} of {board['parts']} parts held."
     assert state.startswith("As of ")
     assert stored == server.key  # a reload stays signed in
     assert errors == []  # nothing refused by the Content-Security-Policy, no script error
+
+
+def test_the_board_fits_a_phone(browser: Browser, server: Server) -> None:
+    page = browser.new_page(viewport={"width": PHONE["width"], "height": PHONE["height"]})
+    try:
+        page.goto(f"{server.base}/status")
+        page.wait_for_selector("#key-form:not([hidden])")
+        page.fill("#key", server.key)
+        page.press("#key", "Enter")
+        page.wait_for_selector("#workers tbody tr")
+        page.wait_for_selector("#rings-chart svg[data-bars]")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        labelled = page.evaluate(
+            "getComputedStyle(document.querySelector('#workers td.parts'), '::before').content"
+        )
+        page.screenshot(path=str(PHONE_SCREENSHOT), full_page=True)
+    finally:
+        page.close()
+
+    assert width <= PHONE["width"]
+    assert labelled == '"Parts held: "'  # each line of a worker's card names its column

@@ -19,7 +19,7 @@ from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.metrics import count_request
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
 from tocsin.api.proxies import ClientAddress, TrustedProxies
-from tocsin.api.routes import contacts, feed, health, page, reminders, status
+from tocsin.api.routes import channels, contacts, feed, health, page, reminders, status
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.api.sse import ServerSend
@@ -83,6 +83,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(metrics.router)
     app.include_router(reminders.creates)
     app.include_router(reminders.router)
+    app.include_router(channels.router)
     app.include_router(contacts.router)
     app.include_router(feed.router)
     app.include_router(page.router)

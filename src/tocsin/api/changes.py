@@ -17,13 +17,13 @@ from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.time import LATEST, format_utc, parse_duration, plan_schedule
+from tocsin.time import LATEST, format_utc, parse_duration, plan_schedule, read_when
 
 FRESHNESS_MIN = 30
 FRESHNESS_MAX = 7 * 86400
 SNOOZE_MIN = 1
 SNOOZE_MAX = 366 * 86400
-SCHEDULE_FIELDS = frozenset({"at", "repeat", "zone"})
+SCHEDULE_FIELDS = frozenset({"at", "repeat", "when", "zone"})
 
 T = TypeVar("T")
 
@@ -52,12 +52,30 @@ def parse_freshness(text: str) -> int:
 
 
 def schedule_of(
-    *, zone: str, at: str | None, repeat: str | None, now: datetime
+    *, zone: str, at: str | None, repeat: str | None, now: datetime, when: str | None = None
 ) -> tuple[Schedule, datetime]:
     """The schedule and its first ring from now; InvalidInput when it never rings."""
-    if at is None and repeat is None:
-        raise InvalidInput("at", "give `at`, `repeat` or both")
-    return plan_schedule(zone=zone, at=at, repeat=repeat, now=now)
+    return planned(zone=zone, at=at, repeat=repeat, when=when, now=now)[:2]
+
+
+def planned(
+    *, zone: str, at: str | None, repeat: str | None, when: str | None, now: datetime
+) -> tuple[Schedule, datetime, str | None, str | None]:
+    """`schedule_of`, and the `at` and `repeat` to keep: as given, or what `when` stands for
+    (a one-off's resolved ISO 8601 time, or the repeat). Errors of `when` name `when`."""
+    if when is None:
+        if at is None and repeat is None:
+            raise InvalidInput("at", "give `at`, `repeat` or both, or `when`")
+        return *plan_schedule(zone=zone, at=at, repeat=repeat, now=now), at, repeat
+    if at is not None or repeat is not None:
+        raise InvalidInput("when", "give `when` alone, or `at` and `repeat` instead of it")
+    at, repeat = read_when(when, zone=zone, now=now)
+    try:
+        return *plan_schedule(zone=zone, at=at, repeat=repeat, now=now), at, repeat
+    except InvalidInput as error:
+        if error.field in ("at", "repeat"):
+            raise InvalidInput("when", error.message) from None
+        raise
 
 
 def normalised_at(schedule: Schedule, given: str | None) -> str | None:
@@ -74,14 +92,14 @@ def normalised_at(schedule: Schedule, given: str | None) -> str | None:
 def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datetime) -> Reminder:
     """A pending reminder from a validated request; 422 naming every field at fault."""
     errors = _Errors()
-    planned = errors.attempt(
-        lambda: schedule_of(zone=item.zone, at=item.at, repeat=item.repeat, now=now)
+    plan = errors.attempt(
+        lambda: planned(zone=item.zone, at=item.at, repeat=item.repeat, when=item.when, now=now)
     )
     freshness = errors.attempt(lambda: parse_freshness(item.freshness))
     errors.check()
-    assert planned is not None
+    assert plan is not None
     assert freshness is not None
-    schedule, due = planned
+    schedule, due, at, repeat = plan
     shard = shard_of(owner)
     return Reminder(
         id=new_reminder_id(shard, now),
@@ -90,8 +108,8 @@ def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datet
         text=item.text,
         channel=item.route,
         schedule=schedule,
-        at=normalised_at(schedule, item.at),
-        repeat=item.repeat,
+        at=normalised_at(schedule, at),
+        repeat=repeat,
         status=ReminderStatus.PENDING,
         due_at=due,
         freshness=freshness,
@@ -148,9 +166,10 @@ def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminde
 def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Reminder:
     fields = patch.model_fields_set
     zone = patch.zone if "zone" in fields and patch.zone else current.schedule.zone
-    at = patch.at if "at" in fields else current.at
-    repeat = patch.repeat if "repeat" in fields else current.repeat
-    schedule, due = schedule_of(zone=zone, at=at, repeat=repeat, now=now)
+    when = patch.when if "when" in fields else None
+    at = patch.at if "at" in fields else None if when else current.at
+    repeat = patch.repeat if "repeat" in fields else None if when else current.repeat
+    schedule, due, at, repeat = planned(zone=zone, at=at, repeat=repeat, when=when, now=now)
     return replace(
         current,
         schedule=schedule,

@@ -4,9 +4,9 @@ A server with no internet access still shows its schema, and the pages load noth
 elsewhere: their Content-Security-Policy allows scripts, styles and fetches from this server
 only. Two allowances are the viewers' own needs: both set styles inline (`style-src
 'unsafe-inline'`: styles cannot run code), and ReDoc runs its search index in a worker made
-from a `blob:` URL. ReDoc's sidebar links to its maker with a logo from their CDN: the
-policy blocks that image, and the browser never asks for it. `api/vendor/README.md` says
-where the files come from.
+from a `blob:` URL. ReDoc's sidebar drew its maker's logo from their CDN, which the policy
+refused with a console error: our copy has no address for it, and ReDoc hides an image
+that does not load. `api/vendor/README.md` says where the files come from.
 """
 
 from __future__ import annotations

@@ -28,12 +28,15 @@ from tocsin.channels.contacts import VALIDATORS
 from tocsin.domain import Channel, FiringState, Outcome, ReminderStatus, Route
 
 OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
+# An answer's moment, as RFC 3339 writes it (UTC `…Z`, or a zone's time with its offset):
+# sent as the string it is, declared so that generated clients read it as a date-time.
+Instant = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
 MAX_METADATA_BYTES = 4096
 MAX_BATCH = 1000
 DEFAULT_FRESHNESS = "10m"
 SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
 # The fields an edit may not set to null (`changes.check_patch`).
-NOT_NULL = ("text", "channel", "fallback", "zone", "freshness")
+NOT_NULL = ("text", "channel", "fallback", "zone", "when", "freshness")
 
 
 def _no_nul(value: str) -> str:
@@ -86,6 +89,17 @@ Zone = Annotated[
 At = Annotated[str, Field(max_length=64, examples=["2026-10-26T09:00"]), AfterValidator(_no_nul)]
 Repeat = Annotated[
     str, Field(max_length=500, examples=["every Monday 09:00"]), AfterValidator(_no_nul)
+]
+When = Annotated[
+    str,
+    Field(
+        max_length=500,
+        examples=["tomorrow 9am"],
+        description="What a person typed: a one-off (`18:00`, `tomorrow 9am`, `in 10 "
+        "minutes`, `2026-12-24 18:00`) or a repeat (`every Monday at 9am`, an RRULE); the "
+        "server decides which. Instead of `at` and `repeat`, not with them.",
+    ),
+    AfterValidator(_no_nul),
 ]
 Duration = Annotated[str, Field(max_length=32, examples=["10m"]), AfterValidator(_no_nul)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(_plain_json)]
@@ -142,20 +156,27 @@ def _detail(error: ErrorDetails) -> InitErrorDetails:
     return detail
 
 
-# The schema of a body that needs `at`, `repeat` or both, not null (`changes.schedule_of`):
-# "not (`at` absent or null, and `repeat` absent or null)". Said with `not` rather than
-# `anyOf` because openapi-python-client turns a top-level `anyOf` into one class per branch
-# holding only that branch's field, losing every other field of the body.
+# The schema of a body that needs `at`, `repeat` or both, or `when`, not null
+# (`changes.schedule_of`): "not (`at`, `repeat` and `when` each absent or null)". Said with
+# `not` rather than `anyOf` because openapi-python-client turns a top-level `anyOf` into one
+# class per branch holding only that branch's field, losing every other field of the body.
 _AT_OR_REPEAT: JsonDict = {
-    "not": {"properties": {"at": {"type": "null"}, "repeat": {"type": "null"}}},
+    "not": {
+        "properties": {
+            "at": {"type": "null"},
+            "repeat": {"type": "null"},
+            "when": {"type": "null"},
+        }
+    },
 }
 
 
 class ReminderIn(_Routed):
-    """A reminder to save: `at`, `repeat` or both. `owner` is required with an API key; with
-    an owner token it may be left out (it is the token's) or must be the token's (else 403).
-    The schema cannot make a field's presence depend on the credential, so it lists `owner`
-    as optional: a create with an API key and no `owner` is answered 422 naming `owner`."""
+    """A reminder to save: `at`, `repeat` or both, or `when`. `owner` is required with an API
+    key; with an owner token it may be left out (it is the token's) or must be the token's
+    (else 403). The schema cannot make a field's presence depend on the credential, so it
+    lists `owner` as optional: a create with an API key and no `owner` is answered 422 naming
+    `owner`."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -179,6 +200,7 @@ class ReminderIn(_Routed):
     zone: Zone
     at: At | None = None
     repeat: Repeat | None = None
+    when: When | None = None
     freshness: Duration = DEFAULT_FRESHNESS
     metadata: Metadata = None
 
@@ -237,18 +259,20 @@ class ReminderPatch(_Routed):
     zone: Zone | None = None
     at: At | None = None
     repeat: Repeat | None = None
+    when: When | None = None
     freshness: Duration | None = None
     metadata: Metadata = None
 
 
 class OccurrencesIn(_Request):
-    """A schedule to preview without saving it: `at`, `repeat` or both."""
+    """A schedule to preview without saving it: `at`, `repeat` or both, or `when`."""
 
     model_config = ConfigDict(json_schema_extra=_AT_OR_REPEAT)
 
     zone: Zone
     at: At | None = None
     repeat: Repeat | None = None
+    when: When | None = None
     count: int = Field(default=10, ge=1, le=100)
 
 
@@ -330,9 +354,9 @@ class ContactOut(BaseModel):
     disabled_reason: str | None = Field(
         description="Why the provider's answer disabled it (a token it called gone), or null."
     )
-    disabled_at: str | None
-    created_at: str
-    updated_at: str
+    disabled_at: Instant | None
+    created_at: Instant
+    updated_at: Instant
     secret: str | None = Field(
         default=None,
         description="A webhook contact's signing secret: in the answer to its creation only.",
@@ -344,14 +368,21 @@ class ContactListOut(BaseModel):
     next_cursor: str | None
 
 
+class ChannelsOut(BaseModel):
+    channels: list[Channel] = Field(
+        description="The channels configured here, in a fixed order: a reminder on another "
+        "is refused (422)."
+    )
+
+
 class FeedTicketOut(BaseModel):
     ticket: str = Field(description="Opens the owner's feed: `GET …/feed?ticket=…`.")
-    expires: str = Field(description="When it stops opening it (UTC); an open feed stays open.")
+    expires: Instant = Field(description="When it stops opening it (UTC); an open feed stays open.")
 
 
 class LastFiringOut(BaseModel):
     id: str
-    due: str
+    due: Instant
     state: FiringState
 
 
@@ -373,13 +404,13 @@ class ReminderOut(BaseModel):
     repeat: str | None
     rule: str | None
     status: ReminderStatus
-    next: str | None = Field(description="The next ring, UTC: `2026-10-26T13:00:00Z`.")
-    next_local: str | None = Field(description="The next ring in `zone`, with its offset.")
+    next: Instant | None = Field(description="The next ring, UTC: `2026-10-26T13:00:00Z`.")
+    next_local: Instant | None = Field(description="The next ring in `zone`, with its offset.")
     freshness: str
     metadata: dict[str, Any] | None
     source: str | None
-    created_at: str
-    updated_at: str
+    created_at: Instant
+    updated_at: Instant
     last_firing: LastFiringOut | None = None
     snoozed_from: str | None = None
     warnings: list[dict[str, str]] | None = Field(
@@ -433,7 +464,7 @@ class BatchItemOut(BaseModel):
     index: int
     status: Literal["created", "invalid"]
     id: str | None = Field(default=None, description="The saved reminder's id (`created`).")
-    next: str | None = Field(default=None, description="Its first ring, UTC (`created`).")
+    next: Instant | None = Field(default=None, description="Its first ring, UTC (`created`).")
     problem: ProblemOut | None = None
 
 
@@ -444,8 +475,8 @@ class BatchOut(BaseModel):
 
 
 class OccurrenceOut(BaseModel):
-    at: str
-    local: str
+    at: Instant
+    local: Instant
 
 
 class OccurrencesOut(BaseModel):
@@ -454,7 +485,7 @@ class OccurrencesOut(BaseModel):
 
 class AttemptOut(BaseModel):
     number: int
-    at: str
+    at: Instant
     channel: Channel
     outcome: Outcome
     error: str | None
@@ -477,17 +508,17 @@ class AttemptOut(BaseModel):
 class FiringOut(BaseModel):
     id: str
     state: FiringState
-    due: str
-    deadline: str
+    due: Instant
+    deadline: Instant
     channel: RingChannels = Field(description="As the reminder's, when it rang.")
     fallback: list[Channel] | None = None
     attempts: int
-    next_attempt_at: str | None
-    sent_at: str | None
+    next_attempt_at: Instant | None
+    sent_at: Instant | None
     provider_id: str | None
     last_error: str | None
     snoozed_by: str | None
-    created_at: str
+    created_at: Instant
     history: list[AttemptOut]
 
 

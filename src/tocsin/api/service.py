@@ -102,7 +102,7 @@ class ReminderService:
         self.check_configured(item.route)
         made = await off_loop(
             lambda: changes.new_reminder(item, owner=owner, source=principal.source, now=now),
-            field="repeat",
+            field="repeat" if item.when is None else "when",
         )
         body = render.reminder(made)
         warned = await self.warnings([made])
@@ -168,7 +168,8 @@ class ReminderService:
             with expansion_budget(REQUEST_SECONDS):
                 return self._batch_item(principal, index, raw, now)
         except ExpansionBudgetExceeded as error:
-            raise too_costly(f"items.{index}.repeat", error) from None
+            given = "when" if isinstance(raw, dict) and raw.get("when") is not None else "repeat"
+            raise too_costly(f"items.{index}.{given}", error) from None
 
     def _batch_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
         prefix = f"items.{index}."
@@ -229,11 +230,14 @@ class ReminderService:
 
     async def preview(self, body: OccurrencesIn) -> list[Occurrence]:
         """The next rings of a schedule that is not saved, from now: checked as a create
-        checks it (a refusal names `repeat`), then expanded (one that is too long, `count`)."""
+        checks it (a refusal names `repeat`, or `when`), then expanded (one that is too long,
+        `count`)."""
         now = self.clock.now()
         schedule, due = await off_loop(
-            lambda: changes.schedule_of(zone=body.zone, at=body.at, repeat=body.repeat, now=now),
-            field="repeat",
+            lambda: changes.schedule_of(
+                zone=body.zone, at=body.at, repeat=body.repeat, when=body.when, now=now
+            ),
+            field="repeat" if body.when is None else "when",
         )
         return await off_loop(lambda: occurrences(schedule, due, body.count), field="count")
 
@@ -270,7 +274,10 @@ class ReminderService:
             raise stale(current)
         self.check_configured(patch.route)
         now = self.clock.now()
-        updated = await off_loop(lambda: changes.edited(current, patch, now=now), field="repeat")
+        updated = await off_loop(
+            lambda: changes.edited(current, patch, now=now),
+            field="repeat" if patch.when is None else "when",
+        )
         saved = await self.store.update_reminder(updated, expected_version=current.version)
         if saved is None:
             raise stale(await self.get(principal, reminder_id))

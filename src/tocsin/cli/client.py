@@ -3,7 +3,7 @@ snooze, edit, cancel, next, firings, contacts, import, export), beside the comma
 run the server. docs/cli.md documents them.
 
 Layout: `client_http` (requests, errors, exit statuses), `client_format` (what people and
-scripts read), `client_time` (times on the command line), `client_command` (the options
+scripts read), `client_time` (the zone times are said in), `client_command` (the options
 every command shares and the one place errors become exit statuses), then one module per
 group of commands."""
 

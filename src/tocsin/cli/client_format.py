@@ -13,7 +13,8 @@ from tocsin.cli.client_http import ClientError
 
 # Longer texts are cut in tables (a table of long lines is unreadable); `show` has them whole.
 TEXT_WIDTH = 40
-_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60))
+# Down to seconds: a ring 20-60 s away is not "now" (one-offs `--at +20s` are that close).
+_UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
 
 def emit_json(value: Any, out: TextIO | None = None) -> None:
@@ -65,7 +66,8 @@ def parse_instant(text: str | None) -> datetime | None:
 
 
 def relative(instant: datetime | None, now: datetime | None = None) -> str:
-    """`in 3 hours`, `2 days ago`, `now`: the largest whole unit, as people say it."""
+    """`in 3 hours`, `2 days ago`, `in 20 seconds`, `now` (under a second): the largest
+    whole unit, as people say it."""
     if instant is None:
         return "-"
     seconds = (instant - (now or datetime.now(UTC))).total_seconds()
@@ -146,7 +148,8 @@ def reminder_details(r: Mapping[str, Any]) -> str:
         ("freshness", r["freshness"]),
     ]
     fields += _optional_fields(r)
-    return "\n".join(f"{name + ':':<12}{value}" for name, value in fields)
+    width = max(len(name) for name, _ in fields) + 2  # a space after the longest's colon
+    return "\n".join(f"{name + ':':<{width}}{value}" for name, value in fields)
 
 
 def _optional_fields(r: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from typing import Any
 from tocsin.cli import client_format as fmt
 from tocsin.cli.client_command import add_command, owner_of, owner_option
 from tocsin.cli.client_http import OK, Api, ClientError, usage_error
-from tocsin.cli.client_time import default_zone, is_clock_time, resolve_at
+from tocsin.cli.client_time import default_zone
 from tocsin.domain import Channel, ReminderStatus
 
 DEFAULT_CHANNEL = "log"  # the one channel every server has: it writes the ring to its log
@@ -86,13 +86,20 @@ def register(subparsers: Any) -> None:
 
 
 def schedule_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
-    """`--at`, `--repeat`, `--zone`: the schedule, as `add`, `edit` and `next` take it."""
+    """`--when`, or `--at` and `--repeat`; `--zone`: the schedule, as `add`, `edit` and `next`
+    take it. Times are sent as typed: the server reads them as it reads the API's `at`."""
+    parser.add_argument(
+        "--when",
+        help='a time ("tomorrow 9am") or a repeat ("every Monday 9:00"): the server tells '
+        "which; instead of --at and --repeat",
+    )
     parser.add_argument(
         "--at",
-        help="when: 18:00 (the next one in the zone), +2h (from now), 2026-12-24T18:00 "
-        "(local to the zone) or an instant (2026-12-24T17:00Z); with --repeat, its first day",
+        help="when: 18:00 or 6pm (the next one in the zone), tomorrow 9am, Friday at 17:00, "
+        "Dec 24 6pm, in 10 minutes or +10m (from now), 2026-12-24T18:00 (local to the zone) "
+        "or an instant (2026-12-24T17:00Z); with --repeat, its first day",
     )
-    parser.add_argument("--repeat", help='a phrase ("every Monday 9:00") or an RRULE')
+    parser.add_argument("--repeat", help='a phrase ("every Monday 9am") or an RRULE')
     zone_default = " (default TOCSIN_ZONE, else this machine's zone, else UTC)" if defaults else ""
     parser.add_argument("--zone", help=f"an IANA time zone: Europe/Paris{zone_default}")
 
@@ -105,6 +112,7 @@ def _register_add(subparsers: Any) -> None:
         summary="save a reminder",
         examples="""\
   tocsin add "call mom" --at 18:00 --zone Europe/Paris --channel email --owner ana
+  tocsin add "dentist" --when "next Friday at 9:30"
   tocsin add "pills" --at 8:00 --channel apns,email
   tocsin add "pay rent" --at 9:00 --fallback apns,sms
   tocsin add "water the plants" --repeat "every Monday 9:00"
@@ -119,8 +127,8 @@ def _register_add(subparsers: Any) -> None:
 
 
 def add_reminder(api: Api, args: argparse.Namespace) -> int:
-    if args.at is None and args.repeat is None:
-        raise usage_error("give --at, --repeat or both")
+    if args.at is None and args.repeat is None and args.when is None:
+        raise usage_error("give --when, or --at, --repeat or both")
     zone = args.zone or default_zone()
     route = route_fields(args) or {
         "channel": channel_field(_env_channels() or [DEFAULT_CHANNEL]),
@@ -130,8 +138,9 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         **route,
         "zone": zone,
         "owner": owner_of(args, api),
-        "at": resolve_at(args.at, zone) if args.at else None,
+        "at": args.at,
         "repeat": args.repeat,
+        "when": args.when,
         "freshness": args.freshness,
         "metadata": metadata(args.metadata),
     }
@@ -231,16 +240,16 @@ def _register_snooze(subparsers: Any) -> None:
     )
     parser.add_argument("id", help="the reminder's id")
     parser.add_argument("duration", nargs="?", help="how long: 90s, 10m, 1h30m, 2d")
-    parser.add_argument("--until", help="when instead: 18:00, a local time or an instant")
+    parser.add_argument(
+        "--until", help="when instead: 18:00, tomorrow 9am, a local time or an instant"
+    )
 
 
 def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
     if (args.duration is None) == (args.until is None):
         raise usage_error("give a duration (10m) or --until, not both")
-    if args.duration is not None:
-        body = {"snooze": args.duration}
-    else:
-        body = {"snooze_until": _until(api, args.id, args.until)}
+    # `--until` is read on the reminder's own zone's clock, by the server.
+    body = {"snooze": args.duration} if args.duration is not None else {"snooze_until": args.until}
     answer = api.request("PATCH", f"/v1/reminders/{args.id}", json=body)
     if not args.json:
         new = answer.status == 201
@@ -248,15 +257,7 @@ def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
     return print_reminder(answer.body, args)
 
 
-def _until(api: Api, reminder_id: str, until: str) -> str:
-    if not is_clock_time(until):
-        return resolve_at(until, "UTC")  # a delay or a full time: no zone needed
-    # A bare clock time is on the reminder's own zone's clock: read which zone that is.
-    zone = api.get(f"/v1/reminders/{reminder_id}").body["zone"]
-    return resolve_at(until, zone)
-
-
-EDITABLE = ("text", "at", "repeat", "zone", "freshness")
+EDITABLE = ("text", "at", "repeat", "when", "zone", "freshness")
 
 
 def _register_edit(subparsers: Any) -> None:
@@ -286,10 +287,10 @@ def edit_reminder(api: Api, args: argparse.Namespace) -> int:
     if args.metadata is not None:
         changes["metadata"] = None if args.metadata == "null" else metadata(args.metadata)
     if not changes:
-        raise usage_error("nothing to change: give --text, --at, --repeat, --zone, --channel …")
+        raise usage_error(
+            "nothing to change: give --text, --when, --at, --repeat, --zone, --channel …"
+        )
     current = api.get(f"/v1/reminders/{args.id}")
-    if "at" in changes:
-        changes["at"] = resolve_at(changes["at"], changes.get("zone") or current.body["zone"])
     headers = {"If-Match": current.headers.get("ETag", "")}
     try:
         saved = api.request("PATCH", f"/v1/reminders/{args.id}", json=changes, headers=headers)

@@ -9,7 +9,7 @@ from tocsin.cli import client_format as fmt
 from tocsin.cli.client_command import add_command
 from tocsin.cli.client_http import OK, Api, usage_error
 from tocsin.cli.client_reminders import schedule_options
-from tocsin.cli.client_time import default_zone, resolve_at
+from tocsin.cli.client_time import default_zone
 
 
 def register(subparsers: Any) -> None:
@@ -21,9 +21,14 @@ def register(subparsers: Any) -> None:
         examples="""\
   tocsin next "every last Friday 17:00" --zone Europe/Lisbon
   tocsin next "weekdays at 8:30" --zone America/New_York --count 10 --json
+  tocsin next "tomorrow 9am" --zone Asia/Tokyo
   tocsin next --at 18:00 --zone Asia/Tokyo""",
     )
-    preview.add_argument("phrase", nargs="?", help='the repeat: "every Monday 9:00" or an RRULE')
+    preview.add_argument(
+        "phrase",
+        nargs="?",
+        help='a time ("tomorrow 9am"), a repeat ("every Monday 9:00") or an RRULE',
+    )
     schedule_options(preview, defaults=True)
     preview.add_argument("--count", type=int, default=5, help="how many rings, 1-100 (default 5)")
 
@@ -39,17 +44,18 @@ def register(subparsers: Any) -> None:
 
 
 def next_rings(api: Api, args: argparse.Namespace) -> int:
-    if args.phrase is not None and args.repeat is not None:
-        raise usage_error("give the phrase or --repeat, not both")
-    repeat = args.phrase if args.phrase is not None else args.repeat
-    if repeat is None and args.at is None:
-        raise usage_error('give a phrase ("every Monday 9:00"), --at, or both')
+    if args.phrase is not None and args.when is not None:
+        raise usage_error("give the phrase or --when, not both")
+    when = args.phrase if args.phrase is not None else args.when
+    if when is not None and args.at is not None and args.repeat is None:
+        when, args.repeat = None, when  # a phrase with --at: the repeat that --at starts
+    if when is None and args.repeat is None and args.at is None:
+        raise usage_error('give a phrase ("every Monday 9:00", "tomorrow 9am"), --at, or both')
     zone = args.zone or default_zone()
     body: dict[str, Any] = {"zone": zone, "count": args.count}
-    if repeat is not None:
-        body["repeat"] = repeat
-    if args.at is not None:
-        body["at"] = resolve_at(args.at, zone)
+    for name, value in (("when", when), ("repeat", args.repeat), ("at", args.at)):
+        if value is not None:
+            body[name] = value
     found = api.request("POST", "/v1/occurrences", json=body).body
     rows = found["occurrences"]
     fmt.print_found(

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
+from pydantic.config import JsonDict
+
+# Sent as RFC 3339 strings (`…Z`); declared so that generated clients read datetimes.
+_INSTANT: JsonDict = {"format": "date-time"}
 
 
 class WorkerOut(BaseModel):
     id: str = Field(description="The worker's id: host, process id and a random suffix.")
-    heartbeat_at: str = Field(description="Its last lease renewal (UTC).")
+    heartbeat_at: str = Field(
+        description="Its last lease renewal (UTC).", json_schema_extra=_INSTANT
+    )
     alive: bool = Field(description="Renewed within the lease time: it counts for the parts.")
     parts: list[int] = Field(description="The scheduler parts it holds a lease on now.")
     breakers: list[str] = Field(
@@ -16,7 +22,7 @@ class WorkerOut(BaseModel):
 
 
 class MinuteAheadOut(BaseModel):
-    minute: str = Field(description="The UTC minute (a bucket).")
+    minute: str = Field(description="The UTC minute (a bucket).", json_schema_extra=_INSTANT)
     due: int = Field(description="Pending reminders due in it, counted up to `ahead.cap`.")
 
 
@@ -33,7 +39,9 @@ class LatenessOut(BaseModel):
 
 
 class MinuteRingsOut(BaseModel):
-    minute: str = Field(description="The UTC minute the firings were due in.")
+    minute: str = Field(
+        description="The UTC minute the firings were due in.", json_schema_extra=_INSTANT
+    )
     sent: int
     failed: int
     expired: int
@@ -62,7 +70,10 @@ class BreakerOut(BaseModel):
 
 
 class StatusOut(BaseModel):
-    as_of: str = Field(description="When this was read (UTC); it is kept a few seconds.")
+    as_of: str = Field(
+        description="When this was read (UTC); it is kept a few seconds.",
+        json_schema_extra=_INSTANT,
+    )
     parts: int = Field(description="The scheduler part count (`TOCSIN_PARTS`).")
     lease_seconds: float = Field(description="A worker silent this long is not alive.")
     workers: list[WorkerOut]

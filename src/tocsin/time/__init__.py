@@ -9,7 +9,14 @@ from tocsin.time.bounds import EARLIEST, LATEST
 from tocsin.time.durations import describe_duration, format_duration, parse_duration
 from tocsin.time.expand import MAX_PREVIEW, Occurrence, first_due, next_after, occurrences
 from tocsin.time.formatting import format_local, format_utc
-from tocsin.time.schedule import normalise_repeat, parse_at, parse_schedule, plan_schedule
+from tocsin.time.schedule import (
+    normalise_repeat,
+    parse_at,
+    parse_schedule,
+    plan_schedule,
+    read_at,
+    read_when,
+)
 from tocsin.time.zones import load_zone, zone_names
 
 __all__ = [
@@ -30,5 +37,7 @@ __all__ = [
     "parse_duration",
     "parse_schedule",
     "plan_schedule",
+    "read_at",
+    "read_when",
     "zone_names",
 ]

@@ -11,7 +11,8 @@ from tocsin.time.rules import Rule, check_rule, normalise
 # Digits are [0-9], never `\d`: that also matches '١' (Arabic-Indic), which int() reads.
 _TOKEN = re.compile(
     r"""
-    (?P<clock>[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:\s*[ap]\.?m\.?)?(?![a-z0-9]))
+    (?P<isodate>[0-9]{4}-[0-9]{2}-[0-9]{2}(?![0-9]))
+  | (?P<clock>[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:\s*[ap]\.?m\.?)?(?![a-z0-9]))
   | (?P<hour_ampm>[0-9]{1,2}\s*[ap]\.?m\.?(?![a-z0-9]))
   | (?P<ordinal>[0-9]{1,2}(?:st|nd|rd|th)(?![a-z0-9]))
   | (?P<number>[0-9]+(?![a-z0-9:]))
@@ -21,7 +22,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
-_DAYS = {
+DAYS = {
     "monday": 0, "mon": 0,
     "tuesday": 1, "tue": 1, "tues": 1,
     "wednesday": 2, "wed": 2,
@@ -30,7 +31,7 @@ _DAYS = {
     "saturday": 5, "sat": 5,
     "sunday": 6, "sun": 6,
 }  # fmt: skip
-_MONTHS = {
+MONTHS = {
     name: number
     for number, names in enumerate(
         (
@@ -71,10 +72,28 @@ _EXAMPLES = "e.g. 'every Monday at 9:00', 'weekdays at 8:30' or an RRULE"
 
 
 @dataclass(frozen=True, slots=True)
-class _Token:
+class Token:
+    """One word, number or time of a lowered phrase, and where it starts."""
+
     kind: str
     text: str
     start: int
+
+
+def tokenize(lowered: str) -> list[Token]:
+    """The tokens of a lowered phrase (repeats and one-offs share them)."""
+    return [Token(str(m.lastgroup), m.group().strip(), m.start()) for m in _TOKEN.finditer(lowered)]
+
+
+class UnreadPhrase(InvalidInput):
+    """A phrase that could not be read; `reached` is how far (in characters) it was.
+
+    Text that may be a one-off or a repeat (`when`) is read both ways: the reading that
+    got further says what was wrong."""
+
+    def __init__(self, field: str, message: str, *, reached: int) -> None:
+        super().__init__(field, message)
+        self.reached = reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,15 +139,11 @@ def looks_like_rrule(text: str) -> bool:
 
 def parse_phrase(text: str) -> Phrase:
     """Read an English repeat phrase; raise InvalidInput("repeat") saying where reading stopped."""
-    lowered = text.lower()
-    tokens = [
-        _Token(str(m.lastgroup), m.group().strip(), m.start()) for m in _TOKEN.finditer(lowered)
-    ]
-    reader = _Reader(tokens, len(text))
+    reader = _Reader(tokenize(text.lower()), len(text))
     try:
         draft = reader.read()
     except _Unreadable as stop:
-        raise InvalidInput("repeat", _message(text, stop)) from None
+        raise UnreadPhrase("repeat", _message(text, stop), reached=stop.at) from None
     rule = _to_rule(draft, text)
     try:
         check_rule(rule)
@@ -155,14 +170,14 @@ def _message(text: str, stop: _Unreadable) -> str:
 class _Reader:
     """A recursive-descent reader over the phrase's tokens: a frequency, then modifiers."""
 
-    def __init__(self, tokens: list[_Token], length: int) -> None:
+    def __init__(self, tokens: list[Token], length: int) -> None:
         self.tokens = tokens
         self.length = length
         self.index = 0
         self.draft = _Draft()
 
     # ---- token helpers
-    def peek(self, ahead: int = 0) -> _Token | None:
+    def peek(self, ahead: int = 0) -> Token | None:
         spot = self.index + ahead
         return self.tokens[spot] if spot < len(self.tokens) else None
 
@@ -236,7 +251,7 @@ class _Reader:
         every month. Not `every second Tuesday`: many read it as every other Tuesday, so it
         stays an error that asks for one or the other."""
         following = self.word(1)
-        if _DAYS.get(following, _DAYS.get(following[:-1])) is None:
+        if DAYS.get(following, DAYS.get(following[:-1])) is None:
             return False
         if self.word() == "second":
             raise self.stop(
@@ -298,7 +313,7 @@ class _Reader:
         end = self.index
         while True:
             name = self.word()
-            day = _DAYS.get(name, _DAYS.get(name[:-1]) if name.endswith("s") else None)
+            day = DAYS.get(name, DAYS.get(name[:-1]) if name.endswith("s") else None)
             if day is None:
                 break
             days.append(day)
@@ -404,16 +419,16 @@ class _Reader:
         token, following = self.peek(), self.peek(1)
         if token is None or following is None:
             return False
-        if token.text in _MONTHS and following.kind in ("number", "ordinal"):
-            month, day = _MONTHS[token.text], following.text
-        elif token.kind in ("number", "ordinal") and following.text in _MONTHS:
-            month, day = _MONTHS[following.text], token.text
+        if token.text in MONTHS and following.kind in ("number", "ordinal"):
+            month, day = MONTHS[token.text], following.text
+        elif token.kind in ("number", "ordinal") and following.text in MONTHS:
+            month, day = MONTHS[following.text], token.text
         elif (
             token.kind in ("number", "ordinal")
             and following.text == "of"
-            and self.word(2) in _MONTHS
+            and self.word(2) in MONTHS
         ):
-            month, day = _MONTHS[self.word(2)], token.text
+            month, day = MONTHS[self.word(2)], token.text
             self.index += 1
         else:
             return False
@@ -443,8 +458,8 @@ class _Reader:
     def month_names(self) -> tuple[int, ...]:
         found: list[int] = []
         end = self.index
-        while self.word() in _MONTHS:
-            found.append(_MONTHS[self.word()])
+        while self.word() in MONTHS:
+            found.append(MONTHS[self.word()])
             self.index += 1
             end = self.index
             if not self.separator():
@@ -476,7 +491,7 @@ class _Reader:
         token = self.peek()
         if token is None:
             return None
-        found = _read_clock(token, bare_hours=bare_hours)
+        found = read_clock(token, bare_hours=bare_hours)
         if found is None:
             return None
         if isinstance(found, str):
@@ -487,7 +502,7 @@ class _Reader:
         return found
 
 
-def _read_clock(token: _Token, *, bare_hours: bool) -> ClockTime | str | None:
+def read_clock(token: Token, *, bare_hours: bool) -> ClockTime | str | None:
     """A time of day from one token; a string says why it is not a valid one."""
     if token.text in ("noon", "midday"):
         return ClockTime(12, 0)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
+from zoneinfo import ZoneInfo
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
@@ -13,7 +14,8 @@ from tocsin.time.bounds import check_in_range
 from tocsin.time.budget import DEFAULT_SECONDS, expansion_budget
 from tocsin.time.expand import instant_of, rings
 from tocsin.time.formatting import format_utc
-from tocsin.time.phrases import ClockTime, looks_like_rrule, parse_phrase
+from tocsin.time.oneoff import EXAMPLES, resolve_one_off
+from tocsin.time.phrases import ClockTime, UnreadPhrase, looks_like_rrule, parse_phrase
 from tocsin.time.probe import check_can_ring
 from tocsin.time.rules import Rule, format_rule, parse_rrule
 from tocsin.time.zones import load_zone
@@ -28,6 +30,8 @@ _AT = re.compile(
     r"(?P<offset>Z|[+-][0-9]{2}:?[0-9]{2})?",
     re.IGNORECASE,
 )
+_ISO_DATE_TIME = re.compile(r"\s*[0-9]{4}-[0-9]{2}-[0-9]{2}T", re.IGNORECASE)
+_REPEAT_EXAMPLE = "'every Monday at 9:00'"
 
 
 def parse_at(text: str) -> datetime:
@@ -56,6 +60,62 @@ def parse_at(text: str) -> datetime:
     if offset is None:
         return local
     return check_in_range(_with_offset(local, offset, text), field="at", text=text)
+
+
+def read_at(text: str, *, zone: ZoneInfo, now: datetime, field: str = "at") -> datetime:
+    """`at` as `parse_at` reads it, or a one-off phrase (`tomorrow 9am`, `in 10 minutes`)
+    resolved against `now` in `zone` (`tocsin.time.oneoff`): a naive local wall time, or an
+    aware UTC instant."""
+    if _AT.fullmatch(text.strip()):
+        return parse_at(text)
+    try:
+        return resolve_one_off(text, zone=zone, now=now, field=field)
+    except UnreadPhrase:
+        if _ISO_DATE_TIME.match(text):
+            parse_at(text)  # an ISO 8601 time gone wrong: say what ISO 8601 wants
+        raise
+
+
+def read_when(text: str, *, zone: str, now: datetime) -> tuple[str | None, str | None]:
+    """`when` as the `at` or the `repeat` it stands for: a one-off (read by `read_at` and
+    resolved now, so the `at` is ISO 8601) or else a repeat (a phrase or an RRULE).
+
+    Raises InvalidInput("when"): of the two readings, the one that understood more says why.
+    """
+    tz = load_zone(zone)
+    if not text.strip():
+        raise InvalidInput(
+            "when", f"when is empty; give a time ({EXAMPLES}) or a repeat ({_REPEAT_EXAMPLE})"
+        )
+    if looks_like_rrule(text):
+        return None, text
+    try:
+        moment = read_at(text, zone=tz, now=now, field="when")
+    except UnreadPhrase as as_one_off:
+        try:
+            _read_repeat(text)
+        except UnreadPhrase as as_repeat:
+            raise _unread_when(text, as_one_off, as_repeat) from None
+        except InvalidInput as wrong:
+            raise InvalidInput("when", wrong.message) from None
+        return None, text
+    except InvalidInput as wrong:
+        raise InvalidInput("when", wrong.message) from None
+    if moment.tzinfo is not None:
+        return format_utc(moment), None
+    return moment.isoformat(timespec="seconds"), None
+
+
+def _unread_when(text: str, as_one_off: UnreadPhrase, as_repeat: UnreadPhrase) -> InvalidInput:
+    if as_repeat.reached > as_one_off.reached:
+        return InvalidInput("when", as_repeat.message)
+    if as_one_off.reached > as_repeat.reached:
+        return InvalidInput("when", as_one_off.message)
+    return InvalidInput(
+        "when",
+        f"could not read {text.strip()!r} as a time or a repeat; give a time ({EXAMPLES}) "
+        f"or a repeat ({_REPEAT_EXAMPLE})",
+    )
 
 
 def _with_offset(local: datetime, offset: str, text: str) -> datetime:
@@ -133,7 +193,7 @@ def plan_schedule(
     tz = load_zone(zone)
     if at is None and repeat is None:
         raise InvalidInput("at", "give at, repeat or both")
-    moment = parse_at(at) if at is not None else None
+    moment = read_at(at, zone=tz, now=now) if at is not None else None
     if repeat is None:
         assert moment is not None
         return _one_off(Schedule(zone=zone, anchor=moment), at or "", now)

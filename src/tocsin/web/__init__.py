@@ -18,6 +18,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "style-src 'self'",
         "img-src 'self'",
         "connect-src 'self'",
+        "manifest-src 'self'",  # the web-app manifest, for a phone's home screen
         "base-uri 'none'",
         "form-action 'none'",
         "frame-ancestors 'none'",
@@ -37,6 +38,7 @@ ASSETS = {
     "page.js": "text/javascript; charset=utf-8",
     "words.js": "text/javascript; charset=utf-8",
     "icon.svg": "image/svg+xml",
+    "manifest.webmanifest": "application/manifest+json",
 }
 
 

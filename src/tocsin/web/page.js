@@ -8,6 +8,9 @@
   const PREVIEW_COUNT = 5;
   const PREVIEW_DELAY_MS = 300; // typing pauses this long before a preview is asked for
   const FEED_RETRY_MS = 3000;
+  const LIST_SETTLE_MS = 2000; // after a ring is due, time for it to be claimed and sent
+  const LIST_OVERDUE_MS = 10000; // a ring still pending past its time: look again this often
+  const LIST_HORIZON_MS = 86400000;
   const MORNING = "09:00";
   const CHANNELS = [
     ["inapp", "this page (in-app)"],
@@ -23,8 +26,6 @@
     sms: { field: "number", label: "Phone number", type: "tel", placeholder: "+351912345678" },
     apprise: { field: "url", label: "Apprise URL", type: "url", placeholder: "ntfys://ntfy.sh/my-topic" },
   };
-  // A one-off's time: 2026-12-24 18:00, 2026-12-24T18:00:30, …Z or …+01:00.
-  const AT = /^(\d{4}-\d{2}-\d{2})[T ](\d{1,2}):(\d{2})(:\d{2})?(Z|[+-]\d{2}:?\d{2})?$/i;
 
   const $ = (id) => document.getElementById(id);
   const state = {
@@ -38,6 +39,9 @@
     previewTimer: 0,
     seen: new Set(),
     audio: null,
+    channels: null, // what `GET /v1/channels` said this server rings (null: not known)
+    signedIn: false,
+    listTimer: 0,
   };
 
   // -- the API ------------------------------------------------------------------------------
@@ -72,7 +76,9 @@
     const text = await response.text();
     const data = text ? JSON.parse(text) : null;
     if (response.status === 401) {
-      signOut("Your sign-in is not valid any more (the token expired or was replaced): sign in again.");
+      // The server says which: never valid, expired or revoked.
+      const why = (data && data.detail) || "the token is not valid";
+      signOut(state.signedIn ? `Signed out: ${why}.` : `Not signed in: ${why}.`);
     }
     if (!response.ok) throw new ApiError(response.status, data || {});
     return { status: response.status, data, etag: response.headers.get("ETag") };
@@ -80,8 +86,14 @@
 
   const ownerPath = () => `/v1/owners/${encodeURIComponent(state.owner)}`;
 
-  function say(message) {
-    $("status").textContent = message;
+  function say(message, failed = false) {
+    tell($("status"), message, failed);
+  }
+
+  /** A message in `place`, styled as a refusal when `failed`. */
+  function tell(place, message, failed = false) {
+    place.textContent = message;
+    place.classList.toggle("failed", failed);
   }
 
   // -- signing in and out -------------------------------------------------------------------
@@ -114,21 +126,25 @@
       if (error.status !== 401) showSignIn(`Cannot sign in: ${error.message}.`);
       return;
     }
+    state.signedIn = true;
+    await loadChannels();
     localStorage.setItem(TOKEN_KEY, token);
     $("owner-name").textContent = owner;
     $("sign-in").hidden = true;
     $("account").hidden = false;
     $("app").hidden = false;
     showNotifyButton();
-    loadContacts().catch((error) => say(`Contacts: ${error.message}.`));
+    loadContacts().catch((error) => say(`Contacts: ${error.message}.`, true));
     openFeed();
   }
 
   function signOut(message) {
     localStorage.removeItem(TOKEN_KEY);
     closeFeed();
+    clearTimeout(state.listTimer);
     state.token = null;
     state.owner = null;
+    state.signedIn = false;
     $("reminder-list").replaceChildren();
     $("contact-list").replaceChildren();
     $("rings").replaceChildren();
@@ -202,9 +218,9 @@
         const { data } = await api("PATCH", `/v1/reminders/${event.reminder_id}`, { snooze: "10m" });
         say(`Snoozed “${event.text}”: it rings again ${Words.fromNow(data.next)}.`);
         dismissRing(item);
-        loadReminders();
+        reloadReminders();
       } catch (error) {
-        answer.textContent = `Not snoozed: ${error.message}.`;
+        tell(answer, `Not snoozed: ${error.message}.`, true);
       }
     });
     dismiss.addEventListener("click", () => dismissRing(item));
@@ -213,7 +229,7 @@
     $("ringing").hidden = false;
     sound();
     notify(event);
-    loadReminders();
+    reloadReminders();
   }
 
   function dismissRing(item) {
@@ -257,17 +273,37 @@
 
   const zoneOfBrowser = () => Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 
-  /** What "When" says: `{at}` for a time, `{repeat}` for anything else (a phrase, an RRULE). */
-  function schedule(when) {
-    const text = when.trim();
-    const match = AT.exec(text);
-    if (!match) return { repeat: text };
-    const [, date, hour, minute, second, offset] = match;
-    return { at: `${date}T${hour.padStart(2, "0")}:${minute}${second || ""}${offset || ""}` };
+  /** The zones "Time zone" offers as one types, this browser's own first. */
+  function fillZones() {
+    const own = zoneOfBrowser();
+    const known = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+    const others = [...new Set([...known, "UTC"])].filter((zone) => zone !== own);
+    $("zones").replaceChildren(
+      new Option(`${own} (this browser's zone)`, own),
+      ...others.map((zone) => new Option(zone, zone)),
+    );
   }
 
+  /** The channels this server rings, to choose from; a reminder's own channel stays offered
+   * while it is edited, configured or not, so that saving another change keeps it. */
   function fillChannels(select, chosen) {
-    select.replaceChildren(...CHANNELS.map(([value, label]) => new Option(label, value, false, value === chosen)));
+    const known = state.channels;
+    const offered = CHANNELS.filter(([value]) => !known || known.includes(value) || value === chosen);
+    if (typeof chosen === "string" && !offered.some(([value]) => value === chosen)) {
+      offered.push([chosen, chosen]);
+    }
+    select.replaceChildren(...offered.map(([value, label]) => new Option(label, value, false, value === chosen)));
+  }
+
+  async function loadChannels() {
+    try {
+      state.channels = (await api("GET", "/v1/channels")).data.channels;
+    } catch {
+      state.channels = null; // a server from before the list: it refuses what it cannot ring
+    }
+    const known = state.channels;
+    const first = CHANNELS.find(([value]) => !known || known.includes(value));
+    fillChannels($("new-channel"), !known || known.includes("inapp") || !first ? "inapp" : first[0]);
   }
 
   function showErrors(error, places) {
@@ -283,9 +319,8 @@
   }
 
   const createPlaces = () => ({
-    text: { input: $("new-text"), error: $("create-answer") },
-    at: { input: $("new-when"), error: $("new-when-error") },
-    repeat: { input: $("new-when"), error: $("new-when-error") },
+    text: { input: $("new-text"), error: $("new-text-error") },
+    when: { input: $("new-when"), error: $("new-when-error") },
     zone: { input: $("new-zone"), error: $("new-zone-error") },
     channel: { input: $("new-channel"), error: $("new-channel-error") },
   });
@@ -312,14 +347,15 @@
       return;
     }
     try {
-      const { data } = await api("POST", "/v1/occurrences", { zone, ...schedule(when), count: PREVIEW_COUNT });
+      // The server tells a one-off ("tomorrow 9am") from a repeat, by the same grammar as saving.
+      const { data } = await api("POST", "/v1/occurrences", { zone, when, count: PREVIEW_COUNT });
       if (round !== state.previewRound) return;
-      clearErrors({ at: places.at, zone: places.zone });
+      clearErrors({ when: places.when, zone: places.zone });
       showPreview(data.occurrences, zone);
     } catch (error) {
       if (round !== state.previewRound) return;
       showPreview([], zone);
-      if (!showErrors(error, { at: places.at, repeat: places.repeat, zone: places.zone })) {
+      if (!showErrors(error, { when: places.when, zone: places.zone })) {
         $("new-when-error").textContent = error.message;
       }
     }
@@ -342,12 +378,19 @@
     event.preventDefault();
     const places = createPlaces();
     clearErrors(places);
+    tell($("create-answer"), "");
     const body = {
       text: $("new-text").value,
       zone: $("new-zone").value.trim(),
       channel: $("new-channel").value,
-      ...schedule($("new-when").value),
+      when: $("new-when").value,
     };
+    if (!body.text.trim()) {
+      places.text.error.textContent = EMPTY_TEXT;
+      places.text.input.setAttribute("aria-invalid", "true");
+      places.text.input.focus();
+      return;
+    }
     try {
       const { data } = await api("POST", "/v1/reminders", body);
       $("create-answer").textContent = `Saved “${data.text}”: it rings ${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)}).`;
@@ -355,9 +398,11 @@
       $("new-when").value = "";
       showPreview([], body.zone);
       $("new-text").focus();
+      // Show where the new one is: a filter on rings that are over would hide it.
+      if (!["pending", ""].includes($("filter").value)) $("filter").value = "pending";
       await loadReminders();
     } catch (error) {
-      if (!showErrors(error, places)) $("create-answer").textContent = `Not saved: ${error.message}.`;
+      if (!showErrors(error, places)) tell($("create-answer"), `Not saved: ${error.message}.`, true);
       const wrong = Object.values(places).find((p) => p.input.getAttribute("aria-invalid") === "true");
       if (wrong) wrong.input.focus();
     }
@@ -387,10 +432,39 @@
     else $("reminder-list").replaceChildren(...items);
     state.cursor = data.next_cursor;
     $("more").hidden = !state.cursor;
+    $("reminders-empty").textContent = EMPTY_WORDS[status] || EMPTY_WORDS[""];
     $("reminders-empty").hidden = $("reminder-list").children.length > 0;
+    refreshAfterNextRing(data.reminders);
+  }
+
+  /** The list again, with a failure said rather than thrown (a ring or a snooze asks). */
+  function reloadReminders() {
+    return loadReminders().catch((error) => say(`Your reminders: ${error.message}.`, true));
+  }
+
+  // A ring by another channel than this page's sends the page no event: the list is read
+  // again once the soonest ring shown is due, so that it does not stay "coming up".
+  function refreshAfterNextRing(reminders) {
+    clearTimeout(state.listTimer);
+    const due = reminders.filter((r) => r.next).map((r) => Date.parse(r.next));
+    if (!due.length) return;
+    const ahead = Math.min(...due) - Date.now();
+    if (ahead > LIST_HORIZON_MS) return;
+    const wait = ahead > 0 ? ahead + LIST_SETTLE_MS : LIST_OVERDUE_MS;
+    state.listTimer = setTimeout(() => {
+      if (state.signedIn) reloadReminders();
+    }, wait);
   }
 
   const STATUS_WORDS = { fired: "rang", ended: "ended", cancelled: "cancelled" };
+  const EMPTY_WORDS = {
+    pending: "Nothing coming up.",
+    fired: "Nothing has rung yet.",
+    ended: "No series has ended.",
+    cancelled: "Nothing cancelled.",
+    "": "Nothing here yet.",
+  };
+  const EMPTY_TEXT = "Say what the reminder is for: its words are what rings.";
 
   function reminderItem(reminder) {
     const item = $("reminder-template").content.firstElementChild.cloneNode(true);
@@ -414,11 +488,18 @@
     q(".edit").setAttribute("aria-label", `Edit ${name}`);
     q(".delete").setAttribute("aria-label", `Delete ${name}`);
     q(".history summary").setAttribute("aria-label", `History of ${name}`);
+    // Only what the server would do: a snooze needs a ring to snooze (or a one-off to
+    // move), a delete a reminder still to ring (`ReminderService.snooze`, `cancel_conflict`).
+    const pending = reminder.status === "pending";
+    const cancelled = reminder.status === "cancelled";
+    q(".snooze").hidden = cancelled || !(reminder.last_firing || (pending && !reminder.rule));
+    q(".delete").hidden = !pending;
+    q(".edit").hidden = cancelled;
     for (const choice of item.querySelectorAll("[data-snooze]")) {
       choice.addEventListener("click", () => snooze(item, reminder, choice.dataset.snooze));
     }
     q(".edit").addEventListener("click", () => edit(item, reminder));
-    q(".delete").addEventListener("click", () => remove(item, reminder));
+    q(".delete").addEventListener("click", () => askRemove(item, reminder));
     q(".history").addEventListener("toggle", () => {
       if (q(".history").open) showHistory(item, reminder);
     });
@@ -442,7 +523,7 @@
     if (choice === "custom") {
       const until = item.querySelector(".until").value;
       if (!until) {
-        answer.textContent = "Pick a time to snooze until first.";
+        tell(answer, "Pick a time to snooze until first.", true);
         item.querySelector(".until").focus();
         return;
       }
@@ -454,11 +535,33 @@
       const said = status === 201 ? `Snoozed: a new reminder rings ${when}.` : `Snoozed: it rings ${when}.`;
       await loadReminders();
       const shown = $("reminder-list").querySelector(`[data-id="${data.id}"]`);
-      (shown ? shown.querySelector(".answer") : $("status")).textContent = said;
+      tell(shown ? shown.querySelector(".answer") : $("status"), said);
       if (shown) shown.querySelector(".snooze summary").focus();
     } catch (error) {
-      answer.textContent = `Not snoozed: ${error.message}.`;
+      tell(answer, `Not snoozed: ${error.message}.`, true);
     }
+  }
+
+  /** A delete asks first: the buttons give way to "Delete “…”?" until it is answered. */
+  function askRemove(item, reminder) {
+    const actions = item.querySelector(".actions");
+    const ask = document.createElement("p");
+    ask.className = "confirm";
+    const yes = button("Delete", `Yes, delete “${reminder.text}”`);
+    const no = button("Keep it", `Keep “${reminder.text}”`);
+    ask.append(`Delete “${reminder.text}”? It will not ring. `, yes, " ", no);
+    actions.hidden = true;
+    actions.after(ask);
+    no.focus();
+    no.addEventListener("click", () => {
+      ask.remove();
+      actions.hidden = false;
+      item.querySelector(".delete").focus();
+    });
+    yes.addEventListener("click", () => {
+      ask.remove();
+      remove(item, reminder);
+    });
   }
 
   async function remove(item, reminder) {
@@ -466,11 +569,12 @@
     try {
       const { status } = await api("DELETE", `/v1/reminders/${reminder.id}`);
       const onItsWay = status === 200 ? ": the ring due now is already on its way" : "";
-      answer.textContent = `Deleted “${reminder.text}”${onItsWay}.`;
+      tell(answer, `Deleted “${reminder.text}”${onItsWay}.`);
       item.classList.add("gone");
       item.querySelector(".actions").hidden = true;
     } catch (error) {
-      answer.textContent = `Not deleted: ${error.message}.`;
+      tell(answer, `Not deleted: ${error.message}.`, true);
+      item.querySelector(".actions").hidden = false;
     }
     answer.tabIndex = -1;
     answer.focus();
@@ -482,7 +586,7 @@
     try {
       current = await api("GET", `/v1/reminders/${reminder.id}`);
     } catch (error) {
-      answer.textContent = `Cannot edit: ${error.message}.`;
+      tell(answer, `Cannot edit: ${error.message}.`, true);
       return;
     }
     const form = $("edit-template").content.firstElementChild.cloneNode(true);
@@ -508,18 +612,23 @@
         if (fields[name].value !== was[name]) change[name] = fields[name].value;
       }
       if (fields.when.value.trim() !== (was.repeat || was.at || "")) {
-        const when = schedule(fields.when.value);
-        Object.assign(change, { at: when.at || null, repeat: when.repeat || null });
+        change.when = fields.when.value;
       }
       if (!Object.keys(change).length) {
         close();
+        return;
+      }
+      if (!fields.text.value.trim()) {
+        form.querySelector(".error").textContent = EMPTY_TEXT;
+        fields.text.setAttribute("aria-invalid", "true");
+        fields.text.focus();
         return;
       }
       try {
         const { data } = await api("PATCH", `/v1/reminders/${reminder.id}`, change, { "If-Match": current.etag });
         const fresh = reminderItem(data);
         item.replaceWith(fresh);
-        fresh.querySelector(".answer").textContent = "Saved.";
+        tell(fresh.querySelector(".answer"), "Saved.");
         fresh.querySelector(".edit").focus();
       } catch (error) {
         const messages = Object.entries(error.fields()).map(([field, message]) => `${field}: ${message}`);
@@ -604,7 +713,7 @@
         await loadContacts();
         $("contact-kind").focus();
       } catch (error) {
-        say(`Not removed: ${error.message}.`);
+        say(`Not removed: ${error.message}.`, true);
       }
     });
     item.append(drop);
@@ -654,8 +763,10 @@
     $("create-form").addEventListener("submit", create);
     $("new-when").addEventListener("input", schedulePreview);
     $("new-zone").addEventListener("input", schedulePreview);
-    $("filter").addEventListener("change", () => loadReminders().catch((e) => say(e.message)));
-    $("more").addEventListener("click", () => loadReminders(true).catch((e) => say(e.message)));
+    $("filter").addEventListener("change", reloadReminders);
+    $("more").addEventListener("click", () => loadReminders(true).catch((e) => say(e.message, true)));
+    // A refusal of the channel no longer applies once another is chosen.
+    $("new-channel").addEventListener("change", () => clearErrors({ channel: createPlaces().channel }));
     $("contact-kind").addEventListener("change", contactKindChanged);
     $("contact-form").addEventListener("submit", addContact);
     // Browsers let a page play sound only after the person used it once.
@@ -671,6 +782,7 @@
   function start() {
     wire();
     $("new-zone").value = zoneOfBrowser();
+    fillZones();
     fillChannels($("new-channel"), "inapp");
     contactKindChanged();
     // A sign-in link (`tocsin serve` prints one) carries the token in its fragment, which

@@ -150,6 +150,7 @@ async def test_openapi_names_each_operation_and_who_may_call_it(client: httpx.As
         "getContact",
         "changeContact",
         "deleteContact",
+        "listChannels",
         "health",
         "ready",
         "metrics",

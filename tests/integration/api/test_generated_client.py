@@ -149,6 +149,9 @@ def test_create_read_edit_snooze_and_cancel(
     assert isinstance(reminder, models.ReminderOut)
     assert created.headers["ETag"] == '"1"'
     assert reminder.status == models.ReminderStatus.PENDING
+    # Timestamps are declared `date-time`: the client hands out datetimes, not strings.
+    assert isinstance(reminder.next_, datetime)
+    assert isinstance(reminder.created_at, datetime)
 
     read = reminders.get_reminder.sync_detailed(reminder.id, client=client)
     assert read.parsed.text == "Call mom"

@@ -78,6 +78,15 @@ async def test_a_channel_not_configured_says_how_to_enable_it(client: httpx.Asyn
     assert "TOCSIN_SMS" in error["message"]
 
 
+async def test_the_configured_channels_are_listed_for_a_client_to_offer(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.get("/v1/channels")
+
+    assert response.status_code == 200
+    assert response.json() == {"channels": ["webhook", "inapp", "log"]}
+
+
 async def test_channel_errors_come_with_the_other_fields_and_in_a_batch(
     client: httpx.AsyncClient,
 ) -> None:

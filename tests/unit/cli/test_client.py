@@ -14,12 +14,12 @@ import pytest
 from tocsin.auth import sign_owner_token
 from tocsin.cli import CLIENT_COMMANDS, build_parser
 from tocsin.cli.client_command import owner_of
-from tocsin.cli.client_format import problem_lines, relative
-from tocsin.cli.client_http import REFUSED, UNAVAILABLE, USAGE, Api, ClientError, Target
+from tocsin.cli.client_format import problem_lines, relative, reminder_details
+from tocsin.cli.client_http import REFUSED, UNAVAILABLE, Api, ClientError, Target
 from tocsin.cli.client_import import BATCH_ITEMS, Progress, batches
 from tocsin.cli.client_records import Line, read_records
-from tocsin.cli.client_reminders import edit_reminder
-from tocsin.cli.client_time import resolve_at
+from tocsin.cli.client_reminders import add_reminder, edit_reminder
+from tocsin.cli.client_schedules import next_rings
 
 WITH_HELP = (
     ("add",),
@@ -39,23 +39,62 @@ WITH_HELP = (
 NOON_UTC = datetime(2026, 10, 21, 12, 0, tzinfo=UTC)  # 14:00 in Paris (summer time)
 
 
-def test_a_clock_time_is_the_next_one_on_the_zones_clock() -> None:
-    assert resolve_at("18:00", "Europe/Paris", NOON_UTC) == "2026-10-21T18:00:00"
-    assert resolve_at("9:30", "Europe/Paris", NOON_UTC) == "2026-10-22T09:30:00"
-    assert resolve_at("14:00", "Europe/Paris", NOON_UTC) == "2026-10-22T14:00:00"  # now: next
-    assert resolve_at("+90m", "Europe/Paris", NOON_UTC) == "2026-10-21T13:30:00Z"
-    assert resolve_at("2026-12-24T18:00", "Europe/Paris", NOON_UTC) == "2026-12-24T18:00"
-    assert resolve_at("18:00", "Mars/Olympus", NOON_UTC) == "18:00"  # the server names the zone
-    with pytest.raises(ClientError) as bad:
-        resolve_at("25:00", "Europe/Paris", NOON_UTC)
-    assert bad.value.exit_status == USAGE
+@pytest.mark.parametrize(
+    ("argv", "sent"),
+    [
+        (["add", "x", "--at", "18:00"], {"at": "18:00"}),
+        (["add", "x", "--at", "+10m"], {"at": "+10m"}),
+        (["add", "x", "--at", "tomorrow 9am", "--repeat", "daily"], {"at": "tomorrow 9am"}),
+        (["add", "x", "--when", "in 5 seconds"], {"when": "in 5 seconds"}),
+        (["next", "tomorrow 9am"], {"when": "tomorrow 9am"}),
+        (["next", "every Monday 9am"], {"when": "every Monday 9am"}),
+        (["next", "daily", "--at", "tomorrow 9am"], {"repeat": "daily", "at": "tomorrow 9am"}),
+    ],
+)
+def test_times_go_to_the_server_as_typed(argv: list[str], sent: dict[str, str]) -> None:
+    """The server reads them, with its clock, as it reads the page's and the API's: a CLI
+    that resolved `18:00` itself would do so by another clock and another grammar."""
+    bodies: list[dict[str, Any]] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(201, json={"occurrences": [], "id": "r1"})
+
+    args = build_parser().parse_args([*argv, "--zone", "Europe/Paris", "--json"])
+    command = add_reminder if argv[0] == "add" else next_rings
+    with fake(server) as api:
+        command(api, args)
+    schedule = {k: v for k, v in bodies[0].items() if k in ("at", "repeat", "when")}
+    assert schedule == sent | ({"repeat": "daily"} if "--repeat" in argv else {})
 
 
 def test_relative_times_read_as_people_say_them() -> None:
     assert relative(NOON_UTC + timedelta(hours=3, minutes=5), NOON_UTC) == "in 3 hours"
     assert relative(NOON_UTC - timedelta(days=2), NOON_UTC) == "2 days ago"
-    assert relative(NOON_UTC + timedelta(seconds=20), NOON_UTC) == "now"
+    assert relative(NOON_UTC + timedelta(seconds=20), NOON_UTC) == "in 20 seconds"
+    assert relative(NOON_UTC - timedelta(seconds=59), NOON_UTC) == "59 seconds ago"
+    assert relative(NOON_UTC + timedelta(milliseconds=400), NOON_UTC) == "now"
     assert relative(NOON_UTC + timedelta(minutes=1), NOON_UTC) == "in 1 minute"
+
+
+def test_show_leaves_a_space_after_every_name_the_longest_too() -> None:
+    shown = reminder_details(
+        {
+            "id": "06h2t78nsp7knvtqapke",
+            "owner": "ana",
+            "text": "Tea",
+            "status": "pending",
+            "next": None,
+            "repeat": None,
+            "channel": "log",
+            "freshness": "10m",
+            "snoozed_from": "06h2t78nsp7knvtqapkf",
+        }
+    )
+
+    lines = dict(line.split(": ", 1) for line in shown.splitlines())
+    assert lines["snoozed from"] == "06h2t78nsp7knvtqapkf"
+    assert lines["id"].strip() == "06h2t78nsp7knvtqapke"
 
 
 def test_json_lines_keep_their_numbers_and_drop_what_export_adds() -> None:
@@ -141,7 +180,9 @@ def test_an_edit_from_a_stale_read_says_someone_changed_it() -> None:
             return httpx.Response(200, json={"zone": "UTC"}, headers={"ETag": '"3"'})
         return problem(412, type="urn:tocsin:problem:precondition-failed", detail="stale")
 
-    unset = dict.fromkeys(("at", "repeat", "zone", "channel", "fallback", "freshness", "metadata"))
+    unset = dict.fromkeys(
+        ("at", "repeat", "when", "zone", "channel", "fallback", "freshness", "metadata")
+    )
     args = argparse.Namespace(id="r1", text="new", json=False, **unset)
     with fake(server) as api, pytest.raises(ClientError) as stale:
         edit_reminder(api, args)

@@ -147,8 +147,17 @@ function cell(text, css) {
   return td;
 }
 
+/** How many parts a worker holds, then which: "2 (parts 0, 3)"; a lone number would read
+ * as a count. */
+function partsHeld(parts) {
+  if (!parts.length) return "0";
+  return `${parts.length} (${parts.length === 1 ? "part" : "parts"} ${parts.join(", ")})`;
+}
+
 function workers(board) {
   const body = document.querySelector("#workers tbody");
+  // Each cell names its column: on a phone the rows are drawn as cards, without the head.
+  const labels = [...document.querySelectorAll("#workers thead th")].map((th) => th.textContent);
   body.replaceChildren(
     ...board.workers.map((worker) => {
       const row = document.createElement("tr");
@@ -157,9 +166,10 @@ function workers(board) {
         cell(worker.id),
         cell(worker.alive ? "yes" : "no"),
         cell(worker.heartbeat_at.replace("T", " ").replace("Z", " UTC")),
-        cell(worker.parts.join(", ") || "—", "parts"),
+        cell(partsHeld(worker.parts), "parts"),
         cell(worker.breakers.join(", ") || "—"),
       );
+      row.querySelectorAll("td").forEach((td, n) => { td.dataset.label = labels[n]; });
       return row;
     }),
   );
