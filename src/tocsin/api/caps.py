@@ -3,11 +3,11 @@ owner for himself), so that no caller fills the store through one person.
 
 Counted per (owner, app) rather than per owner, because apps are tenants: one app filling a
 person's cap must not stop another app's reminders for that person. A count reads at most
-`most` of the owner's rows. A single create is checked by the statement that saves it
-(`Store.add_reminders` with `cap`: a query of its own was a round trip more per create); a
-batch by one query before its save (`over`), so that the items that fit are saved. Two
-creates at the same moment may both pass: the cap bounds what an owner keeps, it is not an
-exact quota.
+`CAP_READS` times `most` of the owner's rows (so an owner with a long history not pruned yet
+may count short: the cap is a bound against abuse, not an exact quota). A single create is
+checked by the statement that saves it (`Store.add_reminders` with `cap`: a query of its own
+was a round trip more per create); a batch by one query before its save (`over`), so that
+the items that fit are saved. Two creates at the same moment may both pass too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from tocsin.api.problems import Problem
 from tocsin.domain import Reminder, ReminderStatus
 from tocsin.store import Store
+from tocsin.store.base import CAP_READS
 
 SETTING = "TOCSIN_MAX_REMINDERS_PER_OWNER"
 
@@ -36,7 +37,7 @@ class ReminderCap:
         if not self.most or not waiting:
             return {}
         pairs = sorted({(r.owner, r.source) for r in waiting}, key=lambda p: (p[0], p[1] or ""))
-        counts = await self._store.pending_counts(pairs, up_to=self.most)
+        counts = await self._store.pending_counts(pairs, up_to=CAP_READS * self.most)
         refused: dict[str, Problem] = {}
         for reminder in waiting:
             pair = (reminder.owner, reminder.source)

@@ -110,6 +110,12 @@ class Move:
     due_at: datetime  # its new due time
 
 
+# A cap's count of an owner's pending reminders reads at most this many times the cap of the
+# owner's rows (`pending_counts`, `add_reminders` with `cap`): the rows finished and not yet
+# pruned are read too, and without a bound one owner's history would make each create slow.
+CAP_READS = 4
+
+
 class Store(ABC):
     """Durable home of reminders, firings, apps, idempotency keys and scheduler leases."""
 
@@ -150,8 +156,9 @@ class Store(ABC):
         self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
     ) -> dict[tuple[str, str | None], int]:
         """How many pending reminders each (owner, app) pair keeps (app None: those the owner
-        saved himself), each counted no further than `up_to`, in one query: a cap's check
-        costs at most that many rows an owner."""
+        saved himself), among at most `up_to` of the owner's rows, in one query: a cap's
+        check reads at most that many rows an owner (`CAP_READS` times the cap), and an
+        owner with more rows than that, finished ones included, may count short."""
 
     @abstractmethod
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:

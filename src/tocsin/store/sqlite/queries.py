@@ -67,13 +67,13 @@ WHERE r.id = ?
 
 # An owner's reminders after a given id, in id order, optionally of one status (index
 # reminders_owner), each with its last firing.
-# How many pending reminders an owner keeps from one app (NULL: the owner himself), counted no
-# further than :limit.
+# How many pending reminders an owner keeps from one app (NULL: the owner himself), among at
+# most :limit of the owner's rows read by reminders_owner (the status is judged outside the
+# read, as in the PostgreSQL query of the same name: so that the partial reminders_due is
+# never the index read).
 PENDING_COUNT = """
-SELECT count(*) FROM (
-    SELECT 1 FROM reminders
-    WHERE owner = :owner AND source IS :source AND status = 'pending' LIMIT :limit
-)
+SELECT count(*) FILTER (WHERE status = 'pending' AND source IS :source)
+FROM (SELECT status, source FROM reminders WHERE owner = :owner LIMIT :limit)
 """
 
 LIST_REMINDERS = """

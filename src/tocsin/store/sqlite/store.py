@@ -37,6 +37,7 @@ from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.store.base import (
+    CAP_READS,
     FEED_WAITING,
     DueListener,
     FeedListener,
@@ -151,7 +152,7 @@ class SqliteStore(Store):
         def work(connection: sqlite3.Connection) -> None:
             if cap and len(reminders) == 1:
                 one = reminders[0]
-                params = {"owner": one.owner, "source": one.source, "limit": cap}
+                params = {"owner": one.owner, "source": one.source, "limit": CAP_READS * cap}
                 if connection.execute(q.PENDING_COUNT, params).fetchone()[0] >= cap:
                     raise CapReached(one.owner, one.source)
             if idempotency is not None:
