@@ -19,7 +19,17 @@ from zoneinfo import ZoneInfo
 from tocsin.errors import InvalidInput
 from tocsin.time.bounds import check_in_range
 from tocsin.time.durations import parse_duration
-from tocsin.time.phrases import DAYS, MONTHS, ClockTime, Token, UnreadPhrase, read_clock, tokenize
+from tocsin.time.phrases import (
+    DAYS,
+    MONTHS,
+    ClockTime,
+    Token,
+    Unreadable,
+    UnreadPhrase,
+    read_clock,
+    refusal,
+    tokenize,
+)
 
 # A day named without a time of day rings in the morning: "on Friday" is a Friday reminder,
 # not one at midnight (dateparser's choice) or at this minute's time (parsedatetime's).
@@ -52,15 +62,6 @@ class _Said:
     day: _Day | None
     clock: ClockTime | None
     half_given: bool  # the time carried am/pm (or was noon or midnight)
-
-
-class _Stop(Exception):
-    """Reading stopped at `at`: what follows is not understood."""
-
-    def __init__(self, at: int, why: str = "") -> None:
-        super().__init__(why)
-        self.at = at
-        self.why = why
 
 
 class _Wrong(Exception):
@@ -128,23 +129,13 @@ def _read(text: str, field: str) -> _Said:
     tokens = tokenize(text.lower())
     try:
         if not tokens:
-            raise _Stop(0, "it is empty")
+            raise Unreadable(0, "it is empty")
         return _Reader(tokens, len(text)).read()
-    except _Stop as stop:
-        raise UnreadPhrase(field, _message(text, stop), reached=stop.at) from None
+    except Unreadable as stop:
+        message = refusal(text, stop, reading="a time", examples=EXAMPLES, suggest_always=True)
+        raise UnreadPhrase(field, message, reached=stop.at) from None
     except _Wrong as wrong:
         raise InvalidInput(field, f"{text.strip()!r}: {wrong}") from None
-
-
-def _message(text: str, stop: _Stop) -> str:
-    understood = text[: stop.at].strip().rstrip(",").strip()
-    rest = text[stop.at :].strip()
-    why = f" ({stop.why})" if stop.why else ""
-    if not understood:
-        return f"could not read {rest!r} as a time{why}; {EXAMPLES}"
-    if not rest:
-        return f"understood {understood!r}, but it is incomplete{why}; {EXAMPLES}"
-    return f"understood {understood!r}, could not read {rest!r}{why}; {EXAMPLES}"
 
 
 class _Reader:
@@ -162,9 +153,9 @@ class _Reader:
         spot = self.index + ahead
         return self.tokens[spot] if spot < len(self.tokens) else None
 
-    def stop(self, why: str = "") -> _Stop:
+    def stop(self, why: str = "") -> Unreadable:
         token = self.peek()
-        return _Stop(token.start if token is not None else self.length, why)
+        return Unreadable(token.start if token is not None else self.length, why)
 
     def read(self) -> _Said:
         while (token := self.peek()) is not None:
@@ -223,7 +214,7 @@ class _Reader:
         if word in ("next", "this") and self.peek(1) is not None:
             weekday = DAYS.get(self.tokens[self.index + 1].text)
             if weekday is None:
-                raise _Stop(self.tokens[self.index + 1].start, "expected a day such as Friday")
+                raise Unreadable(self.tokens[self.index + 1].start, "expected a day such as Friday")
             self.index += 2
             return self.set_day(_Day("next" if word == "next" else "weekday", weekday=weekday))
         if word in DAYS:

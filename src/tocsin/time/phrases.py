@@ -113,8 +113,8 @@ class Phrase:
     time: ClockTime | None
 
 
-class _Unreadable(Exception):
-    """Raised at the token where reading stopped."""
+class Unreadable(Exception):
+    """Raised at the character where reading a phrase stopped (`why`: what was expected)."""
 
     def __init__(self, at: int, why: str = "") -> None:
         super().__init__(why)
@@ -142,8 +142,9 @@ def parse_phrase(text: str) -> Phrase:
     reader = _Reader(tokenize(text.lower()), len(text))
     try:
         draft = reader.read()
-    except _Unreadable as stop:
-        raise UnreadPhrase("repeat", _message(text, stop), reached=stop.at) from None
+    except Unreadable as stop:
+        message = refusal(text, stop, reading="a repeat", examples=_EXAMPLES, joiners=",&+")
+        raise UnreadPhrase("repeat", message, reached=stop.at) from None
     rule = _to_rule(draft, text)
     try:
         check_rule(rule)
@@ -156,15 +157,27 @@ def _clock_key(clock: ClockTime) -> tuple[int, int, int]:
     return clock.hour, clock.minute, clock.second or 0
 
 
-def _message(text: str, stop: _Unreadable) -> str:
-    understood = text[: stop.at].strip().rstrip(",&+").strip()
+def refusal(
+    text: str,
+    stop: Unreadable,
+    *,
+    reading: str,
+    examples: str,
+    joiners: str = ",",
+    suggest_always: bool = False,
+) -> str:
+    """What to say of `text` read as `reading` (a repeat, a time) up to `stop`: what was
+    understood (without the `joiners` it ended on) and what was not, and `examples` — after
+    a partial reading too when `suggest_always`."""
+    understood = text[: stop.at].strip().rstrip(joiners).strip()
     rest = text[stop.at :].strip()
     why = f" ({stop.why})" if stop.why else ""
     if not understood:
-        return f"could not read {rest!r} as a repeat{why}; {_EXAMPLES}"
+        return f"could not read {rest!r} as {reading}{why}; {examples}"
     if not rest:
-        return f"understood {understood!r}, but it is incomplete{why}; {_EXAMPLES}"
-    return f"understood {understood!r}, could not read {rest!r}{why}"
+        return f"understood {understood!r}, but it is incomplete{why}; {examples}"
+    suggestion = f"; {examples}" if suggest_always else ""
+    return f"understood {understood!r}, could not read {rest!r}{why}{suggestion}"
 
 
 class _Reader:
@@ -189,8 +202,8 @@ class _Reader:
         token = self.peek()
         return token.start if token is not None else self.length
 
-    def stop(self, why: str = "") -> _Unreadable:
-        return _Unreadable(self.position(), why)
+    def stop(self, why: str = "") -> Unreadable:
+        return Unreadable(self.position(), why)
 
     def take(self, *words: str) -> bool:
         if self.word() in words:
@@ -201,7 +214,7 @@ class _Reader:
     # ---- grammar
     def read(self) -> _Draft:
         if not self.tokens:
-            raise _Unreadable(0, "it is empty")
+            raise Unreadable(0, "it is empty")
         if self.word() in ("at", "@") or self.clock(bare_hours=False) is not None:
             self.index = 0
             self.modifier()  # "9am daily", "at noon every day"
@@ -335,9 +348,9 @@ class _Reader:
         start = self.index
         try:
             self.one_modifier()
-        except _Unreadable as stop:
+        except Unreadable as stop:
             self.index = start
-            raise _Unreadable(self.position(), stop.why) from None
+            raise Unreadable(self.position(), stop.why) from None
 
     def one_modifier(self) -> None:
         if self.separator():
