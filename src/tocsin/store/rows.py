@@ -211,6 +211,7 @@ SEALED_FIELDS: dict[Channel, frozenset[str]] = {
     Channel.WEBPUSH: frozenset({"auth"}),
     Channel.APPRISE: frozenset({"url"}),
 }
+_SEALED_NAMES = frozenset().union(*SEALED_FIELDS.values())
 
 
 def address_value(kind: Channel, address: dict[str, str], keyring: Keyring) -> str:
@@ -230,7 +231,7 @@ def resealed_address(stored: str, keyring: Keyring) -> str | None:
     """An address of a kind with sealed fields (`reseal_secrets` reads only those) with each
     such field sealed with the ring's first key, or None when every one is already."""
     loaded: dict[str, str] = codec.load_json(stored) or {}
-    names = frozenset().union(*SEALED_FIELDS.values()) & loaded.keys()
+    names = _SEALED_NAMES & loaded.keys()
     changed = {name: keyring.reseal(loaded[name]) for name in names}
     if all(value is None for value in changed.values()):
         return None
