@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TypeVar
 
-from tocsin.api.models import NOT_NULL, SNOOZE_FIELDS, ReminderIn, ReminderPatch
+from tocsin.api.models import NOT_NULL, SNOOZE_FIELDS, ReminderIn, ReminderPatch, SnoozeIn
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
@@ -123,20 +123,40 @@ def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datet
 
 
 def check_patch(patch: ReminderPatch) -> None:
-    """422 unless the body is exactly one snooze, or an edit of non-null fields."""
+    """422 unless the body is an edit of non-null fields, or exactly one snooze (the older
+    form of `check_snooze`'s)."""
     fields = patch.model_fields_set
     if not fields:
         raise invalid([FieldError("body", "give a snooze or the fields to change")])
     snooze = fields & SNOOZE_FIELDS
     edits = fields - SNOOZE_FIELDS
     errors = [FieldError(f, "cannot be combined with a snooze") for f in sorted(edits) if snooze]
-    if len(snooze) > 1:
-        errors.append(FieldError("snooze_until", "give `snooze` or `snooze_until`, not both"))
-    for name in sorted(snooze | (edits & set(NOT_NULL))):
-        if getattr(patch, name) is None:
-            errors.append(FieldError(name, "may not be null"))
+    errors += _snooze_errors(patch, snooze)
+    errors += [
+        FieldError(f, "may not be null")
+        for f in sorted(edits & set(NOT_NULL))
+        if getattr(patch, f) is None
+    ]
     if errors:
         raise invalid(errors)
+
+
+def check_snooze(body: SnoozeIn) -> None:
+    """422 unless the body is exactly one of `snooze` and `snooze_until`, not null."""
+    given = body.model_fields_set
+    if not given:
+        raise invalid([FieldError("body", "give `snooze` or `snooze_until`")])
+    errors = _snooze_errors(body, given)
+    if errors:
+        raise invalid(errors)
+
+
+def _snooze_errors(body: SnoozeIn | ReminderPatch, given: set[str]) -> list[FieldError]:
+    errors = []
+    if len(given) > 1:
+        errors.append(FieldError("snooze_until", "give `snooze` or `snooze_until`, not both"))
+    errors += [FieldError(f, "may not be null") for f in sorted(given) if getattr(body, f) is None]
+    return errors
 
 
 def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminder:
@@ -180,19 +200,19 @@ def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Remi
     )
 
 
-def snooze_due(current: Reminder, patch: ReminderPatch, *, now: datetime) -> datetime:
+def snooze_due(current: Reminder, asked: SnoozeIn, *, now: datetime) -> datetime:
     """When a snoozed reminder rings again. `snooze` counts from now, except for a pending
     one-off whose due time is still ahead: from then, so a snooze never brings it forward."""
-    if patch.snooze_until is not None:
+    if asked.snooze_until is not None:
         try:
             return schedule_of(
-                zone=current.schedule.zone, at=patch.snooze_until, repeat=None, now=now
+                zone=current.schedule.zone, at=asked.snooze_until, repeat=None, now=now
             )[1]
         except InvalidInput as error:
             raise invalid([FieldError("snooze_until", error.message)]) from None
     try:
         seconds = parse_duration(
-            patch.snooze or "", field="snooze", minimum=SNOOZE_MIN, maximum=SNOOZE_MAX
+            asked.snooze or "", field="snooze", minimum=SNOOZE_MIN, maximum=SNOOZE_MAX
         )
     except InvalidInput as error:
         raise invalid([FieldError("snooze", error.message)]) from None
@@ -200,7 +220,7 @@ def snooze_due(current: Reminder, patch: ReminderPatch, *, now: datetime) -> dat
     if is_pending_one_off(current) and current.due_at is not None:
         start = max(now, current.due_at)
     if timedelta(seconds=seconds) > LATEST - start:  # also keeps the sum from overflowing
-        detail = f"{patch.snooze!r} from {format_utc(start)} is after {format_utc(LATEST)}"
+        detail = f"{asked.snooze!r} from {format_utc(start)} is after {format_utc(LATEST)}"
         raise invalid([FieldError("snooze", f"{detail}, the latest time Tocsin rings at")])
     return start + timedelta(seconds=seconds)
 

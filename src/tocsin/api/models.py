@@ -6,6 +6,7 @@ ignored. Strings may not hold NUL characters: PostgreSQL cannot store them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 import orjson
@@ -221,14 +222,11 @@ class BatchIn(_Request):
     )
 
 
-def _snooze_or_edit(schema: JsonDict) -> None:
-    """The schema of what `changes.check_patch` accepts: exactly one of `snooze` and
-    `snooze_until` alone, or an edit of one or more other fields, of which `NOT_NULL` may
-    not be null. (The model itself allows all of them, so that FastAPI's validation answers
-    first and `check_patch` then names each field at fault.)"""
+def _not_null(schema: JsonDict, names: Iterable[str]) -> None:
+    """Drop the `null` branch of these fields' schemas: a null there is refused (422)."""
     properties = schema["properties"]
     assert isinstance(properties, dict)
-    for name in (*SNOOZE_FIELDS, *NOT_NULL):
+    for name in names:
         field = properties[name]
         assert isinstance(field, dict)
         branches = field.get("anyOf")
@@ -238,21 +236,63 @@ def _snooze_or_edit(schema: JsonDict) -> None:
         not_null = [branch for branch in branches if branch != {"type": "null"}]
         assert isinstance(not_null[0], dict)
         field.update(not_null[0])
+
+
+def _snooze_or_edit(schema: JsonDict) -> None:
+    """The schema of what `changes.check_patch` accepts: an edit of one or more fields, of
+    which `NOT_NULL` may not be null, or (the older form of `SnoozeIn`) exactly one of
+    `snooze` and `snooze_until` alone. (The model itself allows all of them, so that
+    FastAPI's validation answers first and `check_patch` then names each field at fault.)"""
+    _not_null(schema, (*SNOOZE_FIELDS, *NOT_NULL))
     # A snooze field is alone in its body; any body has a field. (A `oneOf` of the three
     # shapes says the same, but openapi-python-client then types the body as `Any`.)
     schema["minProperties"] = 1
     schema["dependentSchemas"] = {name: {"maxProperties": 1} for name in sorted(SNOOZE_FIELDS)}
 
 
+def _one_snooze(schema: JsonDict) -> None:
+    """The schema of what `changes.check_snooze` accepts: one snooze field, not null."""
+    _not_null(schema, sorted(SNOOZE_FIELDS))
+    schema["minProperties"] = schema["maxProperties"] = 1
+
+
+_OLDER_SNOOZE = "The older form of `POST /v1/reminders/{id}/snooze`, alone in the body: "
+
+
+class SnoozeIn(_Request):
+    """When a reminder rings again: `snooze` or `snooze_until`, one of them."""
+
+    model_config = ConfigDict(json_schema_extra=_one_snooze)
+
+    snooze: Duration | None = Field(
+        default=None,
+        description="How long from now (from its due time, for a one-off still to ring): "
+        "`10m`, `1h30m`; 1 second to 366 days.",
+    )
+    snooze_until: At | None = Field(
+        default=None,
+        description="When: a local wall time in the reminder's zone, an instant, or a "
+        "phrase read there (`tomorrow 9am`).",
+    )
+
+
 class ReminderPatch(_Routed):
-    """Either a snooze (`snooze` or `snooze_until`, one of them) or an edit (any other
-    fields; it needs `If-Match`), not both."""
+    """An edit (any fields; it needs `If-Match`). `snooze` or `snooze_until` alone is the
+    older form of a snooze (`SnoozeIn`), still accepted; not with an edit."""
 
     model_config = ConfigDict(json_schema_extra=_snooze_or_edit)
     route_optional: ClassVar[bool] = True
 
-    snooze: Duration | None = Field(default=None, description="How long to snooze: `10m`.")
-    snooze_until: At | None = Field(default=None, description="When to ring again.")
+    snooze: Duration | None = Field(
+        default=None,
+        description=_OLDER_SNOOZE + "how long to snooze, `10m`.",
+        json_schema_extra={"deprecated": True},
+    )
+    snooze_until: At | None = Field(
+        default=None,
+        description=_OLDER_SNOOZE + "when to ring again.",
+        json_schema_extra={"deprecated": True},
+    )
     text: Annotated[Text, AfterValidator(_no_nul)] | None = None
     channel: ChannelIn = None
     fallback: FallbackIn = None
@@ -262,6 +302,12 @@ class ReminderPatch(_Routed):
     when: When | None = None
     freshness: Duration | None = None
     metadata: Metadata = None
+
+    def as_snooze(self) -> SnoozeIn:
+        """The snooze of a body in the older form (after `changes.check_patch`)."""
+        return SnoozeIn.model_validate(
+            self.model_dump(include=set(SNOOZE_FIELDS), exclude_unset=True)
+        )
 
 
 class OccurrencesIn(_Request):

@@ -77,7 +77,8 @@ def _links(parameters: dict[str, str], *operations: str) -> dict[str, Any]:
 REMINDER_LINKS = _links(
     {"reminder_id": "$response.body#/id"},
     "getReminder",
-    "changeReminder",
+    "editReminder",
+    "snoozeReminder",
     "cancelReminder",
     "reminderOccurrences",
     "reminderFirings",

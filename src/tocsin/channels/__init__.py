@@ -1,8 +1,10 @@
 """Channels: one module per way a ring goes out, each a `DestinationSender`.
 
-`build_channels` makes the senders the settings configure; a channel whose settings are
-missing has no sender, and a ring on it fails at once saying which settings enable it (the
-API refuses such reminders before that: see `configured_channels`).
+Each module owns its settings (`EmailSettings`…); `ChannelSettings` holds them all, and
+`tocsin.settings.Settings` is made of it. `build_channels` makes the senders the settings
+configure; a channel whose settings are missing has no sender, and a ring on it fails at
+once saying which settings enable it (the API refuses such reminders before that: see
+`configured_channels`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,23 @@ import logging
 from collections.abc import Mapping
 
 from tocsin.channels import apns, apprise, email, fcm, sms, webpush
+from tocsin.channels.apns import ApnsSettings
+from tocsin.channels.apprise import AppriseSettings
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
+from tocsin.channels.email import EmailSettings
+from tocsin.channels.fcm import FcmSettings
 from tocsin.channels.inapp import Announce, InappSender
 from tocsin.channels.log import LogSender
 from tocsin.channels.null import NullSender
-from tocsin.channels.webhook import WebhookSender
+from tocsin.channels.sms import SmsSettings
+from tocsin.channels.webhook import WebhookSender, WebhookSettings
+from tocsin.channels.webpush import WebPushSettings
 from tocsin.clock import Clock, SystemClock
 from tocsin.domain import Channel
-from tocsin.settings import Settings
 
 __all__ = [
     "CONTACT_MODULES",
+    "ChannelSettings",
     "Channels",
     "DeliveryResult",
     "Destination",
@@ -38,6 +46,21 @@ logger = logging.getLogger(__name__)
 CONTACT_MODULES = (apns, fcm, webpush, email, sms, apprise)
 
 _ENABLED_BY: dict[Channel, str] = {module.KIND: module.ENABLED_BY for module in CONTACT_MODULES}
+
+
+class ChannelSettings(
+    AppriseSettings,
+    WebPushSettings,
+    FcmSettings,
+    ApnsSettings,
+    SmsSettings,
+    EmailSettings,
+    WebhookSettings,
+):
+    """Every channel's settings, on top of the core ones. Listed last first: pydantic orders
+    the fields of the bases from the last to the first, and that order (the core ones, then
+    webhook, email, sms, apns, fcm, webpush, apprise) is the one `tocsin config` prints and
+    docs/operations.md shows."""
 
 
 def enabled_by(channel: Channel) -> str:
@@ -67,7 +90,11 @@ class Channels:
 
 
 def build_channels(
-    settings: Settings, clock: Clock, *, null: bool = False, announce: Announce | None = None
+    settings: ChannelSettings,
+    clock: Clock,
+    *,
+    null: bool = False,
+    announce: Announce | None = None,
 ) -> Channels:
     """The channels this deployment can use. With `null`, every channel only counts (for
     benchmarks of the engine without a peer). A channel whose settings are there only in part
@@ -94,7 +121,7 @@ def build_channels(
     return Channels(senders)
 
 
-def configured_channels(settings: Settings) -> frozenset[Channel]:
+def configured_channels(settings: ChannelSettings) -> frozenset[Channel]:
     """The channels `settings` configure. (Building a sender opens nothing: connections and
     threads are made at the first send.)"""
     return build_channels(settings, SystemClock()).configured

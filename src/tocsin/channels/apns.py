@@ -22,6 +22,7 @@ import jwt
 import orjson
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from pydantic import Field
 
 from tocsin import __version__
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
@@ -38,7 +39,7 @@ from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
-from tocsin.settings import Settings
+from tocsin.settings_core import CaFile, CoreSettings, ReadableFile
 
 KIND = Channel.APNS
 ENABLED_BY = "TOCSIN_APNS_KEY_FILE, TOCSIN_APNS_KEY_ID and TOCSIN_APNS_TEAM_ID"
@@ -87,7 +88,40 @@ def validate_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     return contact
 
 
-def build(settings: Settings, clock: Clock) -> ApnsSender | None:
+class ApnsSettings(CoreSettings):
+    """The `apns` channel's (Apple Push Notification service, docs/channels.md#apns)."""
+
+    apns_key_file: ReadableFile = Field(
+        default=None,
+        description="Path to the .p8 token-signing key (PEM) from the Apple developer account.",
+    )
+    apns_key_id: str | None = Field(
+        default=None, description="The 10-character id of that key (the JWT's `kid`)."
+    )
+    apns_team_id: str | None = Field(
+        default=None, description="The Apple developer team id (the JWT's `iss`)."
+    )
+    apns_topic: str | None = Field(
+        default=None,
+        description="The app's bundle id, sent as `apns-topic` for contacts without their own.",
+    )
+    apns_base_url: str = Field(
+        default="https://api.push.apple.com", description="APNs production host."
+    )
+    apns_sandbox_base_url: str = Field(
+        default="https://api.sandbox.push.apple.com",
+        description="APNs sandbox host, for contacts whose `environment` is `sandbox`.",
+    )
+    apns_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the APNs host with instead of the system's.",
+    )
+    apns_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one APNs send may take."
+    )
+
+
+def build(settings: ApnsSettings, clock: Clock) -> ApnsSender | None:
     """The APNs sender, or None unless the key file, key id and team id are all set."""
     if not (settings.apns_key_file and settings.apns_key_id and settings.apns_team_id):
         return None

@@ -26,13 +26,14 @@ from typing import Any
 from urllib.parse import unquote
 
 import apprise
+from pydantic import Field
 
 from tocsin.channels import apprise_reach
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
-from tocsin.settings import Settings
+from tocsin.settings_core import CoreSettings
 
 KIND = Channel.APPRISE
 ENABLED_BY = "TOCSIN_APPRISE_ENABLED=true"
@@ -88,7 +89,23 @@ def check_reach(url: str, *, allow_private: bool) -> None:
         raise InvalidInput("url", reason)
 
 
-def build(settings: Settings, clock: Clock) -> AppriseSender | None:
+class AppriseSettings(CoreSettings):
+    """The `apprise` channel's (ntfy, Gotify, Pushover, Telegram… through Apprise)."""
+
+    apprise_enabled: bool = Field(
+        default=False,
+        description="Deliver to owners' Apprise URLs. Off by default: it lets owners make "
+        "this server call URLs of their choosing.",
+    )
+    apprise_threads: int = Field(
+        default=8, ge=1, description="Threads running Apprise's blocking notify calls."
+    )
+    apprise_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="The longest one Apprise notification may take."
+    )
+
+
+def build(settings: AppriseSettings, clock: Clock) -> AppriseSender | None:
     """The sender when TOCSIN_APPRISE_ENABLED is true, else None."""
     if not settings.apprise_enabled:
         return None

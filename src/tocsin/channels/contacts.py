@@ -2,7 +2,8 @@
 
 A channel that sends to contacts exposes `KIND`, `ENABLED_BY` (the settings that enable it),
 `validate_contact(fields)` (the contact's address fields as stored, or `InvalidInput` naming
-the field at fault) and `build(settings, clock)` (its sender, or None when not configured).
+the field at fault), its settings (`EmailSettings`…, part of `tocsin.channels.ChannelSettings`)
+and `build(settings, clock)` (its sender from them, or None when not configured).
 The webhook channel's contacts (an owner's own URL) are validated here, and `check_outbound`
 holds what a contact makes the server call to the outbound URL policy.
 """

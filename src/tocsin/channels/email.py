@@ -21,16 +21,17 @@ from dataclasses import dataclass
 from datetime import UTC
 from email.base64mime import header_encode
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import aiosmtplib
 from email_validator import EmailNotValidError, validate_email
+from pydantic import Field, SecretStr
 
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
-from tocsin.settings import Settings
+from tocsin.settings_core import CaFile, CoreSettings
 
 KIND = Channel.EMAIL
 ENABLED_BY = "TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM"
@@ -93,7 +94,40 @@ def validate_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     return {"address": valid.normalized}
 
 
-def build(settings: Settings, clock: Clock) -> EmailSender | None:
+class EmailSettings(CoreSettings):
+    """The `email` channel's (SMTP): on when TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM are set."""
+
+    smtp_host: str | None = Field(default=None, description="The SMTP server (submission).")
+    smtp_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="Default: 587 with `starttls`, 465 with `implicit`, 25 with `none`.",
+    )
+    smtp_tls: Literal["starttls", "implicit", "none"] = Field(
+        default="starttls",
+        description="`starttls` (upgrade, required), `implicit` (TLS from the first byte) "
+        "or `none` (plain text: only for a relay on the same host).",
+    )
+    smtp_username: str | None = Field(default=None, description="AUTH user name, if any.")
+    smtp_password: SecretStr | None = Field(default=None, description="AUTH password.")
+    smtp_from: str | None = Field(
+        default=None,
+        description="The sender: `alerts@example.com` or `Tocsin <alerts@example.com>`; its "
+        "domain ends every Message-ID.",
+    )
+    smtp_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one send may take (less near the deadline)."
+    )
+    smtp_pool: int = Field(
+        default=4, ge=1, description="SMTP connections kept open and reused across sends."
+    )
+    smtp_ca_file: CaFile = Field(
+        default=None, description="PEM file of the CA(s) to trust instead of the system's."
+    )
+
+
+def build(settings: EmailSettings, clock: Clock) -> EmailSender | None:
     """The email sender, or None without TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM.
 
     Raises ValueError for a half-done configuration (one of the two without the other, a
@@ -156,7 +190,7 @@ class SmtpServer:
     timeout: float
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SmtpServer:
+    def from_settings(cls, settings: EmailSettings) -> SmtpServer:
         assert settings.smtp_host is not None
         password = settings.smtp_password
         return cls(

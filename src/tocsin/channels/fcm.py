@@ -23,6 +23,7 @@ import jwt
 import orjson
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from pydantic import Field
 
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.push import (
@@ -40,7 +41,7 @@ from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
-from tocsin.settings import Settings
+from tocsin.settings_core import CaFile, CoreSettings, ReadableFile
 
 KIND = Channel.FCM
 ENABLED_BY = "TOCSIN_FCM_SERVICE_ACCOUNT_FILE"
@@ -70,7 +71,30 @@ def validate_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     return {"token": token}
 
 
-def build(settings: Settings, clock: Clock) -> FcmSender | None:
+class FcmSettings(CoreSettings):
+    """The `fcm` channel's (Firebase Cloud Messaging, HTTP v1; docs/channels.md#fcm)."""
+
+    fcm_service_account_file: ReadableFile = Field(
+        default=None,
+        description="Path to the Firebase project's service account key (JSON).",
+    )
+    fcm_project_id: str | None = Field(
+        default=None, description="The Firebase project id; default: the key file's."
+    )
+    fcm_base_url: str = Field(
+        default="https://fcm.googleapis.com", description="FCM's HTTP v1 host."
+    )
+    fcm_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one FCM send may take (with its token)."
+    )
+    fcm_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the FCM host and the service account's "
+        "`token_uri` with instead of the system's: for a local FCM-compatible peer.",
+    )
+
+
+def build(settings: FcmSettings, clock: Clock) -> FcmSender | None:
     """The FCM sender, or None unless a service account file is set."""
     if settings.fcm_service_account_file is None:
         return None

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import aiohttp
 import orjson
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
 from tocsin import __version__
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
@@ -26,7 +26,7 @@ from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
-from tocsin.settings import Settings
+from tocsin.settings_core import CaFile, CoreSettings
 
 KIND = Channel.SMS
 ENABLED_BY = (
@@ -65,7 +65,32 @@ def validate_contact(fields: Mapping[str, Any]) -> dict[str, str]:
     return {"number": number}
 
 
-def build(settings: Settings, clock: Clock) -> SmsSender | None:
+class SmsSettings(CoreSettings):
+    """The `sms` channel's (a Twilio-compatible Messages API): on when
+    TOCSIN_SMS_ACCOUNT_SID, TOCSIN_SMS_AUTH_TOKEN and one of TOCSIN_SMS_FROM /
+    TOCSIN_SMS_MESSAGING_SERVICE_SID are set."""
+
+    sms_base_url: str = Field(
+        default="https://api.twilio.com",
+        description="The Messages API's origin; a Twilio-compatible gateway's to use another.",
+    )
+    sms_account_sid: str | None = Field(default=None, description="Account SID (`AC…`).")
+    sms_auth_token: SecretStr | None = Field(default=None, description="The account's auth token.")
+    sms_from: str | None = Field(default=None, description="Sending number, E.164 (`+1…`).")
+    sms_messaging_service_sid: str | None = Field(
+        default=None, description="Messaging Service SID (`MG…`), sent instead of From."
+    )
+    sms_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one request may take (less near the deadline)."
+    )
+    sms_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to verify the gateway at TOCSIN_SMS_BASE_URL with instead "
+        "of the system's: for one whose certificate comes from a private CA.",
+    )
+
+
+def build(settings: SmsSettings, clock: Clock) -> SmsSender | None:
     """The SMS sender, or None when no TOCSIN_SMS_* credential is set.
 
     Raises ValueError for a half-done configuration (a SID without its token, no sender),

@@ -15,17 +15,46 @@ from datetime import UTC, datetime
 
 import aiohttp
 import orjson
+from pydantic import Field, model_validator
 
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import http_session
 from tocsin.channels.signing import secret_key, sign
 from tocsin.clock import Clock, SystemClock
 from tocsin.domain import Firing
-from tocsin.outbound import GuardedResolver, refused_by_policy, refused_url
+from tocsin.errors import InvalidInput
+from tocsin.outbound import GuardedResolver, check_url, refused_by_policy, refused_url
+from tocsin.settings_core import CoreSettings
 
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_BODY = 200
+
+
+class WebhookSettings(CoreSettings):
+    """The `webhook` channel's: where rings go without an app URL, how they are signed."""
+
+    webhook_url: str | None = Field(
+        default=None, description="Where webhook rings go when their app has no URL of its own."
+    )
+    webhook_secret: str | None = Field(
+        default=None,
+        repr=False,
+        description="Signs the rings sent to TOCSIN_WEBHOOK_URL (Standard Webhooks, "
+        "`whsec_…`); apps with their own URL have their own secret.",
+    )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Longest one webhook request may take."
+    )
+
+    @model_validator(mode="after")
+    def _webhook_url_may_be_reached(self) -> WebhookSettings:
+        if self.webhook_url is not None:
+            try:
+                check_url(self.webhook_url, allow_private=self.allow_private_urls)
+            except InvalidInput as error:
+                raise ValueError(f"TOCSIN_WEBHOOK_URL: {error.message}") from None
+        return self
 
 
 class WebhookSender(DestinationSender):

@@ -28,6 +28,7 @@ import orjson
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid.jwt import sign as sign_jwt
+from pydantic import Field, SecretStr, field_validator
 
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import http_session, trusting
@@ -36,7 +37,7 @@ from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
 from tocsin.outbound import GuardedResolver, refused_by_policy, refused_url
-from tocsin.settings import Settings
+from tocsin.settings_core import CaFile, CoreSettings, ReadableFile
 
 KIND = Channel.WEBPUSH
 ENABLED_BY = "TOCSIN_VAPID_PRIVATE_KEY (or TOCSIN_VAPID_PRIVATE_KEY_FILE) and TOCSIN_VAPID_SUBJECT"
@@ -234,7 +235,43 @@ def new_vapid_keys() -> tuple[str, str]:
     return b64encode(private), application_server_key(key)
 
 
-def build(settings: Settings, clock: Clock) -> WebPushSender | None:
+class WebPushSettings(CoreSettings):
+    """The `webpush` channel's (RFC 8030 / 8291 / 8292; docs/channels.md#web-push)."""
+
+    vapid_private_key: SecretStr | None = Field(
+        default=None,
+        description="The VAPID private key (P-256): base64url of the raw 32 bytes, or a PEM. "
+        "Make a pair with `tocsin keys vapid`. Enables `webpush` with TOCSIN_VAPID_SUBJECT.",
+    )
+    vapid_private_key_file: ReadableFile = Field(
+        default=None,
+        description="A file holding the VAPID private key (either form), instead of "
+        "TOCSIN_VAPID_PRIVATE_KEY.",
+    )
+    vapid_subject: str | None = Field(
+        default=None,
+        description="Who push services contact about this server's pushes: a `mailto:` or "
+        "`https:` URL (the VAPID JWT's `sub`).",
+    )
+    webpush_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="The longest one push service request may take."
+    )
+    webpush_ca_file: CaFile = Field(
+        default=None,
+        description="CA bundle (PEM) to trust for push services as well as the system's "
+        "(subscriptions name many push services): for one of your own with a private CA.",
+    )
+
+    @field_validator("vapid_subject")
+    @classmethod
+    def _vapid_subject_is_a_contact(cls, value: str | None) -> str | None:
+        # RFC 8292 section 2.1: the push service may contact the sender at this address.
+        if value is not None and not value.startswith(("mailto:", "https://")):
+            raise ValueError("must be a mailto: or https: URL (mailto:ops@example.com)")
+        return value
+
+
+def build(settings: WebPushSettings, clock: Clock) -> WebPushSender | None:
     """The sender, or None when no VAPID key is set; a key without a subject (or two keys)
     is a mistake and raises ValueError naming the settings."""
     if settings.vapid_private_key is not None and settings.vapid_private_key_file is not None:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from tocsin import __version__
-from tocsin.settings import SettingsInvalid
+from tocsin.settings_core import SettingsInvalid
 
 # `client` registers the commands that call a server's API: add, list, show, snooze, edit,
 # cancel, next, firings, contacts, import, export.

@@ -250,7 +250,7 @@ def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
         raise usage_error("give a duration (10m) or --until, not both")
     # `--until` is read on the reminder's own zone's clock, by the server.
     body = {"snooze": args.duration} if args.duration is not None else {"snooze_until": args.until}
-    answer = api.request("PATCH", f"/v1/reminders/{args.id}", json=body)
+    answer = api.request("POST", f"/v1/reminders/{args.id}/snooze", json=body)
     if not args.json:
         new = answer.status == 201
         print(f"snoozed into a new reminder {answer.body['id']}" if new else "moved")

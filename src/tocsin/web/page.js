@@ -215,7 +215,7 @@
     const dismiss = button("Dismiss", `Dismiss “${event.text}”`);
     snooze.addEventListener("click", async () => {
       try {
-        const { data } = await api("PATCH", `/v1/reminders/${event.reminder_id}`, { snooze: "10m" });
+        const { data } = await api("POST", `/v1/reminders/${event.reminder_id}/snooze`, { snooze: "10m" });
         say(`Snoozed “${event.text}”: it rings again ${Words.fromNow(data.next)}.`);
         dismissRing(item);
         reloadReminders();
@@ -530,7 +530,7 @@
       body = { snooze_until: until };
     }
     try {
-      const { status, data } = await api("PATCH", `/v1/reminders/${reminder.id}`, body);
+      const { status, data } = await api("POST", `/v1/reminders/${reminder.id}/snooze`, body);
       const when = `${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)})`;
       const said = status === 201 ? `Snoozed: a new reminder rings ${when}.` : `Snoozed: it rings ${when}.`;
       await loadReminders();

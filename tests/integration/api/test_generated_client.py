@@ -157,17 +157,22 @@ def test_create_read_edit_snooze_and_cancel(
     assert read.parsed.text == "Call mom"
 
     edit = models.ReminderPatch(text="Call mom and dad")
-    edited = reminders.change_reminder.sync_detailed(
+    edited = reminders.edit_reminder.sync_detailed(
         reminder.id, client=client, body=edit, if_match=read.headers["ETag"]
     )
     assert edited.status_code == 200, edited.content
     assert (edited.parsed.text, edited.headers["ETag"]) == ("Call mom and dad", '"2"')
 
-    snoozed = reminders.change_reminder.sync_detailed(
-        reminder.id, client=client, body=models.ReminderPatch(snooze="10m")
+    snoozed = reminders.snooze_reminder.sync_detailed(
+        reminder.id, client=client, body=models.SnoozeIn(snooze="10m")
     )
     assert snoozed.status_code == 200, snoozed.content  # a pending one-off moves
     assert snoozed.parsed.next_ > reminder.next_
+    older = reminders.edit_reminder.sync_detailed(  # the older form of a snooze
+        reminder.id, client=client, body=models.ReminderPatch(snooze="10m")
+    )
+    assert older.status_code == 200, older.content
+    assert older.parsed.next_ > snoozed.parsed.next_
 
     cancelled = reminders.cancel_reminder.sync_detailed(reminder.id, client=client)
     assert cancelled.status_code == 204
@@ -181,7 +186,7 @@ def test_each_error_is_parsed_into_the_problem_model(
     base, credentials = server
     client = authenticated(clients, base, credentials["key"])
     reminders, models = Reminders(), generated("models")
-    create, change = reminders.create_reminder, reminders.change_reminder
+    create, change = reminders.create_reminder, reminders.edit_reminder
     saved = create.sync_detailed(client=client, body=a_reminder()).parsed
     http = client.get_httpx_client()
 
@@ -205,9 +210,15 @@ def test_each_error_is_parsed_into_the_problem_model(
     fault = problem(create.sync_detailed(client=client, body=unowned), 422)
     assert [error.field for error in fault.errors] == ["owner"]
     problem(change.sync_detailed(saved.id, client=client, body=edit), 428)
+    snooze, soon = reminders.snooze_reminder, models.SnoozeIn(snooze="soon")
+    fault = problem(snooze.sync_detailed(saved.id, client=client, body=soon), 422)
+    assert [error.field for error in fault.errors] == ["snooze"]
     assert reminders.cancel_reminder.sync_detailed(saved.id, client=client).status_code == 204
     again = problem(reminders.cancel_reminder.sync_detailed(saved.id, client=client), 409)
     assert again.reminder_status == models.ReminderStatus.CANCELLED
+    later = models.SnoozeIn(snooze="10m")
+    cancelled = problem(snooze.sync_detailed(saved.id, client=client, body=later), 409)
+    assert cancelled.type_ == "urn:tocsin:problem:cancelled"
     carol = authenticated(clients, base, credentials["carol"])
     answers = [reminders.list_reminders.sync_detailed(client=carol).status_code for _ in range(4)]
     assert answers[:2] == [200, 200]

@@ -26,6 +26,7 @@ from tocsin.api.models import (
     ReminderListOut,
     ReminderOut,
     ReminderPatch,
+    SnoozeIn,
 )
 from tocsin.domain import Reminder, ReminderStatus
 from tocsin.time import Occurrence, format_utc
@@ -33,11 +34,18 @@ from tocsin.time import Occurrence, format_utc
 _NOT_FOUND = {404: "No such reminder, or not this caller's."}
 # A reminder's answer carries its version and address.
 _REMINDER: dict[int | str, Any] = {200: {"headers": openapi.REMINDER_HEADERS}}
-_CHANGE_409 = (
-    "A cancelled reminder (`cancelled`: neither edited nor snoozed), a series that has not "
-    "rung (`not-rung`), a ring snoozed already (`already-snoozed`, with `snoozed_by`), or a "
-    "reminder that kept changing."
+_SNOOZE_409 = (
+    "A cancelled reminder (`cancelled`), a series that has not rung (`not-rung`), a ring "
+    "snoozed already (`already-snoozed`, with `snoozed_by`), or a reminder that kept changing "
+    "(`conflict`)."
 )
+_EDIT_409 = "A cancelled reminder (`cancelled`); with the older form of a snooze: " + _SNOOZE_409
+_NEW_ONE_OFF = "into a new one-off reminder (a ring that went off, or a series): the new one"
+_SNOOZED_INTO: dict[str, Any] = {
+    "model": ReminderOut,
+    "description": f"Snoozed {_NEW_ONE_OFF}",
+    "headers": openapi.REMINDER_HEADERS,
+}
 _CANCEL_409 = (
     "Not pending (`ringing`, `already-rang`, `ended`, `already-cancelled`), with "
     "`reminder_status` and `last_firing`."
@@ -133,20 +141,21 @@ async def get_reminder(reminder_id: str, context: Context, caller: Caller) -> Re
 @router.patch(
     "/reminders/{reminder_id}",
     response_model=ReminderOut,
-    summary="Snooze (200 moved, or 201 a new one-off) or edit (needs If-Match)",
-    operation_id="changeReminder",
+    summary="Edit a reminder (needs If-Match)",
+    description="Changes the fields given, on the version `If-Match` names. A body of "
+    "`snooze` or `snooze_until` alone is the older form of `POST /v1/reminders/{id}/snooze`, "
+    "still accepted and answered as that is (200 moved, or 201 a new one-off).",
+    operation_id="editReminder",
     responses={
         **_REMINDER,
         201: {
-            "model": ReminderOut,
-            "description": "Snoozed into a new one-off reminder (a ring that went off, or a "
-            "series): the new reminder",
-            "headers": openapi.REMINDER_HEADERS,
+            **_SNOOZED_INTO,
+            "description": f"The older form of a snooze, snoozed {_NEW_ONE_OFF}",
         },
-        **openapi.problems(*openapi.WITH_BODY, 412, 428, notes={**_NOT_FOUND, 409: _CHANGE_409}),
+        **openapi.problems(*openapi.WITH_BODY, 412, 428, notes={**_NOT_FOUND, 409: _EDIT_409}),
     },
 )
-async def change_reminder(
+async def edit_reminder(
     reminder_id: str,
     patch: ReminderPatch,
     context: Context,
@@ -154,10 +163,30 @@ async def change_reminder(
     if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     changes.check_patch(patch)
-    if patch.model_fields_set & SNOOZE_FIELDS:
-        status, saved = await context.reminders.snooze(caller, reminder_id, patch)
-        return _reminder(saved, status)
+    if patch.model_fields_set & SNOOZE_FIELDS:  # the older form of a snooze
+        return await _snoozed(context, caller, reminder_id, patch.as_snooze())
     return _reminder(await context.reminders.edit(caller, reminder_id, patch, if_match))
+
+
+@router.post(
+    "/reminders/{reminder_id}/snooze",
+    response_model=ReminderOut,
+    summary="Snooze: ring again later (200 moved, or 201 a new one-off)",
+    description="A pending one-off moves (200, the reminder); a one-off that has rung, or a "
+    "series, gets a new one-off linked to its last ring (201, the new reminder). No "
+    "`If-Match`: a snooze does not depend on the version read.",
+    operation_id="snoozeReminder",
+    responses={
+        **_REMINDER,
+        201: _SNOOZED_INTO,
+        **openapi.problems(*openapi.WITH_BODY, notes={**_NOT_FOUND, 409: _SNOOZE_409}),
+    },
+)
+async def snooze_reminder(
+    reminder_id: str, body: SnoozeIn, context: Context, caller: Caller
+) -> Response:
+    changes.check_snooze(body)
+    return await _snoozed(context, caller, reminder_id, body)
 
 
 @router.delete(
@@ -226,6 +255,11 @@ async def reminder_firings(
 ) -> Response:
     found = await context.reminders.firings(caller, reminder_id, limit)
     return render.JSON({"firings": [render.firing(f) for f in found]})
+
+
+async def _snoozed(context: Context, caller: Caller, reminder_id: str, asked: SnoozeIn) -> Response:
+    status, saved = await context.reminders.snooze(caller, reminder_id, asked)
+    return _reminder(saved, status)
 
 
 def _key(header: str | None, scope: str, path: str, payload: Any) -> IdempotencyKey | None:
