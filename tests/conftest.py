@@ -114,3 +114,13 @@ async def store(migrated_db_url: str) -> AsyncIterator[Store]:
         yield opened
     finally:
         await opened.close()
+
+
+@pytest.fixture
+async def pg_store(pg_migrated_url: str) -> AsyncIterator[Store]:
+    """A store on a fresh migrated PostgreSQL database, for the tests of PostgreSQL alone."""
+    opened = await open_store(pg_migrated_url)
+    try:
+        yield opened
+    finally:
+        await opened.close()

@@ -217,6 +217,10 @@ class Firing(NamedTuple):
     last_error: str | None = None
     snoozed_by: str | None = None  # the one-off reminder a snooze of this ring created
     history: tuple[Attempt, ...] = ()
+    # False for a ring a claim handed to its sender without writing its firing row: the row
+    # is written once, with the outcome of its first try (`AttemptResult.firing`), and until
+    # then the claim's record of what is in flight stands for it (`Store.claim`).
+    stored: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -280,9 +284,9 @@ class IdempotencyRecord:
     created_at: datetime
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Claim:
-    """The scheduler's decision about one due reminder, applied by `Store.claim`.
+class Claim(NamedTuple):
+    """The scheduler's decision about one due reminder, applied by `Store.claim` (a named
+    tuple, like `Firing`: one is built per ring claimed).
 
     The claim applies only while the row is still exactly what was loaded: status `pending`,
     `due_at == due_at` and `version == version` (the row decides: an edit, snooze or cancel
@@ -339,6 +343,7 @@ class AttemptResult(NamedTuple):
     next_attempt_at: datetime | None = None
     error: str | None = None  # why no attempt was made, or what the round came to
     earlier: tuple[Attempt, ...] = ()  # the same round's attempts at other destinations
+    firing: Firing | None = None  # the firing itself when its row is not written yet (`stored`)
 
     @property
     def last_error(self) -> str | None:

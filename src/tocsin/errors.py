@@ -24,6 +24,12 @@ class StoreUnavailable(StoreError):
     """The database cannot be reached right now; the operation may be retried."""
 
 
+class DatabaseReadOnly(StoreUnavailable):
+    """The database server answers but takes no writes: it is a standby (after a failover or
+    a switchover moved the primary elsewhere) or was set read-only. Nothing is written, so
+    nothing is claimed; connections are made again to find the primary."""
+
+
 class SchemaTooOld(StoreError):
     """The database schema is older than this code needs: run `tocsin migrate`."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,18 +13,9 @@ import pytest
 
 from tests.e2e.workers import firing_states, holders, query, spread, until, wait_all_sent, workers
 from tests.integration.engine.support import eventually, receiver
-from tocsin.store import Store, open_store
+from tocsin.store import Store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
-
-
-@pytest.fixture
-async def pg_store(pg_migrated_url: str) -> AsyncIterator[Store]:
-    opened = await open_store(pg_migrated_url)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def _free_port() -> int:

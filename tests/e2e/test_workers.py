@@ -80,6 +80,47 @@ async def test_two_workers_share_the_parts_and_one_killed_loses_nothing(
     assert late[-1] < 2 + 2 + 2 + 2, "the last (held by the killed worker) within the leases"
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+async def test_rings_claimed_by_a_killed_worker_before_it_recorded_them_are_sent_again(
+    pg_migrated_url: str, pg_store: Store, tmp_path: Path
+) -> None:
+    """A claim writes no firing for a ring to send: the ring's record is its claim's row of
+    `claimed_rings` until its sender writes the firing with its outcome. A sender killed
+    between the two (its sends still out: the peer answers in 1.5 s) leaves rings whose
+    firing nobody wrote; the other worker writes them `queued` once the hold ran out, and
+    sends them under the same identity."""
+    url = pg_migrated_url
+    with receiver("--delay", "1.5") as sink, workers(tmp_path) as started:
+        a = started.start(url, "a", TOCSIN_WEBHOOK_URL=sink.url)
+        b = started.start(url, "b", TOCSIN_WEBHOOK_URL=sink.url)
+
+        async def shared() -> bool:
+            return await holders(url) == {"a": 2, "b": 2}
+
+        await eventually(shared, within=60, every=0.2)
+        saved = spread(120, 3, 4)  # 120 rings in two seconds: many out at once
+        await pg_store.add_reminders(saved)
+        assert saved[0].due_at is not None
+        await asyncio.sleep(until(saved[0].due_at + timedelta(seconds=2)))
+        unwritten = await query(
+            url, "SELECT coalesce(sum(cardinality(reminder_ids)), 0) AS rings FROM claimed_rings"
+        )
+        a.process.kill()  # kill -9 mid-send: its rings' firings are not written
+        await wait_all_sent(url, len(saved), within=60)
+        stats = await sink.astats(ids=True)
+
+        async def forgotten() -> bool:  # once their holds ran out
+            return not await query(url, "SELECT 1 FROM claimed_rings")
+
+        await eventually(forgotten, within=30, every=0.2)
+        b_log = b.output()
+    assert unwritten[0]["rings"] > 0, "rings were in flight under their claim when a was killed"
+    ids = {f"{one.id}.{int(one.due_at.timestamp())}" for one in saved if one.due_at}
+    assert set(stats["arrivals"]) == ids, "every identity arrived, and nothing else"
+    assert "did not record them before its hold ran out" in b_log, "b sent a's rings again"
+
+
 def _cluster_version() -> str:
     """The Debian cluster's major version (the newest under /etc/postgresql)."""
     return sorted(os.listdir("/etc/postgresql"), key=int)[-1]

@@ -1,6 +1,9 @@
-"""Provider isolation: which provider a send goes to, and the circuit breaker's states."""
+"""Provider isolation: which provider a send goes to, its share of the senders, and the circuit
+breaker's states."""
 
 from __future__ import annotations
+
+import asyncio
 
 from tocsin.channels import DeliveryResult, Destination
 from tocsin.delivery.isolation import (
@@ -8,6 +11,7 @@ from tocsin.delivery.isolation import (
     FIRST_COOL_DOWN,
     OUTAGE_SECONDS,
     Isolation,
+    Slots,
     provider,
 )
 from tocsin.domain import Channel
@@ -68,3 +72,41 @@ def test_the_breaker_opens_after_failures_in_a_row_then_probes() -> None:
     isolation.record("p", DeliveryResult.failed("HTTP 400"))  # an answer: closed
     assert isolation.refusal("p", 600) is None
     assert isolation.open_breakers() == []
+
+
+async def test_slots_let_a_share_of_sends_in_and_hand_each_freed_slot_to_the_first_waiter() -> None:
+    slots = Slots(2)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def send(name: str) -> None:
+        async with slots:
+            order.append(name)
+            await release.wait()
+
+    tasks = [asyncio.create_task(send(name)) for name in "abcd"]
+    await asyncio.sleep(0)
+    assert order == ["a", "b"]  # the share is full: c and d wait, in arrival order
+    tasks[2].cancel()  # a waiter that gives up leaves the line
+    release.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert order == ["a", "b", "d"]
+    async with slots, slots:  # every slot came back
+        pass
+
+
+async def test_a_slot_handed_to_a_send_cancelled_before_it_ran_goes_to_the_next() -> None:
+    slots = Slots(1)
+    entered: list[str] = []
+    await slots.__aenter__()  # the one slot, taken
+
+    async def send(name: str) -> None:
+        async with slots:
+            entered.append(name)
+
+    first, second = asyncio.create_task(send("first")), asyncio.create_task(send("second"))
+    await asyncio.sleep(0)
+    await slots.__aexit__(None, None, None)  # handed to `first`...
+    first.cancel()  # ...which is cancelled before it runs
+    await asyncio.gather(first, second, return_exceptions=True)
+    assert entered == ["second"]

@@ -25,7 +25,7 @@ from tocsin.api.expansion import (
     too_costly,
 )
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
-from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch
+from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch, SnoozeIn
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
@@ -188,7 +188,7 @@ class ReminderService:
 
     async def get(self, principal: Principal, reminder_id: str) -> Reminder:
         """The reminder, or 404 when it does not exist or the caller may not see it."""
-        found = await self.store.get_reminder(reminder_id)
+        found = await self.store.get_reminder(reminder_id, now=self.clock.now())
         if found is None or not principal.may_see_reminder(found):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
         return found
@@ -211,7 +211,12 @@ class ReminderService:
             except ValueError:
                 raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
         rows = await self.store.list_reminders(
-            listed_owner, status=status, source=principal.tenant, after_id=after, limit=limit + 1
+            listed_owner,
+            status=status,
+            source=principal.tenant,
+            after_id=after,
+            limit=limit + 1,
+            now=self.clock.now(),
         )
         page = rows[:limit]
         next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
@@ -284,14 +289,14 @@ class ReminderService:
         return saved
 
     async def snooze(
-        self, principal: Principal, reminder_id: str, patch: ReminderPatch
+        self, principal: Principal, reminder_id: str, asked: SnoozeIn
     ) -> tuple[int, Reminder]:
         """Snooze: a pending one-off moves (200); a ring that went off, or a series' last
         ring, becomes a fresh one-off linked to it (201)."""
         for _ in range(_RETRIES):
             current = await self.get(principal, reminder_id)
             now = self.clock.now()
-            due = changes.snooze_due(current, patch, now=now)
+            due = changes.snooze_due(current, asked, now=now)
             if not changes.is_pending_one_off(current):
                 return 201, await self._snooze_ring(current, due)
             moved = changes.moved_one_off(current, due, now=now)
@@ -313,9 +318,13 @@ class ReminderService:
 
     async def _already_snoozed(self, current: Reminder, firing_id: str) -> Problem:
         snoozed_by = None
+        written = False
         for firing in await self.store.list_firings(current.id, limit=5):
             if firing.id == firing_id:
-                snoozed_by = firing.snoozed_by
+                snoozed_by, written = firing.snoozed_by, True
+        if not written:  # on its way: its firing is written with its first try's outcome
+            detail = f"its last ring {firing_id} is being sent now: snooze it once it rang"
+            return Problem(409, "ringing", detail, headers={"Retry-After": "1"})
         detail = f"its last ring {firing_id} was snoozed already"
         return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
 

@@ -2,7 +2,7 @@
 a bare asyncpg loop with no Tocsin code around them, over pre-inserted pending rows.
 
 Only the SQL text is shared with the store (`tocsin.store.postgres.queries`: CLAIM,
-RECORD_ATTEMPTS), so the statements measured are the ones the engine runs, and they run as
+INSERT_FIRINGS), so the statements measured are the ones the engine runs, and they run as
 the store runs them: each statement on its own, a transaction of its own, with no planner
 setting. The loop around them is as thin as it gets: arguments built before the clock
 starts. Two passes, each over its own fresh rows: claims alone, then every batch claimed
@@ -32,7 +32,7 @@ from tocsin.bench.databases import migrated_store, throwaway
 from tocsin.bench.progress import note
 from tocsin.bench.stats import rate
 from tocsin.store.base import FEED_WAITING
-from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS
+from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
 
 # Pending one-offs due in one bucket, spread over the shards, as a burst leaves them; ids
 # `<prefix><n in hex>`, so each pass has rows of its own.
@@ -283,12 +283,13 @@ async def _loop(
         if not record:
             done += len(rows)
             continue
-        ids = [row["id"] for row in rows]
-        size, now = len(ids), datetime.now(UTC)
+        if not rows:
+            continue
+        size, now = len(rows), datetime.now(UTC)
         done += await connection.fetchval(
-            RECORD_ATTEMPTS,
-            ids,
-            [_SENDER] * size,
+            INSERT_FIRINGS,
+            *(list(column) for column in zip(*(row[:10] for row in rows), strict=True)),
+            [now] * size,  # created at the claim
             ["sent"] * size,
             [None] * size,
             [1] * size,
@@ -299,8 +300,7 @@ async def _loop(
             [None] * size,
             ["app:limit"] * size,  # the destination: the app's endpoint
             [None] * size,
-            *([[]] * 8),  # no other destinations
             ["app:limit"] * size,  # a first try accepted: kept on the firing row
-            ["sending"] * size,  # the state each was handed out in
+            *([[]] * 8),  # no other destinations
         )
     return done

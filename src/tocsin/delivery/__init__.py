@@ -137,16 +137,16 @@ class Delivery:
         if left:
             await self._release(left)
 
-    async def _release(self, firing_ids: list[str]) -> None:
+    async def _release(self, firings: list[Firing]) -> None:
         try:
             released = await self._store.release_deliveries(
-                firing_ids, sender=self._sender, now=self._clock.now()
+                firings, sender=self._sender, now=self._clock.now()
             )
         except StoreError as error:
             logger.warning(
                 "%d firings left unsent at stop; handing them back failed (others take them "
                 "over when their hold runs out): %s",
-                len(firing_ids),
+                len(firings),
                 error,
             )
             return

@@ -13,7 +13,7 @@ from tocsin.channels import Channels, DeliveryResult, Destination, DestinationSe
 from tocsin.clock import Clock
 from tocsin.delivery.destinations import Destinations, Nowhere
 from tocsin.delivery.isolation import Isolation, provider
-from tocsin.delivery.retry import Decision, RetryPolicy
+from tocsin.delivery.retry import SENT, Decision, RetryPolicy
 from tocsin.domain import Attempt, AttemptResult, Channel, Firing, FiringState, Outcome
 from tocsin.errors import StoreError
 from tocsin.metrics import instruments
@@ -181,7 +181,9 @@ class Deliverer:
         self, firing: Firing, targets: Sequence[Target], now: datetime
     ) -> list[DeliveryResult]:
         time_limit = (firing.deadline - now).total_seconds()
-        final = now >= self._policy.last_try(due=firing.due_at, deadline=firing.deadline)
+        final = self._isolation.watching and now >= self._policy.last_try(
+            due=firing.due_at, deadline=firing.deadline
+        )
         if len(targets) == 1:  # the common case, without a gather
             results = [await self._send(firing, targets[0], time_limit, final)]
         else:
@@ -266,16 +268,18 @@ class Deliverer:
             outcome is Outcome.SENT for outcome in settled.values()
         )
         decision = self._firing_decision(firing, now, results, accepted)
-        if len(attempts) == 1:  # the attempt says what the policy made of it
-            attempts[0] = attempts[0]._replace(error=decision.error)
+        if len(attempts) == 1 and attempts[0].error != decision.error:
+            attempts[0] = attempts[0]._replace(error=decision.error)  # what the policy made of it
+        # By position, in the order of AttemptResult's fields: one is built per ring.
         return AttemptResult(
-            firing_id=firing.id,
-            sender=self._sender,
-            state=decision.state,
-            attempt=attempts[-1] if attempts else None,
-            earlier=tuple(attempts[:-1]),
-            next_attempt_at=decision.next_attempt_at,
-            error=decision.error,
+            firing.id,
+            self._sender,
+            decision.state,
+            attempts[-1] if attempts else None,
+            decision.next_attempt_at,
+            decision.error,
+            tuple(attempts[:-1]),
+            None if firing.stored else firing,
         )
 
     def _firing_decision(
@@ -291,8 +295,8 @@ class Deliverer:
                 return decision
             return Decision(state=FiringState.SENT, error=decision.error)
         if accepted:
-            failed = [r.error for r in results if r.outcome is Outcome.FAILED]
-            return Decision(state=FiringState.SENT, error="; ".join(e for e in failed if e) or None)
+            failed = [r.error for r in results if r.outcome is Outcome.FAILED and r.error]
+            return Decision(state=FiringState.SENT, error="; ".join(failed)) if failed else SENT
         if len(results) == 1:
             return Decision(state=FiringState.FAILED, error=results[0].error)
         errors = "; ".join(r.error or "failed" for r in results)
@@ -329,6 +333,7 @@ class Deliverer:
             state=state,
             error=error,
             next_attempt_at=next_attempt_at,
+            firing=None if firing.stored else firing,
         )
 
 
@@ -340,14 +345,10 @@ def attempt_of(
     result: DeliveryResult,
 ) -> Attempt:
     """The record of one send (or, with no destination, of a channel that had none)."""
+    destination_id = None if destination is None else destination.id
+    # By position, in the order of Attempt's fields: one is built per send.
     return Attempt(
-        number=number,
-        at=now,
-        channel=channel,
-        outcome=result.outcome,
-        error=result.error,
-        provider_id=result.provider_id,
-        destination=None if destination is None else destination.id,
+        number, now, channel, result.outcome, result.error, result.provider_id, destination_id
     )
 
 
@@ -385,4 +386,5 @@ class Trail:
             earlier=tuple(self.attempts[:-1]),
             next_attempt_at=decision.next_attempt_at,
             error=decision.error,
+            firing=None if self.firing.stored else self.firing,
         )

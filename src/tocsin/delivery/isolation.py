@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
 from urllib.parse import urlsplit
 
 from tocsin.channels import DeliveryResult, Destination
@@ -45,6 +47,51 @@ class _Breaker:
     probing: bool = False
 
 
+class Slots:
+    """A provider's share of the senders: at most `limit` sends at once, the others waiting
+    in arrival order. `asyncio.Semaphore` does the same, but its every `acquire` scans its
+    waiters (`locked()`): a tenth of a null ring's delivery time in a burst's profile. Here a
+    send with a slot free takes it at once, and a freed slot goes straight to the first
+    waiter."""
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # handed the slot of a send that ended (`_release`)
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # handed a slot, then cancelled: pass it on
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+
 def provider(channel: Channel, destination: Destination) -> str:
     """Who answers a send: the host for URL destinations, else the channel's one provider."""
     url = destination.address.get("url") or destination.address.get("endpoint")
@@ -65,7 +112,7 @@ class Isolation:
     ) -> None:
         self._limit = max(1, int(concurrency * share))
         self._monotonic = monotonic
-        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._slots: dict[str, Slots] = {}
         self._breakers: dict[str, _Breaker] = {}
 
     def refusal(self, key: str, time_left: float, *, final: bool = False) -> DeliveryResult | None:
@@ -86,12 +133,18 @@ class Isolation:
             wait=max(left, 0.5),
         )
 
-    def slot(self, key: str) -> asyncio.Semaphore:
+    def slot(self, key: str) -> Slots:
         """The provider's share of the senders."""
         slots = self._slots.get(key)
         if slots is None:
-            slots = self._slots[key] = asyncio.Semaphore(self._limit)
+            slots = self._slots[key] = Slots(self._limit)
         return slots
+
+    @property
+    def watching(self) -> bool:
+        """Whether any provider has a breaker (open or counting failures): only then can a
+        send be refused, and is it worth knowing whether a try is a firing's last."""
+        return bool(self._breakers)
 
     def record(self, key: str, result: DeliveryResult) -> None:
         """Count an answer: retryable failures open the breaker, anything else closes it."""

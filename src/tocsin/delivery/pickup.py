@@ -21,6 +21,12 @@ logger = logging.getLogger(__name__)
 RELOOK = timedelta(milliseconds=100)
 RELOOKS = 5
 
+# Claims whose sender's hold ran out are looked for at most this often, this many at a time
+# (each of up to a claim batch of rings, nearly all of them written by their sender): a busy
+# minute leaves a few dozen claims a second behind it, every one of them to forget.
+RECOVER_EVERY = timedelta(seconds=1)
+RECOVER_CLAIMS = 100
+
 
 class Pickup:
     """Polls `take_deliveries` every `interval` seconds, and at the times of the retries this
@@ -46,7 +52,9 @@ class Pickup:
         self._batch = batch
         self._retries: list[tuple[datetime, int]] = []  # (when, relooks left), soonest first
         self._wake = asyncio.Event()
+        self._recovered_at: datetime | None = None
         self.taken = 0
+        self.recovered = 0
 
     def retry_at(self, when: datetime) -> None:
         """A retry comes due at `when`: look then, not at the next poll."""
@@ -66,10 +74,16 @@ class Pickup:
             await self._sleep()
 
     async def _take(self) -> bool:
+        now = self._clock.now()
+        if self._recovered_at is None or now - self._recovered_at >= RECOVER_EVERY:
+            # Even while this worker's line is full: what it writes, any worker may take.
+            try:
+                await self._recover(now)
+            except StoreError as error:
+                logger.warning("looking for rings left unrecorded failed: %s", error)
         limit = min(self._batch, self._pool.free)
         if limit <= 0:
             return False
-        now = self._clock.now()
         relooks = 0
         while self._retries and self._retries[0][0] <= now:
             relooks = max(relooks, heapq.heappop(self._retries)[1])
@@ -88,6 +102,19 @@ class Pickup:
             # The retry's `queued` state may not be written yet: look again shortly.
             self._look_at(now + RELOOK, relooks - 1)
         return len(firings) == limit
+
+    async def _recover(self, now: datetime) -> None:
+        """Write the rings whose sender's hold ran out before it wrote them, for any taker
+        (this one, at once, below)."""
+        self._recovered_at = now
+        written = await self._store.recover_claims(now=now, limit=RECOVER_CLAIMS)
+        if written:
+            self.recovered += written
+            logger.warning(
+                "%d rings were claimed by a sender that did not record them before its hold "
+                "ran out: queued to be sent again under the same identity",
+                written,
+            )
 
     async def _sleep(self) -> None:
         until = self._clock.now() + self._interval

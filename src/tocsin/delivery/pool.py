@@ -60,7 +60,7 @@ class DeliveryPool:
         self._idle = asyncio.Event()  # set when nothing is lined up or being sent
         self._on_retry = on_retry
         self._tasks: list[asyncio.Task[None]] = []
-        self._sending: set[str] = set()  # ids being sent now
+        self._sending: dict[str, Firing] = {}  # being sent now, by id
         self.delivered = 0
 
     def start(self) -> None:
@@ -108,16 +108,16 @@ class DeliveryPool:
             self._ready.set()
         await self.room(1)
 
-    async def drain(self, grace: float) -> list[str]:
+    async def drain(self, grace: float) -> list[Firing]:
         """Finish what is lined up and being sent, for up to `grace` seconds; then stop.
-        Return the ids of the firings left unsent (to hand back to the queue)."""
+        Return the firings left unsent (to hand back to the queue)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._finished(), grace)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        left = [*self._sending, *(firing.id for firing in self._line)]
+        left = [*self._sending.values(), *self._line]
         self._sending.clear()
         self._line.clear()
         return left
@@ -135,14 +135,14 @@ class DeliveryPool:
                 self._ready.clear()
                 await self._ready.wait()
             firing = line.pop()
-            self._sending.add(firing.id)
+            self._sending[firing.id] = firing
             try:
                 await self._deliver(firing)
             except Exception:
                 # Never expected (a channel classifies its own failures); the firing's hold
                 # runs out and another sender takes it over.
                 logger.exception("delivering failed", extra={"firing_id": firing.id})
-            self._sending.discard(firing.id)  # not when cancelled: it goes back unsent
+            self._sending.pop(firing.id, None)  # not when cancelled: it goes back unsent
             if not self.in_flight:
                 self._idle.set()
             if self.free:

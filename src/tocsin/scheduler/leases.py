@@ -4,6 +4,13 @@ worker's lease runs out; the parts held change as workers come and go.
 Leases are judged by the database's clock (see `Store.renew_leases`), and each part's lease
 carries an epoch that claims are fenced by, so a worker that was paused or cut off past its
 lease changes nothing once another worker took the part over.
+
+After a failover the clock that judges them is the new primary's. The lease rows came over
+with the data, so a new primary whose clock is ahead sees leases run out early (other workers
+may take parts over: a new epoch, and the old holder's claims change nothing), and one whose
+clock is behind sees them last longer (a dead worker's parts wait longer to be taken). No
+clock step lets two workers claim one part: a claim is fenced by holder and epoch, never by
+time. docs/operations.md#high-availability-with-pg_auto_failover has the measurements.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from datetime import datetime, timedelta
 from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
 from tocsin.domain import Fence, HeldParts
-from tocsin.errors import StoreError
+from tocsin.errors import DatabaseReadOnly, StoreError
 from tocsin.metrics.instruments import ENGINE
 from tocsin.store.base import Store
 
@@ -83,6 +90,16 @@ class LeaseKeeper:
                 ttl=self._ttl,
                 breakers=self._breakers() if self._breakers is not None else (),
             )
+        except DatabaseReadOnly as error:
+            # Connected to a standby (a switchover or failover moved the primary): nothing it
+            # holds can be renewed or claimed there, so it stops at once rather than after a
+            # lease time, and says so.
+            logger.warning(
+                "the database is read-only, not the primary: claiming nothing (%s)", error
+            )
+            self._valid_until = None
+            self._report(NOTHING)
+            return False
         except StoreError as error:
             logger.warning("renewing leases failed: %s", error)
             if self._valid_until is not None and self._clock.now() >= self._valid_until:

@@ -119,11 +119,5 @@ def failed(entry: Entry, error: Exception) -> Claim:
 
 
 def _claim(entry: Entry, next_due_at: datetime | None, state: FiringState) -> Claim:
-    return Claim(
-        reminder_id=entry.reminder_id,
-        due_at=entry.due_at,
-        version=entry.version,
-        next_due_at=next_due_at,
-        state=state,
-        part=entry.part,
-    )
+    # By position, in the order of Claim's fields: one is built per ring.
+    return Claim(entry.reminder_id, entry.due_at, entry.version, next_due_at, state, entry.part)

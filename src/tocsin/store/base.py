@@ -128,7 +128,8 @@ class Store(ABC):
 
     @abstractmethod
     async def check_schema(self) -> None:
-        """Raise `SchemaTooOld` unless every migration this code knows has been applied."""
+        """Raise `SchemaTooOld` unless every migration this code knows has been applied, and
+        `DatabaseReadOnly` when the server answers but takes no writes (a standby)."""
 
     @abstractmethod
     async def close(self) -> None:
@@ -165,8 +166,12 @@ class Store(ABC):
         """The record saved under (scope, key), or None."""
 
     @abstractmethod
-    async def get_reminder(self, reminder_id: str) -> Reminder | None:
-        """The reminder with this id, with its `last_firing`, or None."""
+    async def get_reminder(
+        self, reminder_id: str, *, now: datetime | None = None
+    ) -> Reminder | None:
+        """The reminder with this id, with its `last_firing`, or None. A ring on its way
+        whose firing is not written yet (`Firing.stored`) is its last firing, `sending`,
+        until its deadline passes by `now` (default: the database's clock)."""
 
     @abstractmethod
     async def list_reminders(
@@ -177,10 +182,11 @@ class Store(ABC):
         source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
+        now: datetime | None = None,
     ) -> list[Reminder]:
         """The owner's reminders in id order (oldest first), those with id > `after_id` only,
         at most `limit`, optionally of one status and of one `source` (app) only. Keyset
-        pagination: stable under inserts."""
+        pagination: stable under inserts. Each with its `last_firing`, as `get_reminder`."""
 
     @abstractmethod
     async def update_reminder(
@@ -382,11 +388,17 @@ class Store(ABC):
         and, with a `fence`, whose part (`claim.part`) `sender` still holds at the fence's
         epoch for it: move the row on (`next_due_at` set: stays pending with
         the new due_at and bucket; else status `fired` for a one-off or `ended` for a
-        series), bump its version, and insert one firing with id `firing_id(reminder,
+        series), bump its version, and ring it: one firing with id `firing_id(reminder,
         due_at)` built from the row (text, channel, owner, metadata, source, deadline =
         due_at + freshness) in state `claim.state` — for `sending`, held by `sender` until
-        `now + lease`. A claim whose row moved on changes nothing; a firing id that exists
-        already is not inserted again. Return the firings inserted, in no particular order."""
+        `now + lease`. A claim whose row moved on changes nothing; a firing id that was
+        recorded already rings no more. Return the rings, in no particular order.
+
+        A ring for `sending` may come back unwritten (`Firing.stored` False): the claim
+        then keeps only a record of the rings it handed to `sender`, and the firing row is
+        written once, by `record_attempts` with the outcome of its first try, or by
+        `release_deliveries`. If neither comes before the hold runs out, `recover_claims`
+        writes it `queued`, for any sender, under the same identity."""
 
     @abstractmethod
     async def take_deliveries(
@@ -408,15 +420,27 @@ class Store(ABC):
         A first try accepted with nothing to say (`result.sent_to`) on the firing's own
         channel is kept on the firing row rather than as a history row, and `list_firings`
         and `settled_destinations` give it back as that row would: the common ring costs one
-        row write here, not two. Return how many applied."""
+        row write here, not two. A result carrying its firing (`result.firing`, a ring
+        whose row the claim did not write) writes that row, with the result in it; it
+        applies while the row is not there yet, or is there only as `recover_claims` wrote
+        it and no sender has taken it since. Return how many applied."""
 
     @abstractmethod
     async def release_deliveries(
-        self, firing_ids: Sequence[str], *, sender: str, now: datetime
+        self, firings: Sequence[Firing], *, sender: str, now: datetime
     ) -> int:
         """Hand firings back unsent: those still `sending` held by `sender` become `queued`
         with `next_attempt_at = now` (any worker's `take_deliveries` takes them at once);
-        their attempts are unchanged. Return how many were released."""
+        their attempts are unchanged. A ring whose row the claim did not write
+        (`Firing.stored` False) is written so. Return how many were released."""
+
+    async def recover_claims(self, *, now: datetime, limit: int) -> int:
+        """Write, `queued` for any sender at once, the rings that claims handed to a sender
+        whose hold ran out before `now` without their firing written (the sender stopped,
+        or could not reach the database in time), from up to `limit` such claims; forget
+        those claims. Return how many rings were written. A store whose claim writes every
+        firing (`Firing.stored` always True) has none."""
+        return 0
 
     @abstractmethod
     async def renew_leases(

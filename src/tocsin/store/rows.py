@@ -134,7 +134,13 @@ def first_try_attempt(row: Row, route: Route, instant: Instant) -> Attempt:
 
 
 def claimed_firing_from(
-    row: Sequence[Any], instant: Instant, *, sender: str, lease_until: datetime, now: datetime
+    row: Sequence[Any],
+    instant: Instant,
+    *,
+    sender: str,
+    lease_until: datetime,
+    now: datetime,
+    stored: bool = True,
 ) -> Firing:
     """A firing a claim just inserted, from the columns the claim answers with (id,
     reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
@@ -154,7 +160,7 @@ def claimed_firing_from(
         source,
         value,
         error,
-        *_,  # SQLite's claim answers whether it queued the ring for the feed: so does `route`
+        *_,  # whether the claim wrote the firing (`stored`), or queued it for the feed
     ) = row
     state = codec.FIRING_STATES[value]
     sending = state is FiringState.SENDING
@@ -162,24 +168,31 @@ def claimed_firing_from(
     waiting = state is FiringState.QUEUED
     # queued by the claim: the feed's for a page until the deadline, the rest for pickup now
     due_next = (instant(deadline) if route.single is Channel.INAPP else now) if waiting else None
+    # Built by position, in the order of Firing's fields: one is built per ring claimed, and
+    # a named tuple built by keyword takes about four times as long.
     return Firing(
-        id=id_,
-        reminder_id=reminder_id,
-        owner=owner,
-        shard=shard,
-        due_at=instant(due_at),
-        deadline=instant(deadline),
-        channel=route,
-        text=text,
-        metadata=codec.load_json(metadata),
-        source=source,
-        state=state,
-        attempts=0,
-        next_attempt_at=due_next,
-        sender=sender if sending else None,
-        lease_until=lease_until if sending else None,
-        created_at=now,
-        last_error=error,
+        id_,
+        reminder_id,
+        owner,
+        shard,
+        instant(due_at),
+        instant(deadline),
+        route,
+        text,
+        None if metadata is None else codec.load_json(metadata),
+        source,
+        state,
+        0,  # attempts
+        due_next,  # next_attempt_at
+        sender if sending else None,
+        lease_until if sending else None,
+        now,  # created_at
+        None,  # sent_at
+        None,  # provider_id
+        error,  # last_error
+        None,  # snoozed_by
+        (),  # history
+        stored,
     )
 
 

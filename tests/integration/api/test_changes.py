@@ -1,4 +1,5 @@
-"""PATCH and DELETE /v1/reminders/{id}: snooze, edit and cancel, each a conditional write."""
+"""POST /v1/reminders/{id}/snooze, PATCH and DELETE /v1/reminders/{id}: snooze, edit and
+cancel, each a conditional write; and a snooze sent through PATCH, its older form."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 
 from tests.integration.api.conftest import ANA, ONE_OFF, create, fields
 from tocsin.clock import FakeClock
-from tocsin.domain import Claim, Firing, FiringState
+from tocsin.domain import Attempt, AttemptResult, Claim, Firing, FiringState, Outcome
 from tocsin.store import Store
 from tocsin.time import next_after
 
@@ -36,11 +37,42 @@ async def ring(
     return fired[0]
 
 
+async def rang(store: Store, clock: FakeClock, reminder_id: str) -> Firing:
+    """Claim the reminder's ring and record it sent, as a worker would."""
+    firing = await ring(store, clock, reminder_id)
+    channel = firing.channel.single
+    assert channel is not None
+    result = AttemptResult(
+        firing_id=firing.id,
+        sender="test",
+        state=FiringState.SENT,
+        attempt=Attempt(number=1, at=clock.now(), channel=channel, outcome=Outcome.SENT),
+        firing=None if firing.stored else firing,
+    )
+    assert await store.record_attempts([result]) == 1
+    return firing
+
+
 async def patch(
     client: httpx.AsyncClient, reminder_id: str, body: dict[str, Any], etag: str | None = None
 ) -> httpx.Response:
     headers = {"If-Match": etag} if etag else {}
     return await client.patch(f"/v1/reminders/{reminder_id}", json=body, headers=headers)
+
+
+async def snooze(
+    client: httpx.AsyncClient, reminder_id: str, body: dict[str, Any]
+) -> httpx.Response:
+    return await client.post(f"/v1/reminders/{reminder_id}/snooze", json=body)
+
+
+def problem_of(response: httpx.Response, status: int, kind: str) -> dict[str, Any]:
+    """The answer's problem, checked to be an RFC 9457 one of this status and type."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    assert (body["status"], body["type"]) == (status, f"urn:tocsin:problem:{kind}")
+    return body
 
 
 # -- cancel ----------------------------------------------------------------------------------
@@ -128,7 +160,7 @@ async def test_cancel_unknown_is_a_404(client: httpx.AsyncClient) -> None:
 async def test_snooze_a_pending_one_off_moves_it_after_its_due(client: httpx.AsyncClient) -> None:
     made = await create(client, ONE_OFF)
 
-    response = await patch(client, made["id"], {"snooze": "10m"})
+    response = await snooze(client, made["id"], {"snooze": "10m"})
 
     assert response.status_code == 200
     body = response.json()
@@ -144,7 +176,7 @@ async def test_snooze_an_overdue_one_off_counts_from_now(
     made = await create(client, ONE_OFF)
     clock.set(clock.now() + timedelta(hours=5, minutes=1))  # 17:01Z, not yet claimed
 
-    body = (await patch(client, made["id"], {"snooze": "5m"})).json()
+    body = (await snooze(client, made["id"], {"snooze": "5m"})).json()
 
     assert body["next"] == "2026-10-21T17:06:00Z"
 
@@ -153,10 +185,10 @@ async def test_snooze_a_one_off_that_rang_makes_a_new_one_off(
     client: httpx.AsyncClient, store: Store, clock: FakeClock
 ) -> None:
     made = await create(client, ONE_OFF)
-    firing = await ring(store, clock, made["id"])
+    firing = await rang(store, clock, made["id"])
 
-    response = await patch(client, made["id"], {"snooze": "10m"})
-    twice = await patch(client, made["id"], {"snooze": "10m"})
+    response = await snooze(client, made["id"], {"snooze": "10m"})
+    twice = await snooze(client, made["id"], {"snooze": "10m"})
 
     assert response.status_code == 201
     copy = response.json()
@@ -171,18 +203,17 @@ async def test_snooze_a_one_off_that_rang_makes_a_new_one_off(
     assert original["status"] == "fired"
     firings = (await client.get(f"/v1/reminders/{made['id']}/firings")).json()["firings"]
     assert firings[0]["snoozed_by"] == copy["id"]
-    assert twice.status_code == 409
-    assert twice.json()["snoozed_by"] == copy["id"]
+    assert problem_of(twice, 409, "already-snoozed")["snoozed_by"] == copy["id"]
 
 
 async def test_snooze_a_series_leaves_the_series_alone(
     client: httpx.AsyncClient, store: Store, clock: FakeClock
 ) -> None:
     made = await create(client, ANA)
-    await ring(store, clock, made["id"])
+    await rang(store, clock, made["id"])
     series_before = (await client.get(f"/v1/reminders/{made['id']}")).json()
 
-    response = await patch(client, made["id"], {"snooze_until": "2026-10-26T09:30"})
+    response = await snooze(client, made["id"], {"snooze_until": "2026-10-26T09:30"})
 
     assert response.status_code == 201
     assert response.json()["next"] == "2026-10-26T13:30:00Z"
@@ -195,10 +226,10 @@ async def test_snooze_a_series_counts_from_now_not_from_its_next_ring(
     client: httpx.AsyncClient, store: Store, clock: FakeClock
 ) -> None:
     made = await create(client, ANA)
-    await ring(store, clock, made["id"])
+    await rang(store, clock, made["id"])
     clock.advance(timedelta(minutes=1))
 
-    response = await patch(client, made["id"], {"snooze": "15m"})
+    response = await snooze(client, made["id"], {"snooze": "15m"})
 
     assert response.status_code == 201
     assert response.json()["next"] == "2026-10-26T13:16:00Z"
@@ -207,16 +238,15 @@ async def test_snooze_a_series_counts_from_now_not_from_its_next_ring(
 async def test_snooze_a_series_that_never_rang_is_a_409(client: httpx.AsyncClient) -> None:
     made = await create(client, ANA)
 
-    response = await patch(client, made["id"], {"snooze": "10m"})
+    response = await snooze(client, made["id"], {"snooze": "10m"})
 
-    assert response.status_code == 409
-    assert response.json()["type"].endswith("not-rung")
+    assert "not rung" in problem_of(response, 409, "not-rung")["detail"]
 
 
 async def test_snooze_until_an_absolute_instant(client: httpx.AsyncClient) -> None:
     made = await create(client, ONE_OFF)
 
-    body = (await patch(client, made["id"], {"snooze_until": "2026-10-22T08:00:00Z"})).json()
+    body = (await snooze(client, made["id"], {"snooze_until": "2026-10-22T08:00:00Z"})).json()
 
     assert body["next"] == "2026-10-22T08:00:00Z"
 
@@ -233,12 +263,93 @@ async def test_bad_snoozes_are_422_and_change_nothing(client: httpx.AsyncClient)
         ({"snooze": "10m", "text": "x"}, ["text"]),
         ({}, ["body"]),
         ({"snoze": "10m"}, ["snoze"]),
+        ({"snooze": 10}, ["snooze"]),
     ]
     for body, named in cases:
-        response = await patch(client, made["id"], body, '"1"')
-        assert response.status_code == 422, body
-        assert fields(response.json()) == named, body
+        response = await snooze(client, made["id"], body)
+        assert fields(problem_of(response, 422, "invalid-input")) == named, body
     assert (await client.get(f"/v1/reminders/{made['id']}")).json() == made
+
+
+async def test_a_cancelled_reminder_cannot_be_snoozed(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    one_off, series = await create(client, ONE_OFF), await create(client, ANA)
+    await ring(store, clock, series["id"], FiringState.EXPIRED)
+    for made in (one_off, series):
+        await client.delete(f"/v1/reminders/{made['id']}")
+
+        response = await snooze(client, made["id"], {"snooze": "10m"})
+
+        assert "cancelled" in problem_of(response, 409, "cancelled")["detail"]
+
+
+async def test_a_snooze_of_an_unknown_reminder_is_a_404(client: httpx.AsyncClient) -> None:
+    response = await snooze(client, "0000000000000000", {"snooze": "10m"})
+
+    problem_of(response, 404, "not-found")
+
+
+async def test_a_snooze_needs_no_if_match_and_ignores_one(client: httpx.AsyncClient) -> None:
+    made = await create(client, ONE_OFF)
+    path = f"/v1/reminders/{made['id']}/snooze"
+
+    response = await client.post(path, json={"snooze": "10m"}, headers={"If-Match": '"7"'})
+
+    assert response.status_code == 200
+    assert response.headers["etag"] == '"2"'
+
+
+# -- snooze, the older form: through PATCH ---------------------------------------------------
+
+
+async def test_the_older_form_moves_a_pending_one_off_as_the_snooze_does(
+    client: httpx.AsyncClient,
+) -> None:
+    older, newer = await create(client, ONE_OFF), await create(client, ONE_OFF)
+
+    through_patch = await patch(client, older["id"], {"snooze": "10m"})
+    through_post = await snooze(client, newer["id"], {"snooze": "10m"})
+
+    assert through_patch.status_code == through_post.status_code == 200
+    assert through_patch.json()["next"] == through_post.json()["next"] == "2026-10-21T17:10:00Z"
+    assert through_patch.headers["etag"] == through_post.headers["etag"] == '"2"'
+
+
+async def test_the_older_form_snoozes_a_ring_into_a_new_one_off(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    made = await create(client, ANA)
+    firing = await rang(store, clock, made["id"])
+
+    response = await patch(client, made["id"], {"snooze_until": "2026-10-26T09:30"})
+    twice = await snooze(client, made["id"], {"snooze": "10m"})  # the same ring, either way
+
+    assert response.status_code == 201
+    copy = response.json()
+    assert response.headers["location"] == f"/v1/reminders/{copy['id']}"
+    assert (copy["snoozed_from"], copy["next"]) == (firing.id, "2026-10-26T13:30:00Z")
+    assert problem_of(twice, 409, "already-snoozed")["snoozed_by"] == copy["id"]
+
+
+async def test_the_older_form_refuses_what_the_snooze_refuses(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    series, cancelled = await create(client, ANA), await create(client, ONE_OFF)
+    await client.delete(f"/v1/reminders/{cancelled['id']}")
+    cases: list[tuple[str, dict[str, Any], int, str]] = [
+        (series["id"], {"snooze": "10m"}, 409, "not-rung"),
+        (cancelled["id"], {"snooze": "10m"}, 409, "cancelled"),
+        (series["id"], {"snooze": "soon"}, 422, "invalid-input"),
+        (series["id"], {"snooze": "10m", "snooze_until": "18:00"}, 422, "invalid-input"),
+        (series["id"], {"snooze": "10m", "text": "x"}, 422, "invalid-input"),
+    ]
+    for reminder_id, body, status, kind in cases:
+        older = await patch(client, reminder_id, body)
+        newer = await snooze(client, reminder_id, body)
+        said = problem_of(older, status, kind), problem_of(newer, status, kind)
+        assert fields(said[0]) == fields(said[1]), body
+    assert (await client.get(f"/v1/reminders/{series['id']}")).json() == series
 
 
 # -- edit ------------------------------------------------------------------------------------

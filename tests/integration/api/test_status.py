@@ -71,8 +71,8 @@ async def test_the_board_counts_what_the_store_holds(
     firings = await store.claim([claim(r) for r in rang], sender="worker-1", now=NOW, lease=LEASE)
     by_due = sorted(firings, key=lambda f: f.due_at)
     await store.record_attempts(
-        [result(f.id, at=f.due_at + timedelta(seconds=n + 1)) for n, f in enumerate(by_due[:3])]
-        + [result(by_due[3].id, state=FiringState.FAILED, outcome=Outcome.FAILED, error="no")]
+        [result(f, at=f.due_at + timedelta(seconds=n + 1)) for n, f in enumerate(by_due[:3])]
+        + [result(by_due[3], state=FiringState.FAILED, outcome=Outcome.FAILED, error="no")]
     )
     await store.renew_leases("worker-1", parts=2, ttl=timedelta(seconds=10), breakers=["sms"])
 

@@ -1,7 +1,9 @@
-"""Values the backend tests save: reminders, claims and attempts with sensible defaults."""
+"""Values the backend tests save: reminders, claims and attempts with sensible defaults; and
+the way a firing gets written `sending`, held by a sender, on either backend."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -11,6 +13,7 @@ from tocsin.domain import (
     AttemptResult,
     Channel,
     Claim,
+    Firing,
     FiringState,
     Outcome,
     Reminder,
@@ -19,6 +22,7 @@ from tocsin.domain import (
     one,
 )
 from tocsin.ids import new_reminder_id, shard_of
+from tocsin.store import Store
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -83,7 +87,7 @@ def claim(
 
 
 def result(
-    firing_id: str,
+    target: str | Firing,
     *,
     sender: str = "worker-1",
     state: FiringState = FiringState.SENT,
@@ -94,9 +98,12 @@ def result(
     next_attempt_at: datetime | None = None,
     provider_id: str | None = None,
 ) -> AttemptResult:
-    """The result of one attempt at `firing_id`."""
+    """The result of one attempt at `target`: a firing id, or a firing as a claim or a take
+    handed it out, which the result carries when its row is not written yet (`Firing.stored`
+    False, a first try on PostgreSQL), as delivery's results do."""
+    firing = target if isinstance(target, Firing) else None
     return AttemptResult(
-        firing_id=firing_id,
+        firing_id=target.id if isinstance(target, Firing) else target,
         sender=sender,
         attempt=Attempt(
             number=number,
@@ -108,4 +115,36 @@ def result(
         ),
         state=state,
         next_attempt_at=next_attempt_at,
+        firing=firing if firing is not None and not firing.stored else None,
     )
+
+
+async def put_back(store: Store, original: Reminder) -> Reminder:
+    """`original`, a one-off that rang, put back pending at the due time it rang at (as the
+    app may edit it back to that instant)."""
+    current = await store.get_reminder(original.id)
+    assert current is not None
+    back = await store.update_reminder(
+        replace(current, status=ReminderStatus.PENDING, due_at=original.due_at),
+        expected_version=current.version,
+    )
+    assert back is not None
+    return back
+
+
+async def held(
+    store: Store, targets: Sequence[Reminder], *, sender: str = "worker-1", now: datetime = NOW
+) -> list[Firing]:
+    """Ring `targets` and get each one's firing written `sending`, held by `sender` from
+    `now` for LEASE, untried, the way either backend gets there: claimed by another sender
+    whose hold ran out before `now` without a word, recovered (PostgreSQL writes it `queued`
+    then; SQLite wrote it `sending` at the claim) and taken. In the order of `targets`."""
+    claimed_at = now - LEASE - timedelta(seconds=1)
+    await store.claim([claim(t) for t in targets], sender="gone", now=claimed_at, lease=LEASE)
+    await store.recover_claims(now=now, limit=100)
+    taken = await store.take_deliveries(
+        sender=sender, shards=None, now=now, lease=LEASE, limit=len(targets) + 100
+    )
+    by_reminder = {firing.reminder_id: firing for firing in taken}
+    assert set(by_reminder) >= {t.id for t in targets}, taken
+    return [by_reminder[t.id] for t in targets]

@@ -7,7 +7,15 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+from tests.integration.store.factories import (
+    LEASE,
+    NOW,
+    claim,
+    held,
+    put_back,
+    reminder,
+    result,
+)
 from tests.support.raw import raw_pairs
 from tocsin.domain import (
     Attempt,
@@ -60,7 +68,7 @@ async def test_load_due_reads_pending_rows_of_the_buckets_and_shards(store: Stor
     assert await store.load_due(shards=range(0), first_bucket=0, last_bucket=2**31, limit=9) == []
 
 
-async def test_claim_a_one_off_fires_it_once(store: Store) -> None:
+async def test_claim_a_one_off_fires_it_once(store: Store, backend: str) -> None:
     one_off = reminder(metadata={"k": "v"})
     await store.add_reminders([one_off])
     assert one_off.due_at is not None
@@ -92,7 +100,9 @@ async def test_claim_a_one_off_fires_it_once(store: Store) -> None:
     assert saved.status is ReminderStatus.FIRED
     assert saved.due_at is None
     assert saved.version == 2
-    assert await store.list_firings(one_off.id) == [firing]
+    # PostgreSQL writes the firing with its first try's outcome; SQLite at the claim.
+    assert firing.stored is (backend == "sqlite")
+    assert await store.list_firings(one_off.id) == ([firing] if firing.stored else [])
 
 
 async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
@@ -101,7 +111,9 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
     assert series.due_at is not None
     tomorrow = series.due_at + timedelta(days=1)
 
-    await store.claim([claim(series, next_due_at=tomorrow)], sender="w", now=NOW, lease=LEASE)
+    [first] = await store.claim(
+        [claim(series, next_due_at=tomorrow)], sender="w", now=NOW, lease=LEASE
+    )
     moved = await store.get_reminder(series.id)
     due_tomorrow = await store.load_due(
         shards=ALL, first_bucket=bucket_of(tomorrow), last_bucket=bucket_of(tomorrow), limit=5
@@ -109,6 +121,7 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
     assert moved is not None
     [last] = await store.claim([claim(moved)], sender="w", now=NOW, lease=LEASE)
     ended = await store.get_reminder(series.id)
+    recorded = await store.record_attempts([result(f, sender="w") for f in (first, last)])
 
     assert moved.status is ReminderStatus.PENDING
     assert moved.due_at == tomorrow
@@ -118,7 +131,8 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
     assert last.due_at == tomorrow
     assert ended is not None
     assert ended.status is ReminderStatus.ENDED
-    assert len(await store.list_firings(series.id)) == 2
+    assert recorded == 2
+    assert {f.due_at for f in await store.list_firings(series.id)} == {series.due_at, tomorrow}
 
 
 async def test_a_claim_at_a_due_time_the_row_left_changes_nothing(store: Store) -> None:
@@ -161,7 +175,7 @@ async def test_a_claim_fenced_by_an_old_lease_epoch_changes_nothing(store: Store
     one_off = reminder()
     await store.add_reminders([one_off])
     held = await store.renew_leases("w", parts=1, ttl=LEASE)
-    mine = replace(claim(one_off), part=0)
+    mine = claim(one_off)._replace(part=0)
     stale = Fence(parts=1, epochs={0: held.epochs[0] - 1})
 
     assert await store.claim([mine], sender="w", now=NOW, lease=LEASE, fence=stale) == []
@@ -179,7 +193,7 @@ async def test_a_claim_fenced_by_an_old_lease_epoch_changes_nothing(store: Store
 async def test_a_failed_claim_records_why_and_ends_the_reminder(store: Store) -> None:
     series = reminder(rule="FREQ=DAILY")
     await store.add_reminders([series])
-    bad = replace(claim(series), state=FiringState.FAILED, error="the next ring cannot be found")
+    bad = claim(series)._replace(state=FiringState.FAILED, error="the next ring cannot be found")
 
     [failed] = await store.claim([bad], sender="w", now=NOW, lease=LEASE)
     [listed] = await store.list_firings(series.id)
@@ -213,15 +227,10 @@ async def test_claim_expired_records_the_firing_without_a_sender(store: Store) -
 async def test_a_firing_id_is_inserted_once(store: Store) -> None:
     one_off = reminder()
     await store.add_reminders([one_off])
-    await store.claim([claim(one_off)], sender="w", now=NOW, lease=LEASE)
+    [rung] = await store.claim([claim(one_off)], sender="w", now=NOW, lease=LEASE)
+    assert await store.record_attempts([result(rung, sender="w")]) == 1
     # The app puts the reminder back at the same due time: the ring has that identity already.
-    current = await store.get_reminder(one_off.id)
-    assert current is not None
-    back = await store.update_reminder(
-        replace(current, status=ReminderStatus.PENDING, due_at=one_off.due_at),
-        expected_version=current.version,
-    )
-    assert back is not None
+    back = await put_back(store, one_off)
 
     assert await store.claim([claim(back)], sender="w", now=NOW, lease=LEASE) == []
     assert len(await store.list_firings(one_off.id)) == 1
@@ -270,6 +279,7 @@ async def test_a_batch_with_a_stale_and_a_current_claim_of_one_reminder_rings_it
     assert moved is not None
 
     firings = await store.claim([stale, claim(moved)], sender="w", now=NOW, lease=LEASE)
+    await store.record_attempts([result(f, sender="w") for f in firings])
 
     assert [f.due_at for f in firings] == [moved.due_at]
     assert [f.due_at for f in await store.list_firings(one_off.id)] == [moved.due_at]
@@ -300,18 +310,23 @@ async def test_take_deliveries_hands_out_retries_due_and_stale_sends(store: Stor
     retry_at = NOW + timedelta(seconds=10)
     await store.record_attempts(
         [
-            _to_retry(fa.id, error="503", at=retry_at),
-            result(fb.id, sender="w1"),
+            _to_retry(fa, error="503", at=retry_at),
+            result(fb, sender="w1"),
         ]
     )
 
-    early = await store.take_deliveries(
-        sender="w2", shards=None, now=NOW + timedelta(seconds=5), lease=LEASE, limit=10
+    early = NOW + timedelta(seconds=5)
+    # fc's sender says nothing: its hold runs out (on PostgreSQL, its firing is written then).
+    recovered_early = await store.recover_claims(now=early, limit=10)
+    taken_early = await store.take_deliveries(
+        sender="w2", shards=None, now=early, lease=LEASE, limit=10
     )
     later = NOW + LEASE + timedelta(seconds=1)
+    recovered = await store.recover_claims(now=later, limit=10)
     taken = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=10)
 
-    assert early == []
+    assert (recovered_early, taken_early) == (0, [])
+    assert recovered == (0 if fc.stored else 1)
     assert {f.id for f in taken} == {fa.id, fc.id}  # fb was sent
     for firing in taken:
         assert firing.state is FiringState.SENDING
@@ -326,7 +341,7 @@ async def test_take_deliveries_expires_firings_past_their_deadline(store: Store)
     await store.add_reminders([one_off])
     [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
 
-    await store.record_attempts([_to_retry(firing.id, error="HTTP 503", at=NOW + MINUTE)])
+    await store.record_attempts([_to_retry(firing, error="HTTP 503", at=NOW + MINUTE)])
 
     late = firing.deadline + timedelta(seconds=1)
     taken = await store.take_deliveries(sender="w2", shards=None, now=late, lease=LEASE, limit=5)
@@ -350,6 +365,7 @@ async def test_take_deliveries_takes_the_closest_deadlines_first(store: Store) -
     )
     await store.claim([claim(r) for r in abandoned], sender="w1", now=NOW, lease=LEASE)
     later = NOW + LEASE + timedelta(seconds=1)
+    await store.recover_claims(now=later, limit=10)  # the abandoned rings' hold ran out
 
     rounds = [
         await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=2)
@@ -432,19 +448,17 @@ async def test_each_delivery_goes_to_one_taker(store: Store, migrated_db_url: st
 async def test_record_attempts_only_by_the_holder(store: Store) -> None:
     a, b = reminder("ana"), reminder("bob")
     await store.add_reminders([a, b])
-    fa, fb = _in_order(
-        [a, b], await store.claim([claim(a), claim(b)], sender="w1", now=NOW, lease=LEASE)
-    )
+    fa, fb = await held(store, [a, b], sender="w1")
     sent_at = NOW + timedelta(seconds=2)
 
     applied = await store.record_attempts(
         [
-            result(fa.id, sender="w1", at=sent_at, provider_id="msg-1"),
-            result(fb.id, sender="intruder"),
+            result(fa, sender="w1", at=sent_at, provider_id="msg-1"),
+            result(fb, sender="intruder"),
             result("missing.1", sender="w1"),
         ]
     )
-    twice = await store.record_attempts([result(fa.id, sender="w1", number=2)])
+    twice = await store.record_attempts([result(fa, sender="w1", number=2)])
 
     assert applied == 1
     assert twice == 0
@@ -456,7 +470,7 @@ async def test_record_attempts_only_by_the_holder(store: Store) -> None:
         (1, Outcome.SENT, "msg-1")
     ]
     [untouched] = await store.list_firings(b.id)
-    assert untouched.state is FiringState.SENDING
+    assert (untouched.state, untouched.sender) == (FiringState.SENDING, "w1")
     assert untouched.history == ()
 
 
@@ -467,8 +481,8 @@ async def test_a_result_repeated_in_one_batch_applies_once(store: Store) -> None
 
     applied = await store.record_attempts(
         [
-            result(firing.id, sender="w1", provider_id="first"),
-            result(firing.id, sender="w1", number=2, provider_id="second"),
+            result(firing, sender="w1", provider_id="first"),
+            result(firing, sender="w1", number=2, provider_id="second"),
         ]
     )
 
@@ -483,12 +497,12 @@ async def test_failed_attempts_keep_their_history(store: Store) -> None:
     await store.add_reminders([one_off])
     [firing] = await store.claim([claim(one_off)], sender="w1", now=NOW, lease=LEASE)
     retry = NOW + timedelta(seconds=3)
-    await store.record_attempts([_to_retry(firing.id, error="timeout", at=retry)])
+    await store.record_attempts([_to_retry(firing, error="timeout", at=retry)])
     [again] = await store.take_deliveries(sender="w2", shards=None, now=retry, lease=LEASE, limit=1)
     await store.record_attempts(
         [
             result(
-                again.id,
+                again,
                 sender="w2",
                 number=2,
                 at=retry,
@@ -518,7 +532,11 @@ async def test_a_result_without_an_attempt_records_no_history(store: Store) -> N
     applied = await store.record_attempts(
         [
             AttemptResult(
-                firing_id=firing.id, sender="w1", state=FiringState.EXPIRED, error="too late"
+                firing_id=firing.id,
+                sender="w1",
+                state=FiringState.EXPIRED,
+                error="too late",
+                firing=None if firing.stored else firing,
             )
         ]
     )
@@ -541,20 +559,43 @@ async def test_release_deliveries_hands_unsent_firings_back(store: Store) -> Non
         [a, b, c],
         await store.claim([claim(a), claim(b), claim(c)], sender="w1", now=NOW, lease=LEASE),
     )
-    await store.record_attempts([result(fc.id, sender="w1")])
+    await store.record_attempts([result(fc, sender="w1")])
     later = NOW + timedelta(seconds=1)
 
-    released = await store.release_deliveries([fa.id, fc.id, "missing.1"], sender="w1", now=later)
-    not_mine = await store.release_deliveries([fb.id], sender="w2", now=later)
+    released = await store.release_deliveries([fa, fc], sender="w1", now=later)
     taken = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=9)
 
-    assert (released, not_mine) == (1, 0)
+    assert released == 1
     assert [f.id for f in taken] == [fa.id]
     assert (taken[0].state, taken[0].sender, taken[0].attempts) == (FiringState.SENDING, "w2", 0)
-    [still] = await store.list_firings(b.id)
-    assert (still.state, still.sender) == (FiringState.SENDING, "w1")
+    assert taken[0].stored
+    # Not handed back: still w1's, as SQLite's claim wrote it, or not written yet (PostgreSQL).
+    still = await store.list_firings(b.id)
+    assert [(f.state, f.sender) for f in still] == (
+        [(FiringState.SENDING, "w1")] if fb.stored else []
+    )
     [sent] = await store.list_firings(c.id)
     assert sent.state is FiringState.SENT
+
+
+async def test_release_deliveries_of_firings_held_after_a_take(store: Store) -> None:
+    """Firings written `sending` and taken (a retry, or a ring whose sender's hold ran out)
+    go back by their rows: only the holder's, only while still `sending`."""
+    a, b, c = reminder("ana"), reminder("bob"), reminder("cy")
+    await store.add_reminders([a, b, c])
+    fa, fb, fc = await held(store, [a, b, c], sender="w1")
+    await store.record_attempts([result(fc, sender="w1")])
+    later = NOW + timedelta(seconds=1)
+
+    released = await store.release_deliveries([fa, fc], sender="w1", now=later)
+    not_mine = await store.release_deliveries([fb], sender="w2", now=later)
+    missing = await store.release_deliveries([fa._replace(id=f"{a.id}.1")], sender="w1", now=later)
+    taken = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=9)
+
+    assert (released, not_mine, missing) == (1, 0, 0)
+    assert [f.id for f in taken] == [fa.id]
+    [still] = await store.list_firings(b.id)
+    assert (still.state, still.sender) == (FiringState.SENDING, "w1")
 
 
 async def test_load_due_pages_by_keyset(store: Store) -> None:
@@ -578,15 +619,27 @@ async def test_load_due_pages_by_keyset(store: Store) -> None:
     assert [r.reminder_id for r in third] == [later.id]
 
 
-def _to_retry(firing_id: str, *, error: str, at: datetime) -> AttemptResult:
-    """Worker w1's first attempt at `firing_id` failed: retry `at`."""
+def _to_retry(firing: Firing, *, error: str, at: datetime) -> AttemptResult:
+    """Worker w1's first attempt at `firing` failed: retry `at`."""
     return result(
-        firing_id,
+        firing,
         sender="w1",
         state=FiringState.QUEUED,
         outcome=Outcome.RETRY,
         error=error,
         next_attempt_at=at,
+    )
+
+
+def _first_try(firing: Firing, *, state: FiringState, attempt: Attempt) -> AttemptResult:
+    """Worker w1's first try of `firing`, as delivery reports it (with the firing itself
+    when its row is not written yet)."""
+    return AttemptResult(
+        firing_id=firing.id,
+        sender="w1",
+        state=state,
+        attempt=attempt,
+        firing=None if firing.stored else firing,
     )
 
 
@@ -618,6 +671,7 @@ async def test_a_route_is_copied_to_its_firing_and_settled_attempts_are_keyed(
                 state=FiringState.SENT,
                 attempt=tried[-1],
                 earlier=tuple(tried[:-1]),
+                firing=None if firing.stored else firing,
             )
         ]
     )
@@ -659,15 +713,9 @@ async def test_a_first_try_accepted_is_kept_on_the_firing_row(
 
     await store.record_attempts(
         [
-            AttemptResult(firing_id=fp.id, sender="w1", state=FiringState.SENT, attempt=first),
-            AttemptResult(firing_id=fr.id, sender="w1", state=FiringState.SENT, attempt=first),
-            AttemptResult(
-                firing_id=ft.id,
-                sender="w1",
-                state=FiringState.QUEUED,
-                attempt=retry,
-                next_attempt_at=later,
-            ),
+            _first_try(fp, state=FiringState.SENT, attempt=first),
+            _first_try(fr, state=FiringState.SENT, attempt=first),
+            _first_try(ft, state=FiringState.QUEUED, attempt=retry)._replace(next_attempt_at=later),
         ]
     )
     [again] = await store.take_deliveries(sender="w2", shards=None, now=later, lease=LEASE, limit=1)

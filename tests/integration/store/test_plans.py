@@ -309,23 +309,30 @@ async def _filled(url: str, *, firings: bool = False) -> None:
 
 
 async def _fill_firings(store: Store) -> None:
-    """A firings table as a busy worker leaves it: most sent, some being sent, some retries
-    waiting, a few due (claimed from the reminders of `_fill`)."""
+    """A firings table as a busy worker leaves it: most sent, some being sent (taken over
+    from a sender whose hold ran out), some retries waiting, a few due (claimed from the
+    reminders of `_fill`)."""
     due = await store.load_due(
         shards=range(1024), first_bucket=0, last_bucket=bucket_of(NOW) + BUCKETS, limit=10_000
     )
-    claims = [
-        Claim(
-            reminder_id=r.reminder_id,
-            due_at=r.due_at,
-            version=r.version,
-            next_due_at=None,
-            state=state,
-        )
-        for n, r in enumerate(due)
-        for state in [FiringState.QUEUED if n % 10 == 0 else FiringState.SENDING]
-    ]
-    firings = await store.claim(claims, sender="w", now=NOW, lease=timedelta(seconds=30))
+    lease = timedelta(seconds=30)
+
+    def claims(state: FiringState, tenth: bool) -> list[Claim]:
+        return [
+            Claim(
+                reminder_id=r.reminder_id,
+                due_at=r.due_at,
+                version=r.version,
+                next_due_at=None,
+                state=state,
+            )
+            for n, r in enumerate(due)
+            if (n % 10 == 0) is tenth
+        ]
+
+    firings = await store.claim(
+        claims(FiringState.SENDING, False), sender="w", now=NOW, lease=lease
+    )
     results = [
         AttemptResult(
             firing_id=f.id,
@@ -333,11 +340,18 @@ async def _fill_firings(store: Store) -> None:
             attempt=None,
             state=FiringState.QUEUED if n % 7 == 0 else FiringState.SENT,
             next_attempt_at=NOW + timedelta(minutes=5),
+            firing=None if f.stored else f,
         )
         for n, f in enumerate(firings)
-        if f.state is FiringState.SENDING and n % 5
+        if n % 5
     ]
     await store.record_attempts(results)
+    # The rest were not recorded before their hold ran out: written for any sender
+    # (PostgreSQL), and taken by one.
+    later = NOW + lease + timedelta(seconds=1)
+    await store.recover_claims(now=later, limit=100)
+    await store.take_deliveries(sender="w", shards=None, now=later, lease=lease, limit=10_000)
+    await store.claim(claims(FiringState.QUEUED, True), sender="w", now=NOW, lease=lease)
 
 
 @pytest.mark.postgres
@@ -371,14 +385,16 @@ async def test_postgres_takes_deliveries_through_the_firings_indexes(
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
 
 
-# The scheduler's writes (CLAIM, RECORD_ATTEMPTS) run with no planner setting. Each batch row
-# must find its row by the primary key — the batch drives, a Nested Loop into the key — and
-# nothing else of the table may be read: no sequential scan, and not the partial index
-# (reminders_due, firings_sending) whose predicate the state test would match, which holds
-# every pending reminder, every firing being sent. Both with statistics analysed before a bulk
-# import (they say nothing is pending or being sent, the partial indexes empty: the state
-# right after an import, and of `sending` during any burst) and with fresh ones; for the
-# plan made for a batch's arguments and for the generic plan.
+# The scheduler's writes (CLAIM, RECORD_ATTEMPTS, INSERT_FIRINGS, RECOVER_CLAIMS) run with no
+# planner setting. Each batch row must find its row by the primary key — the batch drives, a
+# Nested Loop into the key — and nothing else of the table may be read: no sequential scan,
+# and not the partial index (reminders_due, firings_sending) whose predicate the state test
+# would match, which holds every pending reminder, every firing being sent. INSERT_FIRINGS
+# reads no table at all (a plain insert); RECOVER_CLAIMS reads claimed_rings from the old end
+# of its hold index only, and deletes what it read by its row address. Both with statistics
+# analysed before a bulk import (they say nothing is pending or being sent, the partial
+# indexes empty: the state right after an import, and of `sending` during any burst) and
+# with fresh ones; for the plan made for a batch's arguments and for the generic plan.
 
 FINISHED = 5_000  # finished reminders and sent firings, all the tables hold when analysed
 _ADD_FINISHED = """
@@ -408,7 +424,12 @@ SELECT id || '.' || floor(extract(epoch FROM due_at))::bigint, id, owner, shard,
 FROM reminders WHERE bucket = $1
 """
 
-_SCHEDULER_WRITES = (("claim", pg.CLAIM, 15), ("record", pg.RECORD_ATTEMPTS, 22))
+_SCHEDULER_WRITES = (
+    ("claim", pg.CLAIM, 15),
+    ("record", pg.RECORD_ATTEMPTS, 22),
+    ("insert", pg.INSERT_FIRINGS, 30),
+    ("recover", pg.RECOVER_CLAIMS, 2),
+)
 
 
 @pytest.mark.postgres
@@ -422,7 +443,7 @@ async def test_postgres_claims_and_records_by_primary_key_with_nothing_forced(
         try:
             batches = await _import_after_analysing(connection)
             stale = await _scheduler_plans(pg_migrated_url, batches)
-            await connection.execute("ANALYZE reminders; ANALYZE firings")
+            await connection.execute(_ANALYZE)
             fresh = await _scheduler_plans(pg_migrated_url, batches)
         finally:
             await connection.execute(_AUTOVACUUM.format(setting="RESET (autovacuum_enabled)"))
@@ -434,24 +455,50 @@ async def test_postgres_claims_and_records_by_primary_key_with_nothing_forced(
             _assert_read_by_key(json.loads(plan)[0]["Plan"], name, (statistics, name, kind, plan))
 
 
-_KEYS = {
-    "claim": ("reminders_pkey", r"claim\.reminder_id"),
-    "record": ("firings_pkey", r"result\.firing_id"),
+_KEY = r"\(id = \(?{}\)?(::text)?\)"
+# Per statement, each table it reads: the index, and the condition the index is read by.
+_KEYS: dict[str, dict[str, tuple[str, str]]] = {
+    "claim": {
+        "reminders": ("reminders_pkey", _KEY.format(r"claim\.reminder_id")),
+        "firings": ("firings_pkey", _KEY.format(r"moved\.firing_id")),  # rung already?
+    },
+    "record": {"firings": ("firings_pkey", _KEY.format(r"result\.firing_id"))},
+    "insert": {},
+    "recover": {
+        "claimed_rings": (
+            "claimed_rings_hold",
+            r"\(hold_until < (\$1|'[^']+'::timestamp with time zone)\)",
+        ),
+        # The ring's firing id, made from the claim's reminder id and due instant.
+        "firings": ("firings_pkey", r"\(id = \(\(held\.reminder_id \|\| '\.'::text\) \|\| .+\)\)"),
+        "reminders": ("reminders_pkey", _KEY.format(r"held\.reminder_id")),
+    },
 }
 
 
 def _assert_read_by_key(plan: dict[str, Any], name: str, where: tuple[str, ...]) -> None:
-    """Every read of the table of statement `name` looks its key up by a batch row's id."""
-    index, column = _KEYS[name]
+    """Every read of a table by statement `name` is the index lookup `_KEYS` names for it.
+    claimed_rings may be read through a bitmap of that index (then sorted: the claims past
+    their hold only), and a row read deleted by its address (a Tid Scan)."""
+    keys = _KEYS[name]
     nodes = list(_nodes(plan))
     scans = [n for n in nodes if "Relation Name" in n and n["Node Type"] != "ModifyTable"]
     read = [n for n in scans if n["Relation Name"] != "leases"]  # leases: 16 rows
-    assert read, where
+    assert {n["Relation Name"] for n in read} == set(keys), where
     for node in read:
-        assert node["Node Type"] == "Index Scan", where
+        index, condition = keys[node["Relation Name"]]
+        if node["Relation Name"] == "claimed_rings":
+            if node["Node Type"] == "Tid Scan":
+                continue
+            if node["Node Type"] == "Bitmap Heap Scan":
+                [node] = node["Plans"]
+                assert node["Node Type"] == "Bitmap Index Scan", where
+        else:
+            assert node["Node Type"] in ("Index Scan", "Index Only Scan"), where
         assert node["Index Name"] == index, where
-        assert re.fullmatch(rf"\(id = \(?{column}\)?(::text)?\)", node["Index Cond"]), where
-    assert not any(n["Node Type"] == "Sort" for n in nodes), where
+        assert re.fullmatch(condition, node["Index Cond"]), where
+    if "claimed_rings" not in keys:
+        assert not any(n["Node Type"] == "Sort" for n in nodes), where
 
 
 async def _import_after_analysing(connection: asyncpg.Connection) -> dict[str, tuple[Any, ...]]:
@@ -462,6 +509,7 @@ async def _import_after_analysing(connection: asyncpg.Connection) -> dict[str, t
     busy = bucket_of(BUSY_MINUTE)
     await connection.execute(_ADD_BUSY_MINUTE, BUSY_MINUTE, busy, BUSY)
     await connection.execute(_ADD_SENDING, busy)
+    await connection.execute(_ADD_CLAIMED, BUSY_MINUTE, busy)
     await connection.execute(
         "INSERT INTO leases (parts, part, holder, expires_at, epoch)"
         " SELECT 16, part, 'w', $1, 1 FROM generate_series(0, 15) AS part",
@@ -471,7 +519,22 @@ async def _import_after_analysing(connection: asyncpg.Connection) -> dict[str, t
     return await _scheduler_batches(connection, busy)
 
 
-_AUTOVACUUM = "ALTER TABLE reminders {setting}; ALTER TABLE firings {setting}"
+_AUTOVACUUM = (
+    "ALTER TABLE reminders {setting}; ALTER TABLE firings {setting};"
+    " ALTER TABLE claimed_rings {setting}"
+)
+_ANALYZE = "ANALYZE reminders; ANALYZE firings; ANALYZE claimed_rings"
+
+# The claims of the busy minute's rings as its senders left them, 100 rings a claim, their
+# holds over a lease (30 s): a second's worth of them run out at each recovery.
+_ADD_CLAIMED = """
+INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats)
+SELECT $1::timestamptz + (chunk % 30) * interval '1 second', 'w', array_agg(id),
+    array_agg(due_at)
+FROM (SELECT id, due_at, row_number() OVER (ORDER BY id) / 100 AS chunk
+      FROM reminders WHERE bucket = $2) AS rings
+GROUP BY chunk
+"""
 
 # What the statistics say the states are (the most common values of each state column).
 _STATE_STATISTICS = """
@@ -485,7 +548,8 @@ async def _scheduler_batches(
     connection: asyncpg.Connection, busy: int
 ) -> dict[str, tuple[Any, ...]]:
     """A claim of 1,000 reminders of the busy minute, as a part loads them (its lane, in due
-    order) and the store sends them (sorted by id); results for 1,000 of their firings."""
+    order) and the store sends them (sorted by id); results for 1,000 of their firings; the
+    firings of the claim's rings written with their results; a recovery of 100 claims."""
     rows = await connection.fetch(
         "SELECT id, due_at, version, shard FROM reminders WHERE bucket = $1 AND shard / 64 = 7"
         " ORDER BY due_at, id LIMIT 1000",
@@ -517,6 +581,38 @@ async def _scheduler_batches(
     record = (
         [row["id"] for row in firings],
         ["w"] * size,
+        *_sent_first_tries(size),
+        *([[]] * 8),
+        ["app:a"] * size,
+        ["sending"] * size,
+    )
+    # The claim's rings written with their first try's result (sent, on the row).
+    size = len(rows)
+    written = [f"{row['id']}.{int(row['due_at'].timestamp())}" for row in rows]
+    insert = (
+        written,
+        [row["id"] for row in rows],
+        [f"busy-{n}" for n in range(size)],
+        [row["shard"] for row in rows],
+        [row["due_at"] for row in rows],
+        [row["due_at"] + timedelta(minutes=1) for row in rows],
+        ["webhook"] * size,
+        ["ring"] * size,
+        [None] * size,
+        [None] * size,
+        [BUSY_MINUTE] * size,
+        *_sent_first_tries(size),
+        ["app:a"] * size,
+        *([[]] * 8),
+    )
+    recover = (BUSY_MINUTE + timedelta(seconds=1.5), 100)
+    return {"claim": claim, "record": record, "insert": insert, "recover": recover}
+
+
+def _sent_first_tries(size: int) -> tuple[list[Any], ...]:
+    """The columns of `size` first tries accepted, from state to the attempt's error, in the
+    order RECORD_ATTEMPTS and INSERT_FIRINGS both take them."""
+    return (
         ["sent"] * size,
         [None] * size,
         [1] * size,
@@ -527,11 +623,7 @@ async def _scheduler_batches(
         [None] * size,
         ["app:a"] * size,
         [None] * size,
-        *([[]] * 8),
-        ["app:a"] * size,
-        ["sending"] * size,
     )
-    return {"claim": claim, "record": record}
 
 
 async def _scheduler_plans(
@@ -556,7 +648,7 @@ async def _scheduler_plans(
             )
         generic = await connection.fetchval(
             "SELECT min(generic_plans) FROM pg_prepared_statements"
-            " WHERE name IN ('claim', 'record')"
+            " WHERE name IN ('claim', 'record', 'insert', 'recover')"
         )
         assert generic == 1
     finally:

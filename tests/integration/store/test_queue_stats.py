@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+from tests.integration.store.factories import LEASE, NOW, claim, held, reminder, result
 from tocsin.domain import FiringState, Outcome, ReminderStatus
 from tocsin.store import Store
 
@@ -34,21 +34,24 @@ async def test_the_oldest_pending_reminder_is_found_across_buckets(store: Store)
 
 
 async def test_the_queue_counts_firings_being_sent_and_waiting_for_a_retry(store: Store) -> None:
-    first, second, third = (reminder(f"owner-{n}") for n in range(3))
-    await store.add_reminders([first, second, third])
+    first, second, third, fourth = (reminder(f"owner-{n}") for n in range(4))
+    await store.add_reminders([first, second, third, fourth])
+    await held(store, [fourth])  # written `sending`, taken by a sender
     firings = await store.claim(
         [claim(first), claim(second), claim(third)], sender="worker-1", now=NOW, lease=LEASE
     )
     retry_at = NOW + timedelta(seconds=30)
     await store.record_attempts(
         [
-            result(firings[0].id, state=FiringState.QUEUED, outcome=Outcome.RETRY,
+            result(firings[0], state=FiringState.QUEUED, outcome=Outcome.RETRY,
                    error="503", next_attempt_at=retry_at),
-            result(firings[1].id),
+            result(firings[1]),
         ]
     )  # fmt: skip
 
     stats = await store.queue_stats()
 
-    assert dict(stats.depth) == {"queued": 1, "sending": 1}
-    assert stats.oldest_due is None  # all three one-offs were claimed: none pending
+    # The third's first try is in flight: a `sending` row on SQLite, none yet on PostgreSQL.
+    in_flight = 1 if firings[2].stored else 0
+    assert dict(stats.depth) == {"queued": 1, "sending": 1 + in_flight}
+    assert stats.oldest_due is None  # all four one-offs were claimed: none pending

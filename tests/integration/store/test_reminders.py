@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder
+from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder, result
 from tocsin.domain import FiringState, IdempotencyRecord, ReminderStatus, Schedule
 from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
 from tocsin.store import Store
@@ -201,6 +201,7 @@ async def test_snooze_a_firing_once(store: Store) -> None:
         now=NOW,
         lease=LEASE,
     )
+    assert await store.record_attempts([result(firing)]) == 1  # it rang
     first = replace(reminder(), snoozed_from=firing.id)
     second = reminder()
 

@@ -25,7 +25,7 @@ async def _rung(store: Store, due: datetime, *, state: FiringState) -> tuple[Rem
     await store.add_reminders([one_off])
     [firing] = await store.claim([claim(one_off)], sender="worker-1", now=due, lease=LEASE)
     if state is not FiringState.SENDING:
-        await store.record_attempts([result(firing.id, state=state, at=due)])
+        await store.record_attempts([result(firing, state=state, at=due)])
     return one_off, firing
 
 

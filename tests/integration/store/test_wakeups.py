@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 import asyncpg
 import pytest
 
-from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder
+from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder, result
 from tocsin.domain import ReminderStatus
 from tocsin.store import Store, codec, open_store
 from tocsin.store.postgres.wakeups import Wakeups
@@ -71,6 +71,7 @@ async def test_edits_and_snoozes_that_bring_a_reminder_near_wake_listeners(store
     [firing] = await store.claim(
         [claim(series, next_due_at=NOW + timedelta(days=1))], sender="w", now=NOW, lease=LEASE
     )
+    await store.record_attempts([result(firing, sender="w")])  # it rang: it can be snoozed
     heard, listener = recorder()
     await store.listen_due(listener)
     later = NOW + timedelta(minutes=5)

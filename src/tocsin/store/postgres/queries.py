@@ -124,35 +124,51 @@ SELECT scope, key, request_hash, status_code, body, created_at
 FROM idempotency_keys WHERE scope = $1 AND key = $2
 """
 
-# One reminder with its last firing (newest due).
-GET_REMINDER = """
+
+# A reminder's last firing: its newest written firing, or the ring a claim handed to a sender
+# whose firing is not written yet (`rang_due_at`, shown `sending` until its deadline, judged
+# at `now`, the caller's clock, else the database's: by then it is written, sent or expired,
+# RECOVER_CLAIMS), whichever is due later. (The deadline also keeps an old ring whose firing
+# retention deleted from showing again.) Built from this module's text only.
+def _last_firing(table: str, now: str) -> str:
+    return f"""LEFT JOIN LATERAL (
+    SELECT id, due_at, state FROM (
+        (SELECT id, due_at, state, true AS written FROM firings
+         WHERE id > {table}.id || '.' AND id < {table}.id || '/' ORDER BY id DESC LIMIT 1)
+        UNION ALL
+        SELECT {table}.id || '.' || floor(extract(epoch FROM {table}.rang_due_at))::bigint,
+            {table}.rang_due_at, 'sending', false
+        WHERE {table}.rang_due_at + make_interval(secs => {table}.freshness)
+            > coalesce({now}::timestamptz, clock_timestamp())
+    ) AS rings
+    ORDER BY due_at DESC, written DESC
+    LIMIT 1
+) AS last ON true"""  # noqa: S608 - this module's text only
+
+
+# One reminder with its last firing (newest due), judged at $2 (else the database's clock).
+GET_REMINDER = f"""
 SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
 FROM reminders AS r
-LEFT JOIN LATERAL (
-    SELECT id, due_at, state FROM firings
-    WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
-) AS last ON true
+{_last_firing("r", "$2")}
 WHERE r.id = $1
-"""
+"""  # noqa: S608 - this module's text only
 
 # An owner's reminders after a given id, in id order, optionally of one status (index
 # reminders_owner), each with its last firing.
-LIST_REMINDERS = """
+LIST_REMINDERS = f"""
 SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
 FROM reminders AS r
-LEFT JOIN LATERAL (
-    SELECT id, due_at, state FROM firings
-    WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
-) AS last ON true
+{_last_firing("r", "$6")}
 WHERE r.owner = $1 AND r.id > $2 AND ($3::text IS NULL OR r.status = $3)
   AND ($5::text IS NULL OR r.source = $5)
 ORDER BY r.id
 LIMIT $4
-"""
+"""  # noqa: S608 - this module's text only
 
 # Replace a reminder's mutable fields while its version is $2; return it with its last
 # firing, announcing it ($15: zero or one payload) when it is now due soon.
-UPDATE_REMINDER = """
+UPDATE_REMINDER = f"""
 WITH saved AS (
     UPDATE reminders
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
@@ -164,14 +180,11 @@ WITH saved AS (
 SELECT saved.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state,
     (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($15::text[]) AS wake) AS woke
 FROM saved
-LEFT JOIN LATERAL (
-    SELECT id, due_at, state FROM firings
-    WHERE id > saved.id || '.' AND id < saved.id || '/' ORDER BY id DESC LIMIT 1
-) AS last ON true
-"""
+{_last_firing("saved", "$16")}
+"""  # noqa: S608 - this module's text only
 
 # Cancel a reminder while it is pending; return it with its last firing.
-CANCEL_REMINDER = """
+CANCEL_REMINDER = f"""
 WITH cancelled AS (
     UPDATE reminders
     SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
@@ -181,11 +194,8 @@ WITH cancelled AS (
 )
 SELECT cancelled.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
 FROM cancelled
-LEFT JOIN LATERAL (
-    SELECT id, due_at, state FROM firings
-    WHERE id > cancelled.id || '.' AND id < cancelled.id || '/' ORDER BY id DESC LIMIT 1
-) AS last ON true
-"""
+{_last_firing("cancelled", "$2")}
+"""  # noqa: S608 - this module's text only
 
 # Mark a firing snoozed by a new one-off ($1), once.
 MARK_SNOOZED = """
@@ -467,21 +477,28 @@ LOAD_PLANNING = "SET LOCAL enable_sort = off"
 # `pending`), at the loaded due time, at the loaded version (an edit, snooze or cancel since
 # the load bumped it: the claim loses, and the scheduler rings the new version instead). A
 # series moves on to its next due time, computed from the rule of that version; a one-off or
-# finished series ends. With $13 (the part count) set, a claim applies only while its part's
-# lease is held by the sender $11 at the epoch the sender believes it holds ($8): a worker
-# whose lease ran out and was taken over changes nothing (the fencing token). A claim with
-# an error ($9) records a ring that could not be planned: `failed`, with the error as its
-# last_error. Each row it moved gets its firing, keyed by the delivery identity
-# (`<reminder id>.<due epoch second>`, made here: tocsin.ids.firing_id), inserted once only.
-# $10: now; $12: the sender's lease end. Only what the caller does not know already comes
-# back (the rest of the firing is the claim's own values).
+# finished series ends; either keeps the due instant it rang at (`rang_due_at`). With $13
+# (the part count) set, a claim applies only while its part's lease is held by the sender
+# $11 at the epoch the sender believes it holds ($8): a worker whose lease ran out and was
+# taken over changes nothing (the fencing token). A claim with an error ($9) records a ring
+# that could not be planned: `failed`, with the error as its last_error. Each row it moved
+# rings once under its delivery identity (`<reminder id>.<due epoch second>`, made here:
+# tocsin.ids.firing_id): one whose firing is written already (a series edited back to an
+# instant that rang) rings no more. $10: now; $12: the sender's hold.
+#
+# A ring to send is not written here (`stored` false): the update of its reminder is the
+# claim's one row write, and the rings of the batch go, as two arrays in one row, into
+# `claimed_rings` under the sender's hold. Its firing is written once, with the outcome of
+# its first try (INSERT_FIRINGS); a claim whose sender never writes it is found by its hold
+# (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
+# `expired` ones, and the in-app feed's (below).
+#
 # A ring for the in-app feed alone is not a worker's to send: its firing is inserted
 # `queued` until its deadline (with the note $15), for a page to take (MARK_FEED_SENT) or
 # pickup to expire, and announced here to the API processes' feeds (NOTIFY, delivered at
 # commit: a claim that rolled back announces nothing; payloads of at most 40 rings, each
 # line at most ~170 bytes, under NOTIFY's 8,000; `codec.parse_feed_payload` reads them).
-# A page then has it as soon as the claim commits, with no delivery round in between: two
-# row writes for the claim and one for the page, instead of six.
+# A page then has it as soon as the claim commits, with no delivery round in between.
 CLAIM = """
 WITH claim AS (
     SELECT * FROM unnest(
@@ -501,7 +518,8 @@ WITH claim AS (
         due_at = claim.next_due_at,
         bucket = claim.next_bucket,
         version = r.version + 1,
-        updated_at = $10
+        updated_at = $10,
+        rang_due_at = claim.due_at
     FROM claim
     WHERE r.id = claim.reminder_id
       AND (r.status, r.due_at, r.version) = (claim.loaded_status, claim.due_at, claim.version)
@@ -511,39 +529,154 @@ WITH claim AS (
             AND l.epoch = claim.epoch
       ))
     RETURNING r.id || '.' || floor(extract(epoch FROM claim.due_at))::bigint AS firing_id,
-        r.id AS reminder_id, r.owner, r.shard, claim.due_at, r.freshness, r.channel, r.text,
+        r.id AS reminder_id, r.owner, r.shard, claim.due_at,
+        claim.due_at + make_interval(secs => r.freshness) AS deadline, r.channel, r.text,
         r.metadata, r.source,
         CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
             ELSE claim.state END AS state,
         CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $15
             ELSE claim.error END AS error,
         claim.state = 'sending' AND r.channel = 'inapp' AS feed
+), ring AS (
+    SELECT moved.*, state <> 'sending' AS stored FROM moved
+    WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
 ), announced AS (
     SELECT count(pg_notify('tocsin_feed', payload)) AS notifications
     FROM (
         SELECT string_agg(owner || ' ' || firing_id, E'\n') AS payload
         FROM (
             SELECT owner, firing_id, (row_number() OVER ()) / 40 AS chunk
-            FROM moved WHERE feed
+            FROM ring WHERE feed
         ) AS rings
         GROUP BY chunk
     ) AS payloads
+), held AS (
+    INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats)
+    SELECT $12, $11, array_agg(reminder_id), array_agg(due_at) FROM ring WHERE NOT stored
+    HAVING count(*) > 0
+), written AS (
+    INSERT INTO firings (
+        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+        attempts, next_attempt_at, created_at, last_error
+    )
+    SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
+        source, state, 0,
+        CASE WHEN feed THEN deadline WHEN state = 'queued' THEN $10::timestamptz END,
+        $10, error
+    FROM ring CROSS JOIN announced
+    WHERE stored
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
 )
-INSERT INTO firings (
-    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, sender, lease_until, created_at, last_error
+SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
+    state, error, stored
+FROM ring
+WHERE NOT stored OR firing_id IN (SELECT id FROM written)
+"""
+
+# Write, once, the firings of rings a claim did not write (`stored` false in CLAIM), each
+# with the outcome of its first try, and that try's attempts where the firing row cannot
+# hold it (as RECORD_ATTEMPTS does: a first try accepted with nothing to say on the firing's
+# own channel is `sent_to` on the row). ${conflict} is empty on the common path: a plain
+# INSERT writes no speculative-insertion record (ON CONFLICT's, 48 bytes a row), and a batch
+# that meets a firing written meanwhile fails whole and is written again with
+# `INSERT_FIRINGS_AFTER_RECOVERY`. Return the ids written.
+_INSERT_FIRINGS = """
+WITH result AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::text[], $4::smallint[], $5::timestamptz[],
+        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
+        $12::text[], $13::timestamptz[], $14::integer[], $15::timestamptz[], $16::text[],
+        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[]
+    ) AS result (
+        firing_id, reminder_id, owner, shard, due_at, deadline, route, text, metadata, source,
+        created_at, state, next_attempt_at, number, at, channel, outcome, last_error,
+        provider_id, destination, error, sent_to
+    )
+), written AS (
+    INSERT INTO firings AS f (
+        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+        attempts, next_attempt_at, sent_at, provider_id, last_error, sent_to, created_at
+    )
+    SELECT firing_id, reminder_id, owner, shard, due_at, deadline, route, text,
+        metadata::json, source, state, coalesce(number, 0),
+        CASE WHEN state = 'queued' THEN coalesce(next_attempt_at, at, created_at) END,
+        CASE WHEN state = 'sent' THEN coalesce(at, clock_timestamp()) END,
+        provider_id, last_error, CASE WHEN route = channel THEN sent_to END, created_at
+    FROM result
+    {conflict}
+    RETURNING f.id, f.sent_to IS NOT NULL AS on_row
+), recorded AS (
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    SELECT result.firing_id, number, at, channel, outcome, error, provider_id, destination
+    FROM result JOIN written ON written.id = result.firing_id
+    WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
+      AND NOT written.on_row
+    UNION ALL
+    SELECT earlier.* FROM unnest(
+        $23::text[], $24::integer[], $25::timestamptz[], $26::text[], $27::text[], $28::text[],
+        $29::text[], $30::text[]
+    ) AS earlier (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    WHERE earlier.firing_id IN (SELECT id FROM written)
+    ON CONFLICT (firing_id, number) DO NOTHING
 )
-SELECT firing_id, reminder_id, owner, shard, due_at,
-    due_at + make_interval(secs => freshness), channel, text, metadata, source, state, 0,
-    CASE WHEN feed THEN due_at + make_interval(secs => freshness)
-        WHEN state = 'queued' THEN $10::timestamptz END,
-    CASE WHEN state = 'sending' THEN $11::text END,
-    CASE WHEN state = 'sending' THEN $12::timestamptz END,
-    $10, error
-FROM moved CROSS JOIN announced
-ON CONFLICT (id) DO NOTHING
-RETURNING id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
-    state, last_error
+SELECT count(*) FROM written
+"""
+
+INSERT_FIRINGS = _INSERT_FIRINGS.format(conflict="")
+
+# The same, for a batch in which some firing is written already: by RECOVER_CLAIMS, when the
+# sender's hold ran out before its results were written, or by an earlier try of this very
+# write that committed but whose answer was lost. A result still applies to a firing that
+# RECOVER_CLAIMS wrote and no sender has taken since (`queued`, untried): the ring was sent
+# by its first sender after all, and is not sent again. Anything else keeps what it holds.
+INSERT_FIRINGS_AFTER_RECOVERY = _INSERT_FIRINGS.format(
+    conflict="""ON CONFLICT (id) DO UPDATE
+    SET state = excluded.state, attempts = excluded.attempts,
+        next_attempt_at = excluded.next_attempt_at, sent_at = excluded.sent_at,
+        provider_id = excluded.provider_id, last_error = excluded.last_error,
+        sent_to = excluded.sent_to
+    WHERE f.state = 'queued' AND f.attempts = 0 AND f.sender IS NULL AND f.sent_at IS NULL"""
+)
+
+# The same, for rings handed back unsent (`release_deliveries`): one written already — by
+# `RECOVER_CLAIMS`, or by this very release tried before — keeps what it holds.
+INSERT_FIRINGS_UNLESS_WRITTEN = _INSERT_FIRINGS.format(conflict="ON CONFLICT (id) DO NOTHING")
+
+# Write, `queued` for any sender now ($1), the rings of up to $2 claims whose sender's hold
+# ran out before it wrote their firings, and forget those claims. Each claim is taken by one
+# caller (SKIP LOCKED); a ring whose firing is written (nearly all: their sender wrote them)
+# is left as it is. The firing is made from its reminder's row as it is now, at the due
+# instant the claim rang: an edit since then shows in it, an edit that can only have come
+# after its sender read the row.
+RECOVER_CLAIMS = """
+WITH stale AS (
+    DELETE FROM claimed_rings
+    WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM claimed_rings WHERE hold_until < $1
+        ORDER BY hold_until LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING reminder_ids, due_ats
+), ring AS (
+    SELECT held.reminder_id, held.due_at,
+        held.reminder_id || '.' || floor(extract(epoch FROM held.due_at))::bigint AS firing_id
+    FROM stale, unnest(stale.reminder_ids, stale.due_ats) AS held (reminder_id, due_at)
+), written AS (
+    INSERT INTO firings (
+        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+        attempts, next_attempt_at, created_at, last_error
+    )
+    SELECT ring.firing_id, r.id, r.owner, r.shard, ring.due_at,
+        ring.due_at + make_interval(secs => r.freshness), r.channel, r.text, r.metadata,
+        r.source, 'queued', 0, $1, $1,
+        'its sender did not record it before its hold ran out: sent again'
+    FROM ring JOIN reminders AS r ON r.id = ring.reminder_id
+    WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = ring.firing_id)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+SELECT count(*) FROM written
 """
 
 # Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
@@ -656,6 +789,11 @@ WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
 # neither takes a live lease nor keeps a dead one. (clock_timestamp(), not now(): the
 # renewal's own moment, however long its transaction waited for a lock.)
 DATABASE_NOW = "SELECT clock_timestamp()"
+
+# Whether this server cannot take writes: a standby (in recovery), or one set read-only (as
+# a fenced or draining primary may be). Readiness asks it, so that a process whose pool
+# still reaches a server that was demoted says why it does nothing.
+READ_ONLY = "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean"
 
 # Whether the worker was live (a heartbeat since $2); if not, it joins: the others rebalance.
 WAS_LIVE = "SELECT 1 FROM workers WHERE worker = $1 AND heartbeat_at >= $2"

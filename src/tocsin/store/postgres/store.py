@@ -35,6 +35,7 @@ from tocsin.domain import (
 )
 from tocsin.errors import (
     CapReached,
+    DatabaseReadOnly,
     DuplicateIdempotencyKey,
     StoreError,
     StoreUnavailable,
@@ -84,6 +85,9 @@ _CONNECT_TIMEOUT = 10.0
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
 _UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300"}  # shutdown, crash, starting, full
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+_READ_ONLY_STATE = "25006"  # read_only_sql_transaction: the server is (now) a standby
+_CLOSED = "connection is closed"  # asyncpg's InterfaceError on a connection already lost
+_UNIQUE_VIOLATION = "23505"
 # Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
 _SEALED_QUERIES = {
     "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APPS),
@@ -97,12 +101,19 @@ def translate(error: BaseException) -> StoreError:
     """The Tocsin error for a driver or network error (raise it `from` the original)."""
     if isinstance(error, asyncpg.PostgresError):
         state = getattr(error, "sqlstate", None) or ""
+        if state == _READ_ONLY_STATE:
+            return DatabaseReadOnly(f"PostgreSQL is read-only (a standby now?): {error}")
         if isinstance(error, asyncpg.PostgresConnectionError) or state in _UNAVAILABLE_STATES:
             return StoreUnavailable(f"PostgreSQL unavailable: {error}")
         return StoreError(f"PostgreSQL: {error}")
     if isinstance(error, OSError | TimeoutError | asyncpg.InternalClientError):
-        # InternalClientError: a connection the server dropped mid-conversation.
+        # InternalClientError: a connection the server dropped mid-conversation, or no host
+        # of a multi-host URL that is writable (TargetServerAttributeNotMatched: a failover
+        # is under way).
         return StoreUnavailable(f"PostgreSQL unreachable: {error!r}")
+    if isinstance(error, asyncpg.InterfaceError) and _CLOSED in str(error):
+        # A pooled connection whose server went away between two statements.
+        return StoreUnavailable(f"PostgreSQL unreachable: {error}")
     return StoreError(f"PostgreSQL client: {error}")
 
 
@@ -154,6 +165,39 @@ def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
     return first
 
 
+def _result_arrays(results: Sequence[AttemptResult]) -> tuple[list[Any], ...]:
+    """The columns of each result and its last attempt, in the order RECORD_ATTEMPTS and
+    INSERT_FIRINGS both take them."""
+    attempts = [result.attempt for result in results]
+    return (
+        [result.state.value for result in results],
+        [result.next_attempt_at for result in results],
+        [a.number if a else None for a in attempts],
+        [a.at if a else None for a in attempts],
+        [a.channel.value if a else None for a in attempts],
+        [a.outcome.value if a else None for a in attempts],
+        [result.last_error for result in results],
+        [a.provider_id if a else None for a in attempts],
+        [a.destination if a else None for a in attempts],
+        [a.error if a else None for a in attempts],
+    )
+
+
+def _earlier_arrays(results: Sequence[AttemptResult]) -> tuple[list[Any], ...]:
+    """The columns of each round's attempts at other destinations (`AttemptResult.earlier`)."""
+    earlier = [(result.firing_id, a) for result in results for a in result.earlier]
+    return (
+        [firing_id for firing_id, _ in earlier],
+        [a.number for _, a in earlier],
+        [a.at for _, a in earlier],
+        [a.channel.value for _, a in earlier],
+        [a.outcome.value for _, a in earlier],
+        [a.error for _, a in earlier],
+        [a.provider_id for _, a in earlier],
+        [a.destination for _, a in earlier],
+    )
+
+
 def _as_is(value: datetime) -> datetime:
     """asyncpg already hands `timestamptz` back as an aware datetime."""
     return value
@@ -165,6 +209,7 @@ class PostgresStore(Store):
     def __init__(self, pool: asyncpg.Pool, url: str, keyring: Keyring) -> None:
         self._pool = pool
         self._keyring = keyring
+        self._expiring: asyncio.Task[None] | None = None
         self._wakeups = Wakeups(lambda: asyncpg.connect(url, timeout=_CONNECT_TIMEOUT))
 
     @classmethod
@@ -184,21 +229,43 @@ class PostgresStore(Store):
     # -- plumbing ------------------------------------------------------------------------------
 
     async def _fetch(self, sql: str, *args: Any) -> list[Record]:
-        with boundary():
+        with self._following():
             rows: list[Record] = await self._pool.fetch(sql, *args)
             return rows
 
     async def _fetchrow(self, sql: str, *args: Any) -> Record | None:
-        with boundary():
+        with self._following():
             row: Record | None = await self._pool.fetchrow(sql, *args)
             return row
+
+    @contextmanager
+    def _following(self) -> Iterator[None]:
+        """`boundary`, and after a read-only answer, every pooled connection made again.
+
+        A connection is judged writable when it is made (`target_session_attrs=read-write`
+        in the URL): one made to a primary that has since become a standby (a switchover
+        that demoted it without a restart, or a URL naming a single host) keeps answering,
+        read-only. Expired, the pool's connections are made again through the URL's hosts
+        as each is next acquired, so they follow the primary wherever it went."""
+        try:
+            with boundary():
+                yield
+        except DatabaseReadOnly:
+            self._expire_soon()
+            raise
+
+    def _expire_soon(self) -> None:
+        if self._expiring is None or self._expiring.done():
+            self._expiring = asyncio.get_running_loop().create_task(
+                self._pool.expire_connections(), name="tocsin-pool-expire"
+            )
 
     async def _retried(self, run: Callable[[], Awaitable[T]]) -> T:
         """`run`, again when it lost a deadlock or a serialization race (each run all or
         nothing); driver errors come out as Tocsin errors."""
         for attempt in range(_RETRIES):
             try:
-                with boundary():
+                with self._following():
                     return await run()
             except StoreError as error:
                 cause = error.__cause__
@@ -251,9 +318,13 @@ class PostgresStore(Store):
                     await connection.execute(q.UNLOCK_MIGRATIONS, q.MIGRATION_LOCK_KEY)
 
     async def check_schema(self) -> None:
-        with boundary():
+        with self._following():
             async with self._pool.acquire() as connection:
                 applied = await _applied_versions(connection)
+                if await connection.fetchval(q.READ_ONLY):
+                    raise asyncpg.ReadOnlySQLTransactionError(
+                        "the server is in recovery or read-only: not the primary"
+                    )
         check_applied(migrations_for("postgres"), applied)
 
     async def close(self) -> None:
@@ -302,8 +373,10 @@ class PostgresStore(Store):
             created_at=row["created_at"],
         )
 
-    async def get_reminder(self, reminder_id: str) -> Reminder | None:
-        row = await self._fetchrow(q.GET_REMINDER, reminder_id)
+    async def get_reminder(
+        self, reminder_id: str, *, now: datetime | None = None
+    ) -> Reminder | None:
+        row = await self._fetchrow(q.GET_REMINDER, reminder_id, now)
         return None if row is None else reminder_from(row, _as_is)
 
     async def list_reminders(
@@ -314,10 +387,11 @@ class PostgresStore(Store):
         source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
+        now: datetime | None = None,
     ) -> list[Reminder]:
         status_value = None if status is None else status.value
         rows = await self._fetch(
-            q.LIST_REMINDERS, owner, after_id or "", status_value, limit, source
+            q.LIST_REMINDERS, owner, after_id or "", status_value, limit, source, now
         )
         return [reminder_from(row, _as_is) for row in rows]
 
@@ -580,7 +654,9 @@ class PostgresStore(Store):
         )
         rows = await self._statement(q.CLAIM, *args)
         return [
-            claimed_firing_from(row, _as_is, sender=sender, lease_until=lease_until, now=now)
+            claimed_firing_from(
+                row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row[12]
+            )
             for row in rows
         ]
 
@@ -600,29 +676,21 @@ class PostgresStore(Store):
         if not results:
             return 0
         results = _first_results(results)
-        attempts = [result.attempt for result in results]
-        earlier = [(result.firing_id, a) for result in results for a in result.earlier]
+        # A ring whose firing is not written is its claim's sender's to write; any other
+        # result goes by the firing row, which holds whose it is.
+        unwritten = [r for r in results if r.firing is not None and r.firing.sender == r.sender]
+        applied = await self._write_firings(unwritten) if unwritten else 0
+        if len(unwritten) < len(results):
+            held = [r for r in results if r.firing is None or r.firing.sender != r.sender]
+            applied += await self._update_firings(held)
+        return applied
+
+    async def _update_firings(self, results: Sequence[AttemptResult]) -> int:
         args = (
             [result.firing_id for result in results],
             [result.sender for result in results],
-            [result.state.value for result in results],
-            [result.next_attempt_at for result in results],
-            [a.number if a else None for a in attempts],
-            [a.at if a else None for a in attempts],
-            [a.channel.value if a else None for a in attempts],
-            [a.outcome.value if a else None for a in attempts],
-            [result.last_error for result in results],
-            [a.provider_id if a else None for a in attempts],
-            [a.destination if a else None for a in attempts],
-            [a.error if a else None for a in attempts],
-            [firing_id for firing_id, _ in earlier],
-            [a.number for _, a in earlier],
-            [a.at for _, a in earlier],
-            [a.channel.value for _, a in earlier],
-            [a.outcome.value for _, a in earlier],
-            [a.error for _, a in earlier],
-            [a.provider_id for _, a in earlier],
-            [a.destination for _, a in earlier],
+            *_result_arrays(results),
+            *_earlier_arrays(results),
             [result.sent_to for result in results],
             [FiringState.SENDING.value] * len(results),  # the state each was handed out in
         )
@@ -630,16 +698,73 @@ class PostgresStore(Store):
         applied: int = rows[0][0]
         return applied
 
-    async def release_deliveries(
-        self, firing_ids: Sequence[str], *, sender: str, now: datetime
+    async def _write_firings(
+        self,
+        results: Sequence[AttemptResult],
+        *,
+        after_recovery: str = q.INSERT_FIRINGS_AFTER_RECOVERY,
     ) -> int:
-        if not firing_ids:
+        """Write the firings that claims did not (`AttemptResult.firing`), each with its
+        result: one plain INSERT, or, when one of them is written already, the INSERT that
+        meets it (`after_recovery`)."""
+        firings = [result.firing for result in results if result.firing is not None]
+        args = (
+            [firing.id for firing in firings],
+            [firing.reminder_id for firing in firings],
+            [firing.owner for firing in firings],
+            [firing.shard for firing in firings],
+            [firing.due_at for firing in firings],
+            [firing.deadline for firing in firings],
+            [firing.channel.value for firing in firings],
+            [firing.text for firing in firings],
+            [codec.dump_json(firing.metadata) for firing in firings],
+            [firing.source for firing in firings],
+            [firing.created_at for firing in firings],
+            *_result_arrays(results),
+            [result.sent_to for result in results],
+            *_earlier_arrays(results),
+        )
+        try:
+            rows = await self._statement(q.INSERT_FIRINGS, *args)
+        except StoreError as error:
+            if getattr(error.__cause__, "sqlstate", None) != _UNIQUE_VIOLATION:
+                raise
+            rows = await self._statement(after_recovery, *args)
+        applied: int = rows[0][0]
+        return applied
+
+    async def release_deliveries(
+        self, firings: Sequence[Firing], *, sender: str, now: datetime
+    ) -> int:
+        if not firings:
             return 0
-        with boundary():
-            status: str = await self._pool.execute(
-                q.RELEASE_DELIVERIES, list(firing_ids), sender, now
+        unwritten = [
+            AttemptResult(
+                firing_id=firing.id,
+                sender=sender,
+                state=FiringState.QUEUED,
+                next_attempt_at=now,
+                firing=firing,
             )
-        return int(status.rsplit(" ", 1)[-1])
+            for firing in firings
+            if not firing.stored and firing.sender == sender
+        ]
+        released = 0
+        if unwritten:
+            released = await self._write_firings(
+                _first_results(unwritten), after_recovery=q.INSERT_FIRINGS_UNLESS_WRITTEN
+            )
+        held = [firing.id for firing in firings if firing.stored]
+        if held:
+            with boundary():
+                status: str = await self._pool.execute(q.RELEASE_DELIVERIES, held, sender, now)
+            released += int(status.rsplit(" ", 1)[-1])
+        return released
+
+    async def recover_claims(self, *, now: datetime, limit: int) -> int:
+        rows = await self._statement(q.RECOVER_CLAIMS, now, limit)
+        written: int = rows[0][0]
+        return written
 
     async def renew_leases(
         self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()

@@ -180,7 +180,9 @@ class SqliteStore(Store):
         )
         return None if row is None else _idempotency(row)
 
-    async def get_reminder(self, reminder_id: str) -> Reminder | None:
+    async def get_reminder(
+        self, reminder_id: str, *, now: datetime | None = None
+    ) -> Reminder | None:
         row = await self._db.read(
             lambda connection: connection.execute(q.GET_REMINDER, (reminder_id,)).fetchone()
         )
@@ -194,6 +196,7 @@ class SqliteStore(Store):
         source: str | None = None,
         after_id: str | None = None,
         limit: int = 50,
+        now: datetime | None = None,
     ) -> list[Reminder]:
         params = {
             "owner": owner,
@@ -565,11 +568,12 @@ class SqliteStore(Store):
         return await self._db.write(work)
 
     async def release_deliveries(
-        self, firing_ids: Sequence[str], *, sender: str, now: datetime
+        self, firings: Sequence[Firing], *, sender: str, now: datetime
     ) -> int:
-        if not firing_ids:
+        if not firings:
             return 0
-        params = {"ids": orjson.dumps(list(firing_ids)).decode(), "sender": sender, "now": _us(now)}
+        ids = [firing.id for firing in firings]  # every claim here writes its firing
+        params = {"ids": orjson.dumps(ids).decode(), "sender": sender, "now": _us(now)}
         return await self._db.write(
             lambda connection: connection.execute(q.RELEASE_DELIVERIES, params).rowcount
         )

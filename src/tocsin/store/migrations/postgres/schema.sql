@@ -36,6 +36,13 @@ CREATE TABLE chores (
     CONSTRAINT chores_pkey PRIMARY KEY (name)
 );
 
+CREATE TABLE claimed_rings (
+    hold_until timestamp with time zone NOT NULL,
+    sender text NOT NULL,
+    reminder_ids text[] NOT NULL,
+    due_ats timestamp with time zone[] NOT NULL
+);
+
 CREATE TABLE contacts (
     id text COLLATE "C" NOT NULL,
     owner text COLLATE "C" NOT NULL,
@@ -125,6 +132,7 @@ CREATE TABLE reminders (
     metadata json,
     source text,
     snoozed_from text COLLATE "C",
+    rang_due_at timestamp with time zone,
     CONSTRAINT reminders_pending_due CHECK (((status <> 'pending'::text) OR ((due_at IS NOT NULL) AND (bucket IS NOT NULL)))),
     CONSTRAINT reminders_pkey PRIMARY KEY (id),
     CONSTRAINT reminders_status CHECK ((status = ANY (ARRAY['pending'::text, 'fired'::text, 'ended'::text, 'cancelled'::text])))
@@ -157,6 +165,7 @@ CREATE TABLE zone_data (
     CONSTRAINT zone_data_pkey PRIMARY KEY (version, zone)
 );
 
+CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until);
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
 CREATE INDEX firings_due ON public.firings USING btree (due_at) INCLUDE (state, sent_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);

@@ -1,0 +1,7 @@
+-- PostgreSQL's claim keeps the rings it hands to a sender in `claimed_rings` and writes each
+-- firing once, with its first try's outcome (docs/architecture.md, "Row writes per ring").
+-- SQLite's claim still writes the firing `sending` in the claim's own transaction: one
+-- process holds the scheduler and delivery, every write goes through its one writer, and a
+-- ring there is bound by the process's Python, not by the database's log (docs/benchmarks.md,
+-- "Burst on SQLite"). Nothing changes in this schema; the version keeps both backends'
+-- migrations numbered alike.
