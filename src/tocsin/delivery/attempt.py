@@ -35,6 +35,7 @@ MIN_TIME_LEFT = timedelta(milliseconds=250)
 # when the hold is short: half of what it adds to the send timeout.)
 HOLD_MARGIN = timedelta(seconds=1)
 NO_TIME_IN_HOLD = "not tried: the hold on it would end before a send could; taken again"
+DEADLINE_IN_LINE = "not tried: its deadline came while it waited for a slot of its provider"
 
 
 class Deliverer:
@@ -82,7 +83,8 @@ class Deliverer:
             ENGINE.expired(instruments.EXPIRED_BEFORE_SEND)
             return self._unsent(firing, FiringState.EXPIRED, EXPIRED_UNSENT)
         try:
-            settled = await self._destinations.settled(firing)
+            # A first try has nothing settled: no awaiting for it on the common path.
+            settled = await self._destinations.settled(firing) if firing.attempts else {}
             if firing.channel.single is None:
                 return await self._deliver_route(firing, settled)
             channel = firing.channel.single
@@ -209,6 +211,10 @@ class Deliverer:
             ENGINE.retried(channel, instruments.RETRY_BREAKER_OPEN)
             return refused
         async with self._isolation.slot(key):
+            if firing.deadline - self._clock.now() < MIN_TIME_LEFT:
+                # The deadline came while the send waited for a slot: it is not made (pickup
+                # records the firing expired at once).
+                return DeliveryResult.refused_here(DEADLINE_IN_LINE, wait=0.0)
             left = self._time_left(firing)
             if left is None:
                 ENGINE.retried(channel, instruments.RETRY_NO_TIME_IN_HOLD)

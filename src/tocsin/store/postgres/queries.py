@@ -446,30 +446,16 @@ def load_due(lanes: int) -> str:
 # The plan made for a batch's arguments and the generic plan are the same, so a prepared
 # statement may switch to the generic plan and skip planning (0.5-0.6 ms a batch).
 #
-# Batches of 1,000 on PostgreSQL 15, 1,000,000 reminders (200,000 pending in one minute),
-# 1,000,000 firings (200,000 `sending`), `tocsin bench plans` (docs/storage.md, "Planner
-# settings"): a claim 47-67 ms, a result batch 30-48 ms, custom plan or generic, with
-# statistics analysed before the import (they say nothing is pending or being sent: right
-# after an import, and for `sending` during every burst) or after it. These statements used
-# to find their rows by `id = ANY(…)`, with the state test written `(… = '…') IS TRUE` to
-# hide it from the partial indexes, after `SET LOCAL plan_cache_mode = force_custom_plan,
-# enable_seqscan = off, max_parallel_workers_per_gather = 0, enable_sort = off`. With those
-# stale statistics the planner took the table's side for one row and read the whole batch
-# again for each of the 1,000: a claim took 976 ms, a result batch 1,023 ms, whatever was
-# set; their generic plans did so with any statistics (fresh: 142 ms and 124 ms, against 81
-# and 57 custom), which was what forcing the custom plan was for. Turning off sequential
-# scans, parallel workers (never given to a data-modifying statement) and sorts made no
-# difference.
+# What the statements looked like before, and what each planner setting they ran under did
+# (measured with `tocsin bench plans`): docs/storage.md, "Planner settings".
 
 # How `load_due` is planned: in its own transaction, with sorting off, and nothing else
 # forced. Keyed by lane, the index gives a part only its own rows whatever the planner picks
 # (no sequential scan or parallel plan came up, fresh statistics or stale), but with fresh
 # statistics of a busy minute the planner prefers a bitmap scan and a sort to the index's
-# order, because the rows of a lane lie scattered over the heap: for the first page (10,000)
-# of a part holding 125,000 rows of a 2,000,000-row minute that read all 125,000 (33,797
-# buffers, 568 ms) where the index order reads 10,000 (9,974 buffers, 20 ms) — and a minute
-# is read a page at a time, so every page would read the part's whole minute again. Sorting
-# off leaves the index's order the one plan that needs no sort.
+# order, because the rows of a lane lie scattered over the heap, and reads the part's whole
+# minute for every page (docs/storage.md, "The hot paths", has the measurement). Sorting off
+# leaves the index's order the one plan that needs no sort.
 LOAD_PLANNING = "SET LOCAL enable_sort = off"
 
 # Claim a batch in one statement. `moved` is the conditional update of each row, found by its
