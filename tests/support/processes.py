@@ -3,6 +3,7 @@ a server started on a free port and stopped (SIGTERM) when the block ends."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -87,3 +88,23 @@ def _wait_until_up(base: str, process: subprocess.Popen[str], log: Path | None) 
         except httpx.TransportError:
             time.sleep(0.05)
     raise AssertionError("the server did not come up")
+
+
+def kill_strays(folder: Path) -> list[int]:
+    """SIGKILL every process still running whose environment names `folder` (a temporary
+    folder made for one run and handed to it as TMPDIR, which its children inherit, as a
+    failover cluster's keepers and servers do in sessions of their own); their pids."""
+    marker = str(folder).encode()
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if any(marker in variable.partition(b"=")[2] for variable in environ):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed

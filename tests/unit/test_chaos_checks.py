@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tocsin.bench.chaos_checks import Firing, Records, judge
+from tocsin.bench.chaos_checks import HOLD_SECONDS, Firing, Records, judge
 from tocsin.bench.chaos_plan import ChaosSpec, Window, plan
 from tocsin.bench.chaos_report import NO_FAULT, SEVERAL, lateness_by_fault
 from tocsin.bench.chaos_workload import Ledger, Race
@@ -14,8 +14,14 @@ DUE = 1_800_000_000
 DEADLINE = DUE + 600.0
 
 
-def firing(reminder: str, due: int = DUE, state: str = "sent", error: str | None = None) -> Firing:
-    return Firing(f"{reminder}.{due}", reminder, due, due + 600.0, state, error)
+def firing(
+    reminder: str,
+    due: int = DUE,
+    state: str = "sent",
+    error: str | None = None,
+    attempts: int = 1,
+) -> Firing:
+    return Firing(f"{reminder}.{due}", reminder, due, due + 600.0, state, error, attempts, due)
 
 
 def records(
@@ -50,11 +56,13 @@ def test_a_clean_run_has_no_violation_and_counts_repeats() -> None:
     seen = records(
         {"a": "fired", "b": "fired"},
         [firing("a"), firing("b", state="expired", error="expired: its deadline passed")],
-        {f"a.{DUE}": [(DUE + 0.1, 503), (DUE + 1.0, 204), (DUE + 2.0, 204)]},
+        # refused, accepted, and accepted again once the hold ran out (its result was lost)
+        {f"a.{DUE}": [(DUE + 0.1, 503), (DUE + 1.0, 204), (DUE + HOLD_SECONDS + 2, 204)]},
     )
     verdict = judge(ledger("a", "b"), seen, now=DEADLINE + 60)
     assert verdict.total == 0
     assert verdict.counts["repeats"] == 1
+    assert verdict.counts["repeats_after_hold"] == 1
     assert verdict.counts["refused_by_receiver"] == 1
     assert verdict.counts["firings"] == {"expired": 1, "sent": 1}
 
@@ -79,6 +87,24 @@ def test_each_broken_promise_is_a_violation(
     firings: list[Firing], arrivals: dict[str, list[tuple[float, int]]], status: str, kind: str
 ) -> None:
     assert kind in found(ledger("a"), records({"a": status}, firings, arrivals))
+
+
+def test_an_acknowledged_reminder_missing_from_the_database_is_lost() -> None:
+    seen = records({"a": "fired"}, [firing("a")], {f"a.{DUE}": [(DUE, 204)]})
+    assert found(ledger("a", "b"), seen) == {"lost": 1}
+
+
+def test_an_identity_accepted_twice_within_the_hold_is_a_second_claim() -> None:
+    twice = {f"a.{DUE}": [(DUE + 0.2, 204), (DUE + 0.9, 204)]}
+    assert found(ledger("a"), records({"a": "fired"}, [firing("a")], twice)) == {
+        "accepted_twice": 1
+    }
+    # Its sender's own retries, recorded (the first answer was lost to a timeout): a retry.
+    retried = records({"a": "fired"}, [firing("a", attempts=2)], twice)
+    assert found(ledger("a"), retried) == {}
+    # Accepted again once the hold ran out: another sender sent the one firing again.
+    later = {f"a.{DUE}": [(DUE + 0.2, 204), (DUE + HOLD_SECONDS, 204)]}
+    assert found(ledger("a"), records({"a": "fired"}, [firing("a")], later)) == {}
 
 
 def test_a_cancel_that_answered_204_must_never_ring() -> None:

@@ -72,6 +72,10 @@ class Stage:
 
 async def run_chaos(spec: ChaosSpec) -> dict[str, Any]:
     """Run it on a throw-away database; the report (`violations` empty when all held)."""
+    if spec.failover:
+        from tocsin.bench.chaos_failover import run_failover
+
+        return await run_failover(spec)
     server = spec.pg_url or os.environ.get("TOCSIN_TEST_POSTGRES") or server_url(None)
     cluster = faults.local_cluster(server) if "postgres" not in spec.skip else "skipped"
     async with throwaway("postgres", pg_url=server) as url:
@@ -80,7 +84,7 @@ async def run_chaos(spec: ChaosSpec) -> dict[str, Any]:
         started: list[Process] = []
         outage = faults.PostgresOutage(cluster) if isinstance(cluster, faults.Cluster) else None
         try:
-            stage = _set_up(spec, url, logs, started)
+            stage = set_up(spec, url, logs, started)
             return await _run(spec, stage, outage, cluster)
         finally:
             if outage is not None:
@@ -89,7 +93,7 @@ async def run_chaos(spec: ChaosSpec) -> dict[str, Any]:
                 process.stop()
 
 
-def _set_up(spec: ChaosSpec, url: str, logs: Path, started: list[Process]) -> Stage:
+def set_up(spec: ChaosSpec, url: str, logs: Path, started: list[Process]) -> Stage:
     """The receiver, the API and the workers; each put in `started` as soon as it runs."""
     secret = new_secret()
     receiver, receiver_url = start_receiver(secret, logs)
@@ -122,7 +126,7 @@ async def _run(
     cluster: faults.Cluster | str,
 ) -> dict[str, Any]:
     note(f"chaos: {spec.workers} workers starting; logs in {stage.logs}")
-    await _wait_for_leases(stage)
+    await wait_for_leases(stage)
     timetable = plan(spec, int(time.time()) + INITIAL_LEAD)
     if "receiver" not in spec.skip:
         _fail_receiver(stage.receiver_url, timetable.receiver)
@@ -130,12 +134,12 @@ async def _run(
     first = time.strftime("%H:%M:%S", time.localtime(timetable.first_due))
     note(f"chaos: rings due for {spec.duration:.0f} s from {first}")
     async with httpx.AsyncClient(base_url=stage.api_url, timeout=REQUEST_TIMEOUT) as client:
-        await _gather(_tasks(spec, timetable, stage, outage, client, ledger))
+        await gather(_tasks(spec, timetable, stage, outage, client, ledger))
     note("chaos: window over; waiting for every ring to be final or past its deadline")
-    settled = await _settle(stage.url, _give_up_at(spec, timetable))
+    settled = await settle(stage.url, give_up_at(spec, timetable))
     for worker in [*stage.crew.all(), stage.api]:
         worker.stop()  # nothing changes while the records are read
-    stats = await asyncio.to_thread(_receiver_arrivals, stage.receiver_url)
+    stats = await asyncio.to_thread(receiver_arrivals, stage.receiver_url)
     records = await read_records(stage.url, stats)
     verdict = judge(ledger, records, time.time())
     windows = _windows(timetable, stage.crew, outage, spec)
@@ -185,7 +189,7 @@ async def _heartbeat(timetable: Plan, crew: faults.Crew, ledger: Ledger) -> None
         )
 
 
-async def _gather(coroutines: list[Coroutine[Any, Any, None]]) -> None:
+async def gather(coroutines: list[Coroutine[Any, Any, None]]) -> None:
     """Run them all; the first error cancels the rest and is raised."""
     tasks = [asyncio.create_task(coroutine) for coroutine in coroutines]
     try:
@@ -203,7 +207,7 @@ def _fail_receiver(receiver_url: str, window: Window) -> None:
     response.raise_for_status()
 
 
-def _receiver_arrivals(receiver_url: str) -> dict[str, Any]:
+def receiver_arrivals(receiver_url: str) -> dict[str, Any]:
     """The receiver's counts with every identity's arrivals."""
     response = httpx.get(f"{receiver_url}/stats", params={"ids": "1"}, timeout=120)
     response.raise_for_status()
@@ -211,7 +215,7 @@ def _receiver_arrivals(receiver_url: str) -> dict[str, Any]:
     return stats
 
 
-async def _wait_for_leases(stage: Stage) -> None:
+async def wait_for_leases(stage: Stage) -> None:
     """Until every part is held by a live lease (the database is new: its only lease rows
     are those of the workers' part count)."""
     give_up = time.monotonic() + LEASE_WAIT_SECONDS
@@ -231,13 +235,13 @@ async def _wait_for_leases(stage: Stage) -> None:
     raise RuntimeError(f"the workers did not hold every part within {LEASE_WAIT_SECONDS} s")
 
 
-def _give_up_at(spec: ChaosSpec, timetable: Plan) -> float:
+def give_up_at(spec: ChaosSpec, timetable: Plan) -> float:
     """The latest deadline a reminder of the run can have, and a margin."""
     moved = max(spec.snooze, spec.edit_by)
     return timetable.last_due + moved + spec.freshness + SETTLE_MARGIN
 
 
-async def _settle(url: str, give_up: float) -> bool:
+async def settle(url: str, give_up: float) -> bool:
     """Wait until nothing is pending and every firing is final; False when `give_up` came
     first. The database may be away (a restart): then wait and ask again."""
     while time.time() < give_up:

@@ -10,9 +10,18 @@ from typing import Any
 import asyncpg
 
 from tocsin.bench.chaos_workload import Ledger, Race
+from tocsin.settings import Settings
 
 FINAL = {"sent", "failed", "expired"}
 EXAMPLES = 10  # ids shown per violation
+# How long a claimed ring is held by its sender (engine.py's firing lease: the part lease and
+# one webhook timeout, the workers' defaults here): no other sender may send it again sooner,
+# so a second acceptance sooner after its due second is no retry of a lost result.
+HOLD_SECONDS = (
+    Settings.model_fields["lease_seconds"].default
+    + Settings.model_fields["webhook_timeout_seconds"].default
+)
+CLOCK_SLACK = 1.0  # seconds: a claim is made at its due second by a clock on this machine
 
 _REMINDERS = """
 SELECT id, status, floor(extract(epoch FROM due_at))::bigint AS due, snoozed_from
@@ -20,12 +29,14 @@ FROM reminders
 """
 _FIRINGS = """
 SELECT id, reminder_id, floor(extract(epoch FROM due_at))::bigint AS due,
-       extract(epoch FROM deadline)::float8 AS deadline, state, last_error
+       extract(epoch FROM deadline)::float8 AS deadline, state, last_error, attempts,
+       extract(epoch FROM created_at)::float8 AS created_at
 FROM firings
 """
 
 # What each violation means, for the report.
 VIOLATIONS = {
+    "lost": "the API answered that it saved it, yet the database does not have it",
     "never_rang": "neither arrived at the receiver nor recorded expired/failed with a reason",
     "still_pending": "still pending after its deadline",
     "sent_not_received": "recorded sent, but its identity never arrived",
@@ -36,6 +47,12 @@ VIOLATIONS = {
     "moved_rang_old": "an edit or snooze answered 200, yet it rang at its old due second",
     "moved_not_at_new": "an edit or snooze answered 200, yet no firing at its new due second",
     "snooze_no_follow_up": "a snooze answered 201, yet its follow-up never rang nor is recorded",
+    "accepted_twice": "an identity was accepted again before its sender's hold ran out, with "
+    "no retry recorded: two claims of one occurrence, not a retry of one firing",
+    # Failover runs (`chaos_failover`) only:
+    "api_5xx": "a create was answered a 5xx other than 503",
+    "api_503_unreadable": "a 503 was not a problem with Retry-After",
+    "saved_twice": "two reminders were saved for one create (its key's retries)",
 }
 
 
@@ -47,6 +64,8 @@ class Firing:
     deadline: float
     state: str
     last_error: str | None
+    attempts: int = 0  # the tries its senders recorded
+    created_at: float = 0.0  # epoch: when its claim (or RECOVER_CLAIMS) wrote it
 
 
 @dataclass(frozen=True)
@@ -107,13 +126,17 @@ class Verdict:
 
 
 def judge(ledger: Ledger, records: Records, now: float) -> Verdict:
-    """Check every reminder in the database (the run's own, and snoozes' follow-ups), every
-    arrival and every race."""
+    """Check that every reminder the API acknowledged is in the database, then every reminder
+    there (the run's own, and snoozes' follow-ups), every arrival and every race."""
     verdict = Verdict()
     firings_of = records.firings_of()
     cancelled = {r.reminder_id for r in ledger.races if r.kind == "cancel" and r.status == 204}
+    for reminder_id, due in ledger.due.items():
+        if reminder_id not in records.status:
+            verdict.flag("lost", f"{reminder_id} due {due}")
     _check_rings(verdict, records, firings_of, cancelled, now)
     _check_arrivals(verdict, records)
+    _check_repeats(verdict, records)
     _check_races(verdict, ledger.races, records, firings_of)
     verdict.counts |= _counts(ledger, records)
     return verdict
@@ -166,6 +189,43 @@ def _check_arrivals(verdict: Verdict, records: Records) -> None:
         verdict.flag("invalid_signature", f"request {n + 1}")
 
 
+def _check_repeats(verdict: Verdict, records: Records) -> None:
+    """(6) an identity accepted more than once is a retry of its one firing, not a second
+    claim of its occurrence.
+
+    The identity is the firing's id, `<reminder id>.<due second>`, and the firing's primary
+    key: two claims of one occurrence would not make two firings but one, rung twice under
+    one identity, just as a retry does. What tells them apart is when: a retry of a send
+    whose result was lost (its sender died, or the database went away before the result
+    was written) comes only once the sender's hold ran out (RECOVER_CLAIMS, TAKE_DELIVERIES),
+    HOLD_SECONDS after the claim at the earliest, and a sender's own retry after a failed
+    try is recorded as an attempt. Acceptances sooner than the hold after the due second,
+    more of them than the attempts recorded, are a second claim. Not seen: a second claim
+    whose send came after the hold (a claimer stalled that long), or one whose send never
+    arrived, which look like a retry and like nothing."""
+    for identity, seen in records.arrivals.items():
+        firing = records.firings.get(identity)
+        if firing is None:
+            continue  # unknown_identity
+        soon = firing.due + HOLD_SECONDS - CLOCK_SLACK
+        quick = sum(1 for t, status in seen if status < 300 and t < soon)
+        if quick > 1 and quick > firing.attempts:
+            verdict.flag("accepted_twice", f"{identity} ×{quick} within {HOLD_SECONDS:.0f} s")
+
+
+def _repeats_after_hold(records: Records) -> int:
+    """Acceptances of an identity after its first that came once its sender's hold could
+    have run out: sends again of one firing whose result was lost."""
+    count = 0
+    for identity, seen in records.arrivals.items():
+        firing = records.firings.get(identity)
+        accepted = sorted(t for t, status in seen if status < 300)
+        if firing is not None:
+            soon = firing.due + HOLD_SECONDS - CLOCK_SLACK
+            count += sum(1 for t in accepted[1:] if t >= soon)
+    return count
+
+
 def _check_races(
     verdict: Verdict, races: list[Race], records: Records, firings_of: dict[str, list[Firing]]
 ) -> None:
@@ -209,6 +269,7 @@ def _counts(ledger: Ledger, records: Records) -> dict[str, Any]:
         "accepted": accepted,
         "identities_accepted": sum(1 for i in records.arrivals if records.accepted(i)),
         "repeats": accepted - sum(1 for i in records.arrivals if records.accepted(i)),
+        "repeats_after_hold": _repeats_after_hold(records),
         "refused_by_receiver": len(attempts) - accepted,
         "races": _race_counts(ledger.races),
     }

@@ -33,6 +33,7 @@ class ChaosSpec:
     pg_url: str | None = None
     skip: frozenset[str] = frozenset()
     seed: int = 1
+    failover: bool = False  # on a pg_auto_failover cluster of its own: kill, then switch over
 
     @property
     def scale(self) -> float:
@@ -49,6 +50,7 @@ class ChaosSpec:
             "races_per_s": self.races_per_second,
             "skipped": sorted(self.skip),
             "seed": self.seed,
+            "failover": self.failover,
         }
 
 

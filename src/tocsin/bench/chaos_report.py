@@ -82,6 +82,11 @@ def _rows(values: dict[str, Any]) -> list[str]:
 
 
 def _faults(faults: dict[str, Any]) -> list[str]:
+    if "kills" not in faults:  # a failover run's: each fault's timings, as measured
+        return [
+            f"{name}: " + ", ".join(f"{k}={v}" for k, v in fault.items() if k.endswith("_s"))
+            for name, fault in faults.items()
+        ]
     kills = faults["kills"]
     lines = [f"worker kills: {len(kills)}; workers that exited unasked: {len(faults['exits'])}"]
     postgres = faults["postgres"]

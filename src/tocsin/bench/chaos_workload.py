@@ -8,6 +8,7 @@ import asyncio
 import bisect
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ REQUEST_TIMEOUT = 10.0
 RACE_BEHIND, RACE_AHEAD = 1.0, 1.0
 RACE_KINDS = ("cancel", "snooze", "edit")
 OWNERS = 5000  # owners spread over every shard, so every part has work
+PROBLEM = "application/problem+json"
 
 
 @dataclass
@@ -52,11 +54,22 @@ class Ledger:
     by_due: list[tuple[int, str]] = field(default_factory=list)  # in due order
     not_created: int = 0
     batch_retries: int = 0
+    answers: Counter[int] = field(default_factory=Counter)  # every create's status (0: none)
+    unreadable_503: int = 0  # 503s without Retry-After or not application/problem+json
     races: list[Race] = field(default_factory=list)
 
     def add(self, reminder_id: str, due: int) -> None:
         self.due[reminder_id] = due
         self.by_due.append((due, reminder_id))
+
+    def note_answer(self, response: httpx.Response | None) -> None:
+        """Count a create's answer; a 503 must say when to retry, as a problem."""
+        status = 0 if response is None else response.status_code
+        self.answers[status] += 1
+        if response is not None and status == 503:
+            problem = response.headers.get("content-type", "").startswith(PROBLEM)
+            if not problem or "retry-after" not in response.headers:
+                self.unreadable_503 += 1
 
 
 def iso(epoch: float) -> str:
@@ -106,6 +119,7 @@ class Creator:
                 )
             except httpx.HTTPError:
                 response = None
+            self._ledger.note_answer(response)
             if response is not None and response.status_code == 200:
                 self._record(response.json(), dues)
                 return

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from tocsin.bench.chaos_plan import FAULTS
 from tocsin.cli.bench import lacks_bench_extra
@@ -14,6 +16,7 @@ from tocsin.errors import InvalidInput
 from tocsin.time.durations import parse_duration
 
 WEEK = 7 * 86400
+T = TypeVar("T")
 
 
 def register(subparsers: Any) -> None:
@@ -47,6 +50,13 @@ def register(subparsers: Any) -> None:
         help="PostgreSQL server to make the throw-away database on (default "
         "TOCSIN_TEST_POSTGRES, TOCSIN_DATABASE_URL, else postgresql://postgres@127.0.0.1:5432)",
     )
+    parser.add_argument(
+        "--failover",
+        action="store_true",
+        help="on a pg_auto_failover cluster it starts (a monitor, a primary and its "
+        "synchronous standby): the primary's server is killed, the standby promoted, the old "
+        "primary rejoins; then a planned switchover. The other faults are left out",
+    )
     parser.add_argument("--json", action="store_true", help="JSON on stdout instead of text")
     parser.set_defaults(handler=run)
 
@@ -71,13 +81,32 @@ def run(args: argparse.Namespace) -> int:
             pg_url=args.pg_url,
             skip=frozenset(args.skip),
             seed=args.seed,
+            failover=args.failover,
         )
     except InvalidInput as error:
         print(f"tocsin chaos: {error.field}: {error.message}", file=sys.stderr)
         return 2
-    report = asyncio.run(run_chaos(spec))
+    try:
+        report = asyncio.run(_stopped_by_sigterm(run_chaos(spec)))
+    except asyncio.CancelledError:
+        print("tocsin chaos: stopped by SIGTERM; what it started is stopped", file=sys.stderr)
+        return 143
     sys.stdout.write((to_json([report]) if args.json else to_text(report)) + "\n")
     return 1 if report["violations"] else 0
+
+
+async def _stopped_by_sigterm(work: Coroutine[Any, Any, T]) -> T:
+    """`work`, cancelled on SIGTERM as on Ctrl-C: its clean-up runs (the processes and the
+    failover cluster it started, whose keepers run in sessions of their own and would
+    outlive it), where SIGTERM's default would end it at once."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await work
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 def _seconds(text: str, field: str, *, maximum: int) -> int:
