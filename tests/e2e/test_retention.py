@@ -87,7 +87,7 @@ async def _kept_rows(url: str, now: datetime) -> dict[str, str]:
         recent, _ = await _rung(store, now - timedelta(hours=6), state=FiringState.SENT)
         retrying, tried = await _in_flight(store, now - timedelta(days=2))
         retry_tomorrow = result(
-            tried.id,
+            tried,
             state=FiringState.QUEUED,
             outcome=Outcome.RETRY,
             at=tried.due_at,
@@ -108,13 +108,19 @@ async def _kept_rows(url: str, now: datetime) -> dict[str, str]:
 
 
 async def _in_flight(store: Store, due: datetime) -> tuple[Reminder, Firing]:
-    """A one-off due at `due` (freshness 3 days: still deliverable), claimed then by a sender
-    that holds it for 3 days: not final, whatever its age."""
+    """A one-off due at `due` (freshness 3 days: still deliverable), claimed then, and its
+    firing held `sending` by a sender for 3 days: not final, whatever its age. Its first
+    sender's hold ran out unrecorded (PostgreSQL: `recover_claims` writes the firing
+    `queued`; SQLite wrote it `sending` at the claim), and another took it."""
     one_off = reminder(due_at=due, created_at=due - timedelta(days=1), freshness=3 * 86_400)
     await store.add_reminders([one_off])
-    [firing] = await store.claim(
-        [claim(one_off)], sender="worker-1", now=due, lease=timedelta(days=3)
+    await store.claim([claim(one_off)], sender="gone", now=due, lease=timedelta(seconds=1))
+    later = due + timedelta(seconds=2)
+    await store.recover_claims(now=later, limit=100)
+    taken = await store.take_deliveries(
+        sender="worker-1", shards=None, now=later, lease=timedelta(days=3), limit=100
     )
+    [firing] = [one for one in taken if one.reminder_id == one_off.id]
     return one_off, firing
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import httpx
 
 from tests.integration.api.conftest import ANA, ONE_OFF, create, fields
@@ -95,6 +97,18 @@ async def test_firings_with_their_state(
 
     firing = await ring(store, clock, made["id"], FiringState.SENDING)
     listed = (await client.get(path)).json()["firings"]
+    if not firing.stored:
+        # PostgreSQL writes a ring's firing with its first try's outcome: until then the
+        # history has none, and the reminder shows the ring on its way as its last firing.
+        assert listed == []
+        reminder = (await client.get(f"/v1/reminders/{made['id']}")).json()
+        assert reminder["last_firing"]["state"] == "sending"
+        # Handed back unsent (written `queued`) and taken again: a firing row `sending`.
+        await store.release_deliveries([firing], sender="test", now=clock.now())
+        await store.take_deliveries(
+            sender="test", shards=None, now=clock.now(), lease=timedelta(minutes=1), limit=10
+        )
+        listed = (await client.get(path)).json()["firings"]
 
     assert len(listed) == 1
     shown = listed[0]
