@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -26,20 +25,11 @@ from tests.e2e.workers import (
 )
 from tests.integration.engine.support import eventually, receiver
 from tocsin.clock import SystemClock
-from tocsin.store import Store, open_store
+from tocsin.store import Store
 
 pytestmark = pytest.mark.postgres
 
 clock = SystemClock()
-
-
-@pytest.fixture
-async def pg_store(pg_migrated_url: str) -> AsyncIterator[Store]:
-    opened = await open_store(pg_migrated_url)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 @pytest.mark.slow

@@ -17,9 +17,10 @@ logger = logging.getLogger(__name__)
 class Recorder:
     """Buffers results and writes them every `interval` seconds or every `batch` results.
 
-    When the database is away the results wait (the firings stay `sending` under this
-    worker's lease) and are written once it is back; a result whose lease ran out meanwhile
-    is refused by the store and its firing goes to another sender — at least once.
+    When the database is away the results wait (their rings stay held by this worker: a
+    firing `sending`, or a claim's ring not written yet) and are written once it is back; a
+    result whose hold ran out and whose ring another sender took meanwhile is refused by the
+    store, and that sender sends it — at least once.
     """
 
     def __init__(
