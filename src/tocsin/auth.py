@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from tocsin.domain import App
+from tocsin.domain import App, Priority
 from tocsin.store import Store
 
 API_KEY_PREFIX = "tk_"
@@ -91,10 +91,15 @@ def new_signing_secret() -> str:
 
 
 def new_app(
-    name: str, *, webhook_url: str | None, now: datetime, admin: bool = False
+    name: str,
+    *,
+    webhook_url: str | None,
+    now: datetime,
+    admin: bool = False,
+    priority: Priority = Priority.URGENT,
 ) -> tuple[App, str]:
     """A new app and its key in clear text (shown once, never stored); an `admin` key sees
-    every app's reminders."""
+    every app's reminders; the reminders it saves without a priority have `priority`."""
     if not APP_NAME.fullmatch(name):
         raise ValueError("an app name is 1-64 characters of letters, digits, '.', '_' or '-'")
     key = new_api_key()
@@ -106,6 +111,7 @@ def new_app(
         webhook_url=webhook_url,
         webhook_secret=new_webhook_secret() if webhook_url else None,
         admin=admin,
+        priority=priority,
     )
     return app, key
 

@@ -108,6 +108,24 @@ class FiringState(StrEnum):
         return self in (FiringState.SENT, FiringState.FAILED, FiringState.EXPIRED)
 
 
+class Priority(StrEnum):
+    """Which rings go first when not every ring can go at once (a busy minute, a channel
+    back from an outage): `urgent` ones are claimed and sent before `bulk` ones (digests,
+    newsletters), whatever their deadlines. Stored as its `rank`."""
+
+    URGENT = "urgent"
+    BULK = "bulk"
+
+    @property
+    def rank(self) -> int:
+        """0 for urgent, 1 for bulk: the stored value, and the order rings go in."""
+        return PRIORITY_RANKS[self]
+
+
+PRIORITY_RANKS: dict[Priority, int] = {Priority.URGENT: 0, Priority.BULK: 1}
+PRIORITIES: tuple[Priority, ...] = (Priority.URGENT, Priority.BULK)  # by rank
+
+
 class Outcome(StrEnum):
     """What one delivery attempt came to."""
 
@@ -153,6 +171,7 @@ class Reminder:
     created_at: datetime
     updated_at: datetime
     last_firing: FiringSummary | None = None
+    priority: Priority = Priority.URGENT
 
 
 class DueRing(NamedTuple):
@@ -164,6 +183,7 @@ class DueRing(NamedTuple):
     freshness: int
     schedule: Schedule | None  # None for a one-off: its claim needs no next due time
     version: int  # the row's version when read: the claim applies only to this version
+    priority: int = 0  # `Priority.rank`: urgent rings are claimed first
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,6 +241,7 @@ class Firing(NamedTuple):
     # is written once, with the outcome of its first try (`AttemptResult.firing`), and until
     # then the claim's record of what is in flight stands for it (`Store.claim`).
     stored: bool = True
+    priority: Priority = Priority.URGENT  # the reminder's when the ring was claimed
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -270,6 +291,7 @@ class App:
     webhook_disabled: bool = False
     admin: bool = False  # an admin key sees and changes every app's reminders
     revoked_at: datetime | None = None  # since when its key is refused (its reminders ring)
+    priority: Priority = Priority.URGENT  # of the reminders it saves without one of their own
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

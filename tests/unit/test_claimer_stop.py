@@ -29,7 +29,7 @@ class Unreachable:
 async def test_a_stop_drops_the_claims_waiting_for_room() -> None:
     never = asyncio.Event()
 
-    async def no_room(count: int) -> None:
+    async def no_room(count: int, rank: int) -> None:
         await never.wait()
 
     async def handoff(firings: Iterable[Firing]) -> None:
@@ -47,7 +47,8 @@ async def test_a_stop_drops_the_claims_waiting_for_room() -> None:
         batch=10,
         concurrency=2,
     )
-    claimer.claim_soon([cast(Entry, object())] * 25)  # three batches: two wait for room
+    entry = Entry.make("r1", datetime(2026, 3, 2, 9, 0, tzinfo=UTC), 0, None, 600, 1)
+    claimer.claim_soon([entry] * 25)  # three batches: two wait for room
     await asyncio.sleep(0.01)
 
     await asyncio.wait_for(claimer.drain(), timeout=2)

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from tocsin.api.models import NOT_NULL, SNOOZE_FIELDS, ReminderIn, ReminderPatch, SnoozeIn
 from tocsin.api.problems import FieldError, Problem, invalid
-from tocsin.domain import Reminder, ReminderStatus, Schedule
+from tocsin.domain import Priority, Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.time import LATEST, format_utc, parse_duration, plan_schedule, read_when
@@ -89,8 +89,16 @@ def normalised_at(schedule: Schedule, given: str | None) -> str | None:
     return given
 
 
-def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datetime) -> Reminder:
-    """A pending reminder from a validated request; 422 naming every field at fault."""
+def new_reminder(
+    item: ReminderIn,
+    *,
+    owner: str,
+    source: str | None,
+    now: datetime,
+    priority: Priority = Priority.URGENT,
+) -> Reminder:
+    """A pending reminder from a validated request; 422 naming every field at fault. Without
+    a priority of its own it has `priority` (its app's)."""
     errors = _Errors()
     plan = errors.attempt(
         lambda: planned(zone=item.zone, at=item.at, repeat=item.repeat, when=item.when, now=now)
@@ -119,6 +127,7 @@ def new_reminder(item: ReminderIn, *, owner: str, source: str | None, now: datet
         version=1,
         created_at=now,
         updated_at=now,
+        priority=item.priority or priority,
     )
 
 
@@ -176,6 +185,7 @@ def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminde
         metadata=patch.metadata if "metadata" in fields else current.metadata,
         freshness=freshness,
         updated_at=now,
+        priority=patch.priority or current.priority,
     )
     if fields & SCHEDULE_FIELDS:
         changed = errors.attempt(lambda: _rescheduled(changed, patch, now)) or changed

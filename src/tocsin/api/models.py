@@ -26,7 +26,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from tocsin.api.routing import CHANNEL_SCHEMA, FALLBACK_SCHEMA, ROUTE_FIELDS, parse_route
 from tocsin.channels.contacts import VALIDATORS
-from tocsin.domain import Channel, FiringState, Outcome, ReminderStatus, Route
+from tocsin.domain import Channel, FiringState, Outcome, Priority, ReminderStatus, Route
 
 OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
 # An answer's moment, as RFC 3339 writes it (UTC `…Z`, or a zone's time with its offset):
@@ -36,8 +36,13 @@ MAX_METADATA_BYTES = 4096
 MAX_BATCH = 1000
 DEFAULT_FRESHNESS = "10m"
 SNOOZE_FIELDS = frozenset({"snooze", "snooze_until"})
+_PRIORITY = (
+    "`urgent` or `bulk` (digests, newsletters): when not every ring can go at once, urgent "
+    "rings are claimed and sent first. Unless given, the priority of the app key that saves "
+    "it (`tocsin keys create … --priority bulk`), else `urgent`."
+)
 # The fields an edit may not set to null (`changes.check_patch`).
-NOT_NULL = ("text", "channel", "fallback", "zone", "when", "freshness")
+NOT_NULL = ("text", "channel", "fallback", "zone", "when", "freshness", "priority")
 
 
 def _no_nul(value: str) -> str:
@@ -204,6 +209,7 @@ class ReminderIn(_Routed):
     when: When | None = None
     freshness: Duration = DEFAULT_FRESHNESS
     metadata: Metadata = None
+    priority: Priority | None = Field(default=None, description=_PRIORITY)
 
     @property
     def route(self) -> Route:
@@ -302,6 +308,7 @@ class ReminderPatch(_Routed):
     when: When | None = None
     freshness: Duration | None = None
     metadata: Metadata = None
+    priority: Priority | None = Field(default=None, description=_PRIORITY)
 
     def as_snooze(self) -> SnoozeIn:
         """The snooze of a body in the older form (after `changes.check_patch`)."""
@@ -453,6 +460,7 @@ class ReminderOut(BaseModel):
     next: Instant | None = Field(description="The next ring, UTC: `2026-10-26T13:00:00Z`.")
     next_local: Instant | None = Field(description="The next ring in `zone`, with its offset.")
     freshness: str
+    priority: Priority
     metadata: dict[str, Any] | None
     source: str | None
     created_at: Instant

@@ -61,6 +61,7 @@ def reminder(item: Reminder) -> dict[str, Any]:
         "next": format_utc(item.due_at) if item.due_at else None,
         "next_local": format_local(item.due_at, zone) if item.due_at else None,
         "freshness": format_duration(item.freshness),
+        "priority": item.priority.value,
         "metadata": item.metadata,
         "source": item.source,
         "created_at": format_utc(item.created_at),

@@ -18,7 +18,7 @@ from tocsin.auth import (
     sign_feed_ticket,
 )
 from tocsin.clock import Clock
-from tocsin.domain import Reminder
+from tocsin.domain import Priority, Reminder
 from tocsin.store import Store
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="tocsin"'}
@@ -40,6 +40,7 @@ class Principal:
     key_hash: str | None = None  # an app's key, refused once revoked or rotated away
     signed: datetime | None = None  # an owner credential's, refused by a later revocation
     dev_only: bool = False  # admitted only while the server runs in loopback dev mode
+    priority: Priority = Priority.URGENT  # of the reminders it saves without one (the app's)
 
     def may_see(self, owner: str) -> bool:
         """Whether the caller may act for `owner` (its contacts, its list of reminders)."""
@@ -240,7 +241,11 @@ class Authenticator:
         principal = None
         if app.revoked_at is None:
             principal = Principal(
-                scope=f"app:{app.name}", source=app.name, admin=app.admin, key_hash=key_hash
+                scope=f"app:{app.name}",
+                source=app.name,
+                admin=app.admin,
+                key_hash=key_hash,
+                priority=app.priority,
             )
         if len(self._apps) >= MAX_CACHED_KEYS:
             self._apps.clear()  # only real keys get here, so this is a backstop

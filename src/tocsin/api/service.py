@@ -101,7 +101,9 @@ class ReminderService:
         owner = owner_for(principal, item.owner)
         self.check_configured(item.route)
         made = await off_loop(
-            lambda: changes.new_reminder(item, owner=owner, source=principal.source, now=now),
+            lambda: changes.new_reminder(
+                item, owner=owner, source=principal.source, now=now, priority=principal.priority
+            ),
             field="repeat" if item.when is None else "when",
         )
         body = render.reminder(made)
@@ -177,7 +179,9 @@ class ReminderService:
             item = ReminderIn.model_validate(raw)
             owner = owner_for(principal, item.owner)
             self.check_configured(item.route)
-            return changes.new_reminder(item, owner=owner, source=principal.source, now=now)
+            return changes.new_reminder(
+                item, owner=owner, source=principal.source, now=now, priority=principal.priority
+            )
         except ValidationError as error:
             raise invalid(field_errors(error.errors(), prefix=prefix)) from None
         except Problem as problem:

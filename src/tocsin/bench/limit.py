@@ -302,5 +302,6 @@ async def _loop(
             [None] * size,
             ["app:limit"] * size,  # a first try accepted: kept on the firing row
             *([[]] * 8),  # no other destinations
+            [None] * size,  # urgent
         )
     return done

@@ -146,6 +146,7 @@ def reminder_details(r: Mapping[str, Any]) -> str:
         ("at", r.get("at") or "-"),
         ("channel", channels(r)),
         ("freshness", r["freshness"]),
+        ("priority", r.get("priority", "urgent")),
     ]
     fields += _optional_fields(r)
     width = max(len(name) for name, _ in fields) + 2  # a space after the longest's colon

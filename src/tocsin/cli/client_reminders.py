@@ -19,6 +19,13 @@ DEFAULT_CHANNEL = "log"  # the one channel every server has: it writes the ring 
 CHANNELS = [c.value for c in Channel]
 
 
+PRIORITIES = ("urgent", "bulk")
+PRIORITY_HELP = (
+    "urgent (the default, unless the app key says bulk) rings go before bulk ones (digests, "
+    "newsletters) when not all can go at once"
+)
+
+
 def channel_list(text: str) -> list[str]:
     """`--channel` and `--fallback`: channel names, comma-separated (`apns,email`)."""
     names = [name.strip() for name in text.split(",")]
@@ -123,6 +130,7 @@ def _register_add(subparsers: Any) -> None:
     route_options(parser, default=f"; default TOCSIN_CHANNEL, else {DEFAULT_CHANNEL}")
     owner_option(parser, "reminder")
     parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
+    parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
 
 
@@ -142,6 +150,7 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "repeat": args.repeat,
         "when": args.when,
         "freshness": args.freshness,
+        "priority": args.priority,
         "metadata": metadata(args.metadata),
     }
     # A fresh key per run makes a retry after a lost answer safe: the server replays its
@@ -257,7 +266,7 @@ def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
     return print_reminder(answer.body, args)
 
 
-EDITABLE = ("text", "at", "repeat", "when", "zone", "freshness")
+EDITABLE = ("text", "at", "repeat", "when", "zone", "freshness", "priority")
 
 
 def _register_edit(subparsers: Any) -> None:
@@ -276,6 +285,7 @@ def _register_edit(subparsers: Any) -> None:
     schedule_options(parser, defaults=False)
     route_options(parser)
     parser.add_argument("--freshness", help="how late a ring may still go out")
+    parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
 
 

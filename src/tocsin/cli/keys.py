@@ -23,6 +23,7 @@ from tocsin.auth import (
 )
 from tocsin.channels.webpush import new_vapid_keys
 from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
+from tocsin.domain import Priority
 from tocsin.errors import InvalidInput, SecretKeyError, StoreError
 from tocsin.keyring import new_key
 from tocsin.outbound import check_url
@@ -50,6 +51,13 @@ def register(subparsers: Any) -> None:
         "--admin",
         action="store_true",
         help="an operator's key: sees and changes every app's reminders (an app key sees its own)",
+    )
+    create.add_argument(
+        "--priority",
+        choices=[priority.value for priority in Priority],
+        default=Priority.URGENT.value,
+        help="of the reminders the app saves without one (default urgent; bulk for digests "
+        "and newsletters: urgent rings go first)",
     )
     add_database_arguments(create)
     create.set_defaults(handler=_handler(_create))
@@ -135,7 +143,11 @@ async def _create(store: Store, settings: Settings, args: argparse.Namespace) ->
             args.webhook_url, allow_private=settings.allow_private_urls, field="--webhook-url"
         )
     app, key = new_app(
-        args.app, webhook_url=args.webhook_url, now=datetime.now(UTC), admin=args.admin
+        args.app,
+        webhook_url=args.webhook_url,
+        now=datetime.now(UTC),
+        admin=args.admin,
+        priority=Priority(args.priority),
     )
     await store.add_app(app)
     kind = "Admin key" if app.admin else "API key"
@@ -158,6 +170,8 @@ async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> i
         revoked = app.revoked_at.strftime(_TIME) if app.revoked_at else "-"
         state = "-" if not app.webhook_url else "disabled" if app.webhook_disabled else "on"
         name = f"{app.name} (admin)" if app.admin else app.name
+        if app.priority is Priority.BULK:
+            name += " (bulk)"
         print(
             f"{name:<24} {app.key_prefix + '…':<14} {created:<20} {revoked:<20} {state:<8} "
             f"{app.webhook_url or '-'}"

@@ -115,9 +115,10 @@ class Delivery:
             asyncio.create_task(self.pickup.run(), name="pickup"),
         ]
 
-    async def room(self, count: int) -> None:
-        """Wait until delivery has room for `count` more firings: claim only then."""
-        await self.pool.room(count)
+    async def room(self, count: int, rank: int) -> None:
+        """Wait until delivery has room for `count` more firings of `Priority.rank`: claim
+        only then."""
+        await self.pool.room(count, rank)
 
     async def submit(self, firings: Iterable[Firing]) -> None:
         """Send these firings (claimed by this worker, `sending`); waits while the queue is

@@ -210,7 +210,9 @@ class Deliverer:
         if refused is not None:
             ENGINE.retried(channel, instruments.RETRY_BREAKER_OPEN)
             return refused
-        async with self._isolation.slot(key):
+        slots = self._isolation.slot(key)
+        await slots.acquire(firing.priority.rank)  # an urgent ring waits ahead of bulk ones
+        try:
             if firing.deadline - self._clock.now() < MIN_TIME_LEFT:
                 # The deadline came while the send waited for a slot: it is not made (pickup
                 # records the firing expired at once).
@@ -225,6 +227,8 @@ class Deliverer:
                 # A bug in one channel must not stop the pool; the firing is retried.
                 logger.exception("channel %s raised", channel, extra={"firing_id": firing.id})
                 result = DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
+        finally:
+            slots.release()
         self._isolation.record(key, result)
         if result.outcome is Outcome.RETRY and not result.held:
             reason = instruments.RETRY_ERROR

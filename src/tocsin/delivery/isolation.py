@@ -48,32 +48,51 @@ class _Breaker:
 
 
 class Slots:
-    """A provider's share of the senders: at most `limit` sends at once, the others waiting
-    in arrival order. `asyncio.Semaphore` does the same, but its every `acquire` scans its
-    waiters (`locked()`): a tenth of a null ring's delivery time in a burst's profile. Here a
-    send with a slot free takes it at once, and a freed slot goes straight to the first
-    waiter."""
+    """A share of senders (or claims): at most `limit` at once, the others waiting — urgent
+    waiters first, each kind in arrival order (`acquire`'s `rank`: `Priority.rank`), so a
+    bulk backlog waiting for a provider never holds an urgent ring back by more than the
+    sends already out. `asyncio.Semaphore` would wait in arrival order only, and its every
+    `acquire` scans its waiters (`locked()`): a tenth of a null ring's delivery time in a
+    burst's profile. Here a send with a slot free takes it at once, and a freed slot goes
+    straight to the first waiter."""
 
     __slots__ = ("_free", "_waiters")
 
     def __init__(self, limit: int) -> None:
         self._free = limit
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        # one line of waiters per rank: urgent, bulk
+        self._waiters: tuple[deque[asyncio.Future[None]], ...] = (deque(), deque())
 
-    async def __aenter__(self) -> None:
-        if self._free > 0 and not self._waiters:
+    async def acquire(self, rank: int = 0) -> None:
+        """Take a slot, waiting behind the waiters of this rank and of any more urgent."""
+        urgent, bulk = self._waiters
+        if self._free > 0 and not urgent and not bulk:
             self._free -= 1
             return
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        waiters = self._waiters[rank]
+        waiters.append(waiter)
         try:
-            await waiter  # handed the slot of a send that ended (`_release`)
+            await waiter  # handed the slot of a send that ended (`release`)
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self._release()  # handed a slot, then cancelled: pass it on
-            elif waiter in self._waiters:
-                self._waiters.remove(waiter)
+                self.release()  # handed a slot, then cancelled: pass it on
+            elif waiter in waiters:
+                waiters.remove(waiter)
             raise
+
+    def release(self) -> None:
+        """Give the slot back: to the first urgent waiter, else the first bulk one."""
+        for waiters in self._waiters:
+            while waiters:
+                waiter = waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+                    return
+        self._free += 1
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
 
     async def __aexit__(
         self,
@@ -81,15 +100,7 @@ class Slots:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._release()
-
-    def _release(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._free += 1
+        self.release()
 
 
 def provider(channel: Channel, destination: Destination) -> str:

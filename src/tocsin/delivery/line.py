@@ -1,4 +1,5 @@
-"""The delivery pool's line: firings waiting for a sender, closest deadline first."""
+"""The delivery pool's line: firings waiting for a sender, urgent first, then closest deadline
+first."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from tocsin.domain import Firing
+from tocsin.domain import PRIORITY_RANKS, Firing
+
+_Key = tuple[int, datetime]  # (`Priority.rank`, deadline)
 
 
 class _Batch:
@@ -22,12 +25,13 @@ class _Batch:
 
 
 class Line:
-    """Firings in (deadline, arrival) order, and the oldest hold among them.
+    """Firings in (priority, deadline, arrival) order, and the oldest hold among them: an
+    urgent firing goes before every bulk one lined up, whatever their deadlines.
 
     Many firings share a deadline (due at one second with the same freshness), so the line
-    keeps one FIFO per deadline and a heap of the distinct deadlines: lining a firing up and
-    taking one out is a dict lookup and a deque operation, and the heap moves only when a
-    deadline is new or used up. The pool alone (null channel, 20,000 lined up, CPU time)
+    keeps one FIFO per (priority, deadline) and a heap of the distinct keys: lining a firing
+    up and taking one out is a dict lookup and a deque operation, and the heap moves only
+    when a key is new or used up. The pool alone (null channel, 20,000 lined up, CPU time)
     carries 99,000 firings/s with one deadline and 83,000 with deadlines spread over 9
     minutes — 107,000 and 104,000 with a plain FIFO, 92,000 and 72,000 with a heap entry and
     a tracked hold per firing.
@@ -37,10 +41,11 @@ class Line:
     """
 
     def __init__(self) -> None:
-        self._by_deadline: dict[datetime, deque[tuple[_Batch, Firing]]] = {}
-        self._deadlines: list[datetime] = []  # a heap of the keys of `_by_deadline`
+        self._by_deadline: dict[_Key, deque[tuple[_Batch, Firing]]] = {}
+        self._deadlines: list[_Key] = []  # a heap of the keys of `_by_deadline`
         self._batches: deque[_Batch] = deque()  # in arrival order, each with firings left
         self._size = 0
+        self.bulk = 0  # of them bulk
 
     def __len__(self) -> int:
         return self._size
@@ -55,11 +60,15 @@ class Line:
         """Line up a batch of firings."""
         batch = _Batch()
         by_deadline = self._by_deadline
+        bulk = 0
         for firing in firings:
-            same = by_deadline.get(firing.deadline)
+            rank = PRIORITY_RANKS[firing.priority]
+            bulk += rank
+            key = (rank, firing.deadline)
+            same = by_deadline.get(key)
             if same is None:
-                same = by_deadline[firing.deadline] = deque()
-                heapq.heappush(self._deadlines, firing.deadline)
+                same = by_deadline[key] = deque()
+                heapq.heappush(self._deadlines, key)
             same.append((batch, firing))
             batch.left += 1
             hold = firing.lease_until
@@ -68,16 +77,19 @@ class Line:
         if batch.left:
             self._batches.append(batch)
             self._size += batch.left
+            self.bulk += bulk
 
     def pop(self) -> Firing:
-        """The firing with the closest deadline (the earliest lined up among equals)."""
-        deadline = self._deadlines[0]
-        same = self._by_deadline[deadline]
+        """The most urgent firing with the closest deadline (the earliest lined up among
+        equals)."""
+        key = self._deadlines[0]
+        same = self._by_deadline[key]
         batch, firing = same.popleft()
         if not same:
             heapq.heappop(self._deadlines)
-            del self._by_deadline[deadline]
+            del self._by_deadline[key]
         self._size -= 1
+        self.bulk -= key[0]
         batch.left -= 1
         batches = self._batches
         while batches and not batches[0].left:
@@ -93,3 +105,4 @@ class Line:
         self._deadlines.clear()
         self._batches.clear()
         self._size = 0
+        self.bulk = 0

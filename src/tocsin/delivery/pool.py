@@ -80,11 +80,20 @@ class DeliveryPool:
         firing in the line has less than half its hold left (the line is longer than the
         channel sends in that time — with a slow channel, `max_queued` alone would let held
         firings time out in line, be taken over by pickup, time out again…)."""
-        if self._max_wait is not None:
-            oldest = self._line.oldest_hold()
+        return self.free_for(1)
+
+    def free_for(self, rank: int) -> int:
+        """`free`, for firings of this `Priority.rank`. Urgent ones go before every bulk one
+        lined up, so those bulk ones leave them room, and their holds say nothing of how
+        long an urgent one would wait (a bulk firing whose hold runs out in line is left to
+        pickup, which takes it again)."""
+        line = self._line
+        if self._max_wait is not None and (rank or len(line) > line.bulk):
+            oldest = line.oldest_hold()
             if oldest is not None and oldest - self._clock.now() < self._max_wait:
                 return 0
-        return max(0, self._max - self.held)
+        held = self.held if rank else self.held - line.bulk
+        return max(0, self._max - held)
 
     @property
     def in_flight(self) -> int:
@@ -94,9 +103,10 @@ class DeliveryPool:
         """Room may have come free (a batch of results was written)."""
         self._spare.set()
 
-    async def room(self, count: int) -> None:
-        """Wait until the pool has room for `count` more firings (or holds none)."""
-        while self.held and self.free < min(count, self._max):
+    async def room(self, count: int, rank: int) -> None:
+        """Wait until the pool has room for `count` more firings of `Priority.rank` (or
+        holds none)."""
+        while self.held and self.free_for(rank) < min(count, self._max):
             self._spare.clear()
             await self._spare.wait()
 
@@ -106,7 +116,7 @@ class DeliveryPool:
         line.extend(f for f in firings if f.state is FiringState.SENDING)
         if line:
             self._ready.set()
-        await self.room(1)
+        await self.room(1, rank=1)  # as full for every kind: the line is for all of them
 
     async def drain(self, grace: float) -> list[Firing]:
         """Finish what is lined up and being sent, for up to `grace` seconds; then stop.
@@ -145,7 +155,7 @@ class DeliveryPool:
             self._sending.pop(firing.id, None)  # not when cancelled: it goes back unsent
             if not self.in_flight:
                 self._idle.set()
-            if self.free:
+            if self.free_for(0):  # room for urgent firings at least (`room` checks again)
                 self._spare.set()
             done += 1
             if done % YIELD_EVERY == 0:

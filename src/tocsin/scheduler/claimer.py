@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import timedelta
 
 from tocsin.clock import Clock
+from tocsin.delivery.isolation import Slots
 from tocsin.domain import Fence, Firing, FiringState
 from tocsin.errors import StoreError
 from tocsin.metrics.instruments import ENGINE, EXPIRED_AT_CLAIM
@@ -20,7 +21,7 @@ from tocsin.store.base import Store
 logger = logging.getLogger(__name__)
 
 Handoff = Callable[[Iterable[Firing]], Awaitable[None]]
-Room = Callable[[int], Awaitable[None]]
+Room = Callable[[int, int], Awaitable[None]]  # (rings, `Priority.rank`)
 Fencing = Callable[[], Fence | None]
 
 DRAIN_POLL_SECONDS = 0.05
@@ -59,7 +60,9 @@ class Claimer:
         self._sender = sender
         self._lease = lease
         self._batch = batch
-        self._slots = asyncio.Semaphore(concurrency)
+        # Urgent and bulk claims each have `concurrency` transactions of their own: bulk
+        # claims waiting for delivery's room never hold the slot an urgent one needs.
+        self._lanes = (Slots(concurrency), Slots(concurrency))
         self._tasks: set[asyncio.Task[None]] = set()
         self._applying: set[asyncio.Task[None] | None] = set()  # in their claim statement now
         self.claimed = 0
@@ -68,11 +71,18 @@ class Claimer:
         self.lost = 0  # claims whose row had moved on
 
     def claim_soon(self, entries: Sequence[Entry]) -> None:
-        """Start claiming these due entries, `batch` at a time."""
-        for start in range(0, len(entries), self._batch):
-            task = asyncio.create_task(self._claim(entries[start : start + self._batch]))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        """Start claiming these due entries, `batch` at a time, urgent and bulk ones apart:
+        an urgent ring coming due behind a bulk backlog waits neither for the bulk claims'
+        slots nor for delivery's room that bulk rings take (`DeliveryPool.room`)."""
+        bulk = [entry for entry in entries if entry.priority]
+        if bulk:
+            entries = [entry for entry in entries if not entry.priority]
+        for rank, some in enumerate((entries, bulk)):
+            for start in range(0, len(some), self._batch):
+                claim = self._claim(some[start : start + self._batch], rank)
+                task = asyncio.create_task(claim)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
 
     async def drain(self) -> None:
         """Wait for every claim being applied to finish and be handed to delivery. A claim
@@ -86,18 +96,22 @@ class Claimer:
             # Again shortly: one whose statement ends now waits for room to hand over.
             await asyncio.wait(set(self._tasks), timeout=DRAIN_POLL_SECONDS)
 
-    async def _claim(self, entries: Sequence[Entry]) -> None:
-        async with self._slots:
+    async def _claim(self, entries: Sequence[Entry], rank: int) -> None:
+        slots = self._lanes[rank]
+        await slots.acquire()
+        try:
             if self._room is not None:
                 # Claim only what delivery has room for: a claimed firing is held under a
                 # lease, and must not wait in memory until it runs out.
-                await self._room(len(entries))
+                await self._room(len(entries), rank)
             task = asyncio.current_task()
             self._applying.add(task)
             try:
                 firings = await self._apply(entries)
             finally:
                 self._applying.discard(task)
+        finally:
+            slots.release()
         if firings:
             # Handed over at once (delivery lines them up before it waits for room): a
             # stop that cancels the wait leaves them with delivery, which drains them.

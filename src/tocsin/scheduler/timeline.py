@@ -34,6 +34,7 @@ class Entry(NamedTuple):
     version: int  # the row's version when loaded: the claim applies only to it
     key: str  # the firing id of this ring
     second: int  # the UTC epoch second of `due_at`
+    priority: int = 0  # `Priority.rank`: urgent entries are claimed first
 
     @classmethod
     def make(
@@ -44,20 +45,35 @@ class Entry(NamedTuple):
         schedule: Schedule | None,
         freshness: int,
         version: int,
+        priority: int = 0,
     ) -> Entry:
         key = firing_id(reminder_id, due_at)
         second = int(due_at.timestamp())
-        return cls(reminder_id, due_at, part, schedule, freshness, version, key, second)
+        return cls(reminder_id, due_at, part, schedule, freshness, version, key, second, priority)
 
     @classmethod
     def of(cls, due: DueRing, part: int) -> Entry:
-        return cls.make(due.reminder_id, due.due_at, part, due.schedule, due.freshness, due.version)
+        return cls.make(
+            due.reminder_id,
+            due.due_at,
+            part,
+            due.schedule,
+            due.freshness,
+            due.version,
+            due.priority,
+        )
 
     def after_claim(self, due_at: datetime) -> Entry:
         """The same reminder's ring at another due time, once this entry's claim moved the
         row on to it (which bumped the version by one)."""
         return Entry.make(
-            self.reminder_id, due_at, self.part, self.schedule, self.freshness, self.version + 1
+            self.reminder_id,
+            due_at,
+            self.part,
+            self.schedule,
+            self.freshness,
+            self.version + 1,
+            self.priority,
         )
 
     def order(self) -> tuple[datetime, str]:

@@ -12,6 +12,7 @@ from tocsin.domain import (
     SINGLE_ROUTES,
     DueRing,
     FiringState,
+    Priority,
     Reminder,
     ReminderStatus,
     Route,
@@ -75,12 +76,23 @@ def due_ring(
     anchor: str,
     rule: str | None,
     version: int,
+    priority: int | None,
 ) -> DueRing:
     """A `load_due` row as the scheduler holds it: a schedule for a series only."""
     schedule = (
         None if rule is None else Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
     )
-    return DueRing(reminder_id, due_at, freshness, schedule, version)
+    return DueRing(reminder_id, due_at, freshness, schedule, version, priority or 0)
+
+
+def priority_of(stored: int | None) -> Priority:
+    """A stored priority: NULL is urgent (stored as nothing), 1 bulk (migration 0016)."""
+    return Priority.BULK if stored else Priority.URGENT
+
+
+def stored_priority(priority: Priority) -> int | None:
+    """How a priority is stored: NULL for urgent, the default, else its rank."""
+    return priority.rank or None
 
 
 def schedule_of(zone: str, anchor: str, rule: str | None) -> Schedule:

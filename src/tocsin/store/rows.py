@@ -82,6 +82,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         created_at=instant(row["created_at"]),
         updated_at=instant(row["updated_at"]),
         last_firing=last,
+        priority=codec.priority_of(row["priority"]),
     )
 
 
@@ -113,6 +114,7 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
         last_error=row["last_error"],
         snoozed_by=row["snoozed_by"],
         history=history,
+        priority=codec.priority_of(row["priority"]),
     )
 
 
@@ -144,7 +146,7 @@ def claimed_firing_from(
 ) -> Firing:
     """A firing a claim just inserted, from the columns the claim answers with (id,
     reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    last_error): the rest is the claim's own values — no attempt yet, held by `sender`
+    last_error, priority): the rest is the claim's own values — no attempt yet, held by `sender`
     until `lease_until` when `sending`; when `queued`, due for pickup now, or, a ring for
     the in-app feed alone, waiting for a page until its deadline."""
     (
@@ -160,6 +162,7 @@ def claimed_firing_from(
         source,
         value,
         error,
+        priority,
         *_,  # whether the claim wrote the firing (`stored`), or queued it for the feed
     ) = row
     state = codec.FIRING_STATES[value]
@@ -193,6 +196,7 @@ def claimed_firing_from(
         None,  # snoozed_by
         (),  # history
         stored,
+        codec.priority_of(priority),
     )
 
 
@@ -308,6 +312,7 @@ def app_values(app: App, instant: Callable[[datetime], Any], keyring: Keyring) -
         app.webhook_disabled,
         instant(app.created_at),
         app.admin,
+        codec.stored_priority(app.priority),
     )
 
 
@@ -322,6 +327,7 @@ def app_from(row: Row, instant: Instant, keyring: Keyring) -> App:
         webhook_disabled=bool(row["webhook_disabled"]),
         admin=bool(row["admin"]),
         revoked_at=None if row["revoked_at"] is None else instant(row["revoked_at"]),
+        priority=codec.priority_of(row["priority"]),
     )
 
 

@@ -427,7 +427,7 @@ FROM reminders WHERE bucket = $1
 _SCHEDULER_WRITES = (
     ("claim", pg.CLAIM, 15),
     ("record", pg.RECORD_ATTEMPTS, 22),
-    ("insert", pg.INSERT_FIRINGS, 30),
+    ("insert", pg.INSERT_FIRINGS, 31),
     ("recover", pg.RECOVER_CLAIMS, 2),
 )
 
@@ -604,6 +604,7 @@ async def _scheduler_batches(
         *_sent_first_tries(size),
         ["app:a"] * size,
         *([[]] * 8),
+        [None] * size,  # urgent
     )
     recover = (BUSY_MINUTE + timedelta(seconds=1.5), 100)
     return {"claim": claim, "record": record, "insert": insert, "recover": recover}

@@ -42,7 +42,7 @@ RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2
 
 # Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
 # statement (so all or nothing); then announce the reminders due soon ($27: `shard:second`
-# payloads), delivered on commit.
+# payloads), delivered on commit. $28: the reminders' priorities (a column of $7…$26).
 ADD_REMINDERS = """
 WITH saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
@@ -51,13 +51,14 @@ WITH saved_key AS (
 ), saved AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
-        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at
+        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
+        priority
     )
     SELECT * FROM unnest(
         $7::text[], $8::text[], $9::smallint[], $10::text[], $11::text[], $12::text[],
         $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[],
         $19::integer[], $20::integer[], $21::json[], $22::text[], $23::text[], $24::integer[],
-        $25::timestamptz[], $26::timestamptz[]
+        $25::timestamptz[], $26::timestamptz[], $28::smallint[]
     )
 )
 SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
@@ -68,19 +69,19 @@ SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 # 41 µs, and 147 µs instead of 93 µs end to end (measured without the commit's fsync). The
 # parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
 # array; $27 is the wake-up payload, or NULL when the reminder is not due soon. With a cap
-# ($28 > 0), nothing is saved when the reminder's (owner, app) pair keeps $28 pending
-# already, counted as PENDING_COUNTS counts (among at most 4 × $28 of the owner's rows:
+# ($29 > 0), nothing is saved when the reminder's (owner, app) pair keeps $29 pending
+# already, counted as PENDING_COUNTS counts (among at most 4 × $29 of the owner's rows:
 # base.CAP_READS): the check is in the statement because as a query of its own it was a
 # round trip more per create. Answers whether it saved.
 ADD_REMINDER = """
 WITH room AS (
-    SELECT $28::integer = 0 OR (
+    SELECT $29::integer = 0 OR (
         SELECT count(*) FILTER (
             WHERE mine.status = 'pending' AND mine.source IS NOT DISTINCT FROM $22::text
         )
-        FROM (SELECT status, source FROM reminders WHERE owner = $8::text LIMIT 4 * $28::integer)
+        FROM (SELECT status, source FROM reminders WHERE owner = $8::text LIMIT 4 * $29::integer)
             AS mine
-    ) < $28::integer AS ok
+    ) < $29::integer AS ok
 ), saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
     SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
@@ -88,13 +89,14 @@ WITH room AS (
 ), saved AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
-        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at
+        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
+        priority
     )
     SELECT
         $7::text, $8::text, $9::smallint, $10::text, $11::text, $12::text,
         $13::text, $14::text, $15::text, $16::text, $17::text, $18::timestamptz,
         $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
-        $25::timestamptz, $26::timestamptz
+        $25::timestamptz, $26::timestamptz, $28::smallint
     WHERE (SELECT ok FROM room)
 )
 SELECT ok, CASE WHEN ok AND $27::text IS NOT NULL THEN pg_notify('tocsin_due', $27::text) END
@@ -167,13 +169,13 @@ LIMIT $4
 """  # noqa: S608 - this module's text only
 
 # Replace a reminder's mutable fields while its version is $2; return it with its last
-# firing, announcing it ($15: zero or one payload) when it is now due soon.
+# firing, announcing it ($15: zero or one payload) when it is now due soon. $17: priority.
 UPDATE_REMINDER = f"""
 WITH saved AS (
     UPDATE reminders
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
-        version = $2 + 1, updated_at = $16
+        version = $2 + 1, updated_at = $16, priority = $17
     WHERE id = $1 AND version = $2
     RETURNING *
 )
@@ -289,8 +291,8 @@ SELECT sent_to, 'sent' FROM firings WHERE id = $1 AND sent_to IS NOT NULL
 INSERT_APP = """
 INSERT INTO apps (
     name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
-    admin
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    admin, priority
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 """
 
 FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = $1"
@@ -412,7 +414,7 @@ RETURNING secrets.name
 # with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8: the next page,
 # which starts where the last one stopped.
 _LOAD_LANE = """
-SELECT id, due_at, freshness, zone, anchor, rule, version, bucket FROM reminders
+SELECT id, due_at, freshness, zone, anchor, rule, version, priority, bucket FROM reminders
 WHERE status = 'pending' AND shard / 64 = $9::integer + {offset}
   AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
   AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
@@ -428,7 +430,7 @@ def load_due(lanes: int) -> str:
     With the default 16 parts a part is one lane, and this is one range scan."""
     branches = " UNION ALL ".join(f"({_LOAD_LANE.format(offset=n)})" for n in range(lanes))
     # Built from this module's text and a count: no value from outside reaches the SQL.
-    columns = "id, due_at, freshness, zone, anchor, rule, version"
+    columns = "id, due_at, freshness, zone, anchor, rule, version, priority"
     return f"SELECT {columns} FROM ({branches}) AS due ORDER BY bucket, due_at, id LIMIT $5"  # noqa: S608
 
 
@@ -522,7 +524,7 @@ WITH claim AS (
             ELSE claim.state END AS state,
         CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $15
             ELSE claim.error END AS error,
-        claim.state = 'sending' AND r.channel = 'inapp' AS feed
+        claim.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority
 ), ring AS (
     SELECT moved.*, state <> 'sending' AS stored FROM moved
     WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
@@ -543,19 +545,19 @@ WITH claim AS (
 ), written AS (
     INSERT INTO firings (
         id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-        attempts, next_attempt_at, created_at, last_error
+        attempts, next_attempt_at, created_at, last_error, priority
     )
     SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
         source, state, 0,
         CASE WHEN feed THEN deadline WHEN state = 'queued' THEN $10::timestamptz END,
-        $10, error
+        $10, error, priority
     FROM ring CROSS JOIN announced
     WHERE stored
     ON CONFLICT (id) DO NOTHING
     RETURNING id
 )
 SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
-    state, error, stored
+    state, error, priority, stored
 FROM ring
 WHERE NOT stored OR firing_id IN (SELECT id FROM written)
 """
@@ -566,29 +568,32 @@ WHERE NOT stored OR firing_id IN (SELECT id FROM written)
 # own channel is `sent_to` on the row). ${conflict} is empty on the common path: a plain
 # INSERT writes no speculative-insertion record (ON CONFLICT's, 48 bytes a row), and a batch
 # that meets a firing written meanwhile fails whole and is written again with
-# `INSERT_FIRINGS_AFTER_RECOVERY`. Return the ids written.
+# `INSERT_FIRINGS_AFTER_RECOVERY`. $31: each firing's priority. Return how many were written.
 _INSERT_FIRINGS = """
 WITH result AS (
     SELECT * FROM unnest(
         $1::text[], $2::text[], $3::text[], $4::smallint[], $5::timestamptz[],
         $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
         $12::text[], $13::timestamptz[], $14::integer[], $15::timestamptz[], $16::text[],
-        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[]
+        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[],
+        $31::smallint[]
     ) AS result (
         firing_id, reminder_id, owner, shard, due_at, deadline, route, text, metadata, source,
         created_at, state, next_attempt_at, number, at, channel, outcome, last_error,
-        provider_id, destination, error, sent_to
+        provider_id, destination, error, sent_to, priority
     )
 ), written AS (
     INSERT INTO firings AS f (
         id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-        attempts, next_attempt_at, sent_at, provider_id, last_error, sent_to, created_at
+        attempts, next_attempt_at, sent_at, provider_id, last_error, sent_to, created_at,
+        priority
     )
     SELECT firing_id, reminder_id, owner, shard, due_at, deadline, route, text,
         metadata::json, source, state, coalesce(number, 0),
         CASE WHEN state = 'queued' THEN coalesce(next_attempt_at, at, created_at) END,
         CASE WHEN state = 'sent' THEN coalesce(at, clock_timestamp()) END,
-        provider_id, last_error, CASE WHEN route = channel THEN sent_to END, created_at
+        provider_id, last_error, CASE WHEN route = channel THEN sent_to END, created_at,
+        priority
     FROM result
     {conflict}
     RETURNING f.id, f.sent_to IS NOT NULL AS on_row
@@ -651,12 +656,12 @@ WITH stale AS (
 ), written AS (
     INSERT INTO firings (
         id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-        attempts, next_attempt_at, created_at, last_error
+        attempts, next_attempt_at, created_at, last_error, priority
     )
     SELECT ring.firing_id, r.id, r.owner, r.shard, ring.due_at,
         ring.due_at + make_interval(secs => r.freshness), r.channel, r.text, r.metadata,
         r.source, 'queued', 0, $1, $1,
-        'its sender did not record it before its hold ran out: sent again'
+        'its sender did not record it before its hold ran out: sent again', r.priority
     FROM ring JOIN reminders AS r ON r.id = ring.reminder_id
     WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = ring.firing_id)
     ON CONFLICT (id) DO NOTHING
@@ -666,11 +671,12 @@ SELECT count(*) FROM written
 """
 
 # Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
-# whose sender's lease ran out — closest deadline first, so a backlog goes out in the order
-# it goes stale. Each kind is a range scan of its partial index (firings_queued on
-# next_attempt_at, firings_sending on lease_until) over what is due now, then sorted by
-# deadline: an index keyed by deadline would instead be read across every firing not due yet
-# (all the retries waiting out an outage) to find the due ones. Rows another caller is
+# whose sender's lease ran out — urgent ones first (priority NULL), then closest deadline
+# first, so a backlog goes out in the order it goes stale. Each kind is a range scan of its
+# partial index (firings_queued on next_attempt_at, firings_sending on lease_until) over what
+# is due now, then sorted by priority and deadline: an index keyed by deadline would instead
+# be read across every firing not due yet (all the retries waiting out an outage) to find
+# the due ones. Rows another caller is
 # taking are skipped (SKIP LOCKED), so each goes to one caller. Those past their deadline
 # ($1 = now) become `expired` instead, up to $4 of them per call, taken apart from the fresh
 # ones, which they would otherwise crowd out of the limit by sorting first. The rows taken
@@ -697,7 +703,7 @@ WITH overdue AS (
            OR (state = 'sending' AND lease_until < $1))
       AND deadline > $1
       AND shard BETWEEN $2 AND $3
-    ORDER BY deadline
+    ORDER BY priority NULLS FIRST, deadline
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 )

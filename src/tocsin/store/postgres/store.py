@@ -417,6 +417,7 @@ class PostgresStore(Store):
             codec.dump_json(reminder.metadata),
             wake,
             reminder.updated_at,
+            codec.stored_priority(reminder.priority),
         )
         return None if row is None else reminder_from(row, _as_is)
 
@@ -655,7 +656,7 @@ class PostgresStore(Store):
         rows = await self._statement(q.CLAIM, *args)
         return [
             claimed_firing_from(
-                row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row[12]
+                row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row[13]
             )
             for row in rows
         ]
@@ -723,6 +724,7 @@ class PostgresStore(Store):
             *_result_arrays(results),
             [result.sent_to for result in results],
             *_earlier_arrays(results),
+            [codec.stored_priority(firing.priority) for firing in firings],
         )
         try:
             rows = await self._statement(q.INSERT_FIRINGS, *args)
@@ -1043,7 +1045,7 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
         [r.updated_at for r in reminders],
     ]
     wakes = [codec.wake_payload(*pair) for pair in codec.wake_ups(reminders)]
-    return [*key, *columns, wakes]
+    return [*key, *columns, wakes, [codec.stored_priority(r.priority) for r in reminders]]
 
 
 def _pending_time(row: Record) -> PendingTime:

@@ -35,11 +35,11 @@ RECORD_MIGRATION = "INSERT INTO schema_migrations (version, name, applied_at) VA
 INSERT_REMINDER = """
 INSERT INTO reminders (
     id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at, bucket,
-    freshness, metadata, source, snoozed_from, version, created_at, updated_at
+    freshness, metadata, source, snoozed_from, version, created_at, updated_at, priority
 ) VALUES (
     :id, :owner, :shard, :text, :channel, :zone, :anchor, :rule, :at, :repeat, :status,
     :due_at, :bucket, :freshness, :metadata, :source, :snoozed_from, :version, :created_at,
-    :updated_at
+    :updated_at, :priority
 )
 """
 
@@ -94,7 +94,7 @@ UPDATE reminders
 SET text = :text, channel = :channel, zone = :zone, anchor = :anchor, rule = :rule, at = :at,
     repeat = :repeat, status = :status, due_at = :due_at, bucket = :bucket,
     freshness = :freshness, metadata = :metadata, version = :expected_version + 1,
-    updated_at = :updated_at
+    updated_at = :updated_at, priority = :priority
 WHERE id = :id AND version = :expected_version
 """
 
@@ -195,8 +195,8 @@ SELECT sent_to, 'sent' FROM firings WHERE id = :id AND sent_to IS NOT NULL
 INSERT_APP = """
 INSERT INTO apps (
     name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
-    admin
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    admin, priority
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 FIND_APP_BY_NAME = "SELECT * FROM apps WHERE name = ?"
@@ -277,7 +277,7 @@ RESEAL_SHARED_VALUE = "UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 # reminders_due, keyed in this order (bucket, due_at, id); with :after_due/:after_id/
 # :after_bucket, only those after that (due_at, id), in that bucket: the next page.
 LOAD_DUE = """
-SELECT id, due_at, freshness, zone, anchor, rule, version FROM reminders
+SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM reminders
 WHERE status = 'pending'
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
@@ -299,7 +299,7 @@ LIMIT :limit
 # (pending, at the loaded due time and version), whose lease is still held at the epoch
 # given (when :parts is set), and whose firing id (the delivery identity) does not exist
 # yet, the firing built from the row, as one JSON array of [id, reminder_id, owner, shard,
-# due_at, deadline, channel, text, metadata, source, state, error, feed] (`:firings` of
+# due_at, deadline, channel, text, metadata, source, state, error, priority, feed] (`:firings` of
 # INSERT_FIRINGS). A ring for the in-app feed alone is `queued` until its deadline, with the
 # note :waiting, for a page to take (the store announces it after the commit; PostgreSQL's
 # CLAIM says why). Run first in the
@@ -315,6 +315,7 @@ SELECT json_group_array(json_array(
         THEN 'queued' ELSE json_extract(c.value, '$[5]') END,
     CASE WHEN json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
         THEN :waiting ELSE json_extract(c.value, '$[9]') END,
+    r.priority,
     json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
 ))
 FROM json_each(:claims) AS c
@@ -334,17 +335,17 @@ WHERE r.id = json_extract(c.value, '$[1]') AND r.status = 'pending'
 INSERT_FIRINGS = """
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, sender, lease_until, created_at, last_error
+    attempts, next_attempt_at, sender, lease_until, created_at, last_error, priority
 )
 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
        json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
        json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
        json_extract(value, '$[9]'), json_extract(value, '$[10]'), 0,
-       CASE WHEN json_extract(value, '$[12]') THEN json_extract(value, '$[5]')
+       CASE WHEN json_extract(value, '$[13]') THEN json_extract(value, '$[5]')
            WHEN json_extract(value, '$[10]') = 'queued' THEN :now END,
        CASE json_extract(value, '$[10]') WHEN 'sending' THEN :sender END,
        CASE json_extract(value, '$[10]') WHEN 'sending' THEN :lease_until END,
-       :now, json_extract(value, '$[11]')
+       :now, json_extract(value, '$[11]'), json_extract(value, '$[12]')
 FROM json_each(:firings)
 """
 
@@ -392,23 +393,23 @@ WHERE id IN (
 """
 
 # Firings whose retry time came or whose sender vanished, still fresh, become held by the
-# caller — closest deadline first: each kind is a range scan of its partial index over what
-# is due now, then sorted by deadline (see the PostgreSQL statement for why not an index on
-# deadline).
+# caller — urgent ones first (priority NULL), then closest deadline first: each kind is a
+# range scan of its partial index over what is due now, then sorted by priority and deadline
+# (see the PostgreSQL statement for why not an index on deadline).
 TAKE_DELIVERIES = """
 UPDATE firings
 SET state = 'sending', sender = :sender, lease_until = :lease_until, next_attempt_at = NULL
 WHERE id IN (
     SELECT id FROM (
-        SELECT id, deadline FROM firings
+        SELECT id, deadline, priority FROM firings
         WHERE state = 'queued' AND next_attempt_at <= :now AND deadline > :now
           AND shard BETWEEN :first_shard AND :last_shard
         UNION ALL
-        SELECT id, deadline FROM firings
+        SELECT id, deadline, priority FROM firings
         WHERE state = 'sending' AND lease_until < :now AND deadline > :now
           AND shard BETWEEN :first_shard AND :last_shard
     )
-    ORDER BY deadline
+    ORDER BY priority NULLS FIRST, deadline
     LIMIT :limit
 )
 RETURNING *

@@ -959,6 +959,7 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
         "version": reminder.version,
         "created_at": _us(reminder.created_at),
         "updated_at": _us(reminder.updated_at),
+        "priority": codec.stored_priority(reminder.priority),
     }
 
 

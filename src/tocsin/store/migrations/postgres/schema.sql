@@ -12,8 +12,10 @@ CREATE TABLE apps (
     webhook_secret text,
     admin boolean NOT NULL DEFAULT false,
     revoked_at timestamp with time zone,
+    priority smallint,
     CONSTRAINT apps_key_hash_key UNIQUE (key_hash),
-    CONSTRAINT apps_pkey PRIMARY KEY (name)
+    CONSTRAINT apps_pkey PRIMARY KEY (name),
+    CONSTRAINT apps_priority_check CHECK ((priority = 1))
 );
 
 CREATE TABLE attempts (
@@ -81,7 +83,9 @@ CREATE TABLE firings (
     last_error text,
     snoozed_by text COLLATE "C",
     sent_to text COLLATE "C",
+    priority smallint,
     CONSTRAINT firings_pkey PRIMARY KEY (id),
+    CONSTRAINT firings_priority_check CHECK ((priority = 1)),
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
 );
 
@@ -133,8 +137,10 @@ CREATE TABLE reminders (
     source text,
     snoozed_from text COLLATE "C",
     rang_due_at timestamp with time zone,
+    priority smallint,
     CONSTRAINT reminders_pending_due CHECK (((status <> 'pending'::text) OR ((due_at IS NOT NULL) AND (bucket IS NOT NULL)))),
     CONSTRAINT reminders_pkey PRIMARY KEY (id),
+    CONSTRAINT reminders_priority_check CHECK ((priority = 1)),
     CONSTRAINT reminders_status CHECK ((status = ANY (ARRAY['pending'::text, 'fired'::text, 'ended'::text, 'cancelled'::text])))
 );
 

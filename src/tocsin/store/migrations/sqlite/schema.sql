@@ -10,7 +10,7 @@ CREATE TABLE apps (
     webhook_secret TEXT,
     webhook_disabled INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL
-, admin INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER);
+, admin INTEGER NOT NULL DEFAULT 0, revoked_at INTEGER, priority INTEGER CHECK (priority = 1));
 
 CREATE TABLE attempts (
     firing_id TEXT NOT NULL REFERENCES firings (id) ON DELETE CASCADE,
@@ -64,7 +64,7 @@ CREATE TABLE firings (
     provider_id TEXT,
     last_error TEXT,
     snoozed_by TEXT
-, sent_to TEXT);
+, sent_to TEXT, priority INTEGER CHECK (priority = 1));
 
 CREATE TABLE idempotency_keys (
     scope TEXT NOT NULL,
@@ -110,7 +110,7 @@ CREATE TABLE reminders (
     snoozed_from TEXT,
     version INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL, priority INTEGER CHECK (priority = 1),
     CHECK (status <> 'pending' OR (due_at IS NOT NULL AND bucket IS NOT NULL))
 );
 
