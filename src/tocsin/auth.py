@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from tocsin.domain import App, Priority
-from tocsin.store import Store
+from tocsin.store.ports import AppStore
 
 API_KEY_PREFIX = "tk_"
 OWNER_CREDENTIAL_PREFIX = "to_"
@@ -116,7 +116,7 @@ def new_app(
     return app, key
 
 
-async def owner_token_secret(store: Store, configured: str | None) -> str:
+async def owner_token_secret(store: AppStore, configured: str | None) -> str:
     """The secret owner tokens are signed with: the configured one, else the database's."""
     if configured:
         return configured

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from tocsin.errors import ExpansionBudgetExceeded, InvalidInput
-from tocsin.store.base import Move, PendingTime, Store
+from tocsin.store.ports import UpkeepStore
+from tocsin.store.ports.upkeep import Move, PendingTime
 from tocsin.time.rezoning import current_due
 from tocsin.time.zonedata import tzdata_version, zone_digests
 
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 SCAN = 10_000  # reminders a page reads by id (a range of the primary key)
 
 
-async def note_zone_data(store: Store) -> list[str]:
+async def note_zone_data(store: UpkeepStore) -> list[str]:
     """Record this process's tzdata release; return the other releases recorded (due times
     may have been worked out with them), and warn when there are any."""
     version = tzdata_version()
@@ -75,7 +76,7 @@ class RezoneReport:
 
 
 async def rezone(
-    store: Store, *, now: datetime, dry_run: bool = False, scan: int = SCAN
+    store: UpkeepStore, *, now: datetime, dry_run: bool = False, scan: int = SCAN
 ) -> RezoneReport:
     """Move every pending ring whose zone's rules changed since its due time was worked
     out (see the module's docstring); with `dry_run`, only count what would move."""

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from tocsin.api.problems import Problem
 from tocsin.domain import Reminder, ReminderStatus
-from tocsin.store import Store
-from tocsin.store.base import CAP_READS
+from tocsin.store.ports import ReminderStore
+from tocsin.store.ports.reminders import CAP_READS
 
 SETTING = "TOCSIN_MAX_REMINDERS_PER_OWNER"
 
@@ -25,7 +25,7 @@ SETTING = "TOCSIN_MAX_REMINDERS_PER_OWNER"
 class ReminderCap:
     """At most `most` pending reminders an (owner, app) pair; 0 turns the cap off."""
 
-    def __init__(self, store: Store, most: int) -> None:
+    def __init__(self, store: ReminderStore, most: int) -> None:
         self._store = store
         self.most = most
 

@@ -17,7 +17,7 @@ from tocsin.clock import Clock
 from tocsin.domain import Channel, Contact
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.store import Store
+from tocsin.store.ports import ContactStore
 
 
 class ContactService:
@@ -29,7 +29,7 @@ class ContactService:
 
     def __init__(
         self,
-        store: Store,
+        store: ContactStore,
         clock: Clock,
         *,
         allow_private_urls: bool = False,

@@ -33,7 +33,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -44,7 +44,7 @@ from tocsin.api.security import Authenticator, Principal
 from tocsin.clock import Clock
 from tocsin.domain import Firing
 from tocsin.errors import StoreError
-from tocsin.store.base import Store
+from tocsin.store.ports import FeedStore, Notifier
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,11 @@ HEARTBEAT = "keep-alive"
 ACK_RETRY_SECONDS = 1.0  # a failed `sent` record is tried again this much later
 GAP_RETRY_SECONDS = 1.0  # a failed re-read after a gap is tried again this much later
 MAX_SEEN = 4096  # ids a connection remembers having written, to write each only once
+
+
+class FeedAndNotifier(FeedStore, Notifier, Protocol):
+    """The in-app rings in the store, and the notifier that announces them (and owners'
+    revoked tokens) to this process."""
 
 
 class Subscription:
@@ -169,7 +174,7 @@ class Feed:
 
     def __init__(
         self,
-        store: Store,
+        store: FeedAndNotifier,
         clock: Clock,
         *,
         heartbeat: float,

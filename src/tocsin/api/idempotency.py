@@ -19,7 +19,7 @@ import orjson
 from tocsin.api.problems import FieldError, Problem, invalid_field
 from tocsin.domain import IdempotencyRecord, Reminder
 from tocsin.errors import DuplicateIdempotencyKey
-from tocsin.store import Store
+from tocsin.store.ports import ReminderStore
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
@@ -68,7 +68,7 @@ def _canonical(payload: Any) -> bytes:
         return text.encode()
 
 
-async def find_answer(store: Store, key: IdempotencyKey | None) -> Answer | None:
+async def find_answer(store: ReminderStore, key: IdempotencyKey | None) -> Answer | None:
     """The first answer to this key, when there was one (422 when it was another request)."""
     if key is None:
         return None
@@ -77,7 +77,7 @@ async def find_answer(store: Store, key: IdempotencyKey | None) -> Answer | None
 
 
 async def save_once(
-    store: Store,
+    store: ReminderStore,
     reminders: Sequence[Reminder],
     answer: Answer,
     *,

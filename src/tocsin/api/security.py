@@ -19,7 +19,7 @@ from tocsin.auth import (
 )
 from tocsin.clock import Clock
 from tocsin.domain import Priority, Reminder
-from tocsin.store import Store
+from tocsin.store.ports import AppStore
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="tocsin"'}
 # How long this process trusts what the store said about keys (see `Authenticator`).
@@ -93,7 +93,7 @@ class Authenticator:
     mode.
     """
 
-    def __init__(self, store: Store, clock: Clock, *, secret: str | None, open_allowed: bool):
+    def __init__(self, store: AppStore, clock: Clock, *, secret: str | None, open_allowed: bool):
         self._store = store
         self._clock = clock
         self._secret = secret

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import ValidationError
@@ -33,7 +33,7 @@ from tocsin.channels import CONTACT_MODULES
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route
 from tocsin.errors import CapReached, ExpansionBudgetExceeded
-from tocsin.store import Store
+from tocsin.store.ports import ContactStore, ReminderStore
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
 
@@ -43,6 +43,10 @@ CONTACT_KINDS = frozenset(module.KIND for module in CONTACT_MODULES)
 _RETRIES = 3
 
 
+class RemindersAndContacts(ReminderStore, ContactStore, Protocol):
+    """The reminders, and the owners' contacts `ReminderService.warnings` looks up."""
+
+
 class ReminderService:
     """The reminders API's use cases, for one store and clock. `configured` are the channels
     this deployment can ring (a reminder on another is refused: it could only fail);
@@ -50,7 +54,7 @@ class ReminderService:
 
     def __init__(
         self,
-        store: Store,
+        store: RemindersAndContacts,
         clock: Clock,
         *,
         configured: frozenset[Channel] = frozenset(Channel),

@@ -17,7 +17,7 @@ import logging
 
 from tocsin.clock import DatabaseClock
 from tocsin.errors import StoreError
-from tocsin.store.base import Store
+from tocsin.store.ports import SchedulerStore
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,9 @@ class Timekeeper:
     """A service of `serve_api`: corrects `clock` by the database's, now and every `every`
     seconds. A failed reading keeps the last correction (the store's own calls fail then)."""
 
-    def __init__(self, store: Store, clock: DatabaseClock, *, every: float = READ_EVERY) -> None:
+    def __init__(
+        self, store: SchedulerStore, clock: DatabaseClock, *, every: float = READ_EVERY
+    ) -> None:
         self._store = store
         self._clock = clock
         self._every = every

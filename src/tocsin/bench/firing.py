@@ -40,6 +40,7 @@ from tocsin.channels.signing import new_secret
 from tocsin.domain import Channel
 from tocsin.scheduler.loader import LoadTuning
 from tocsin.store import Store
+from tocsin.store.ports import ReminderStore
 
 SAVE_BATCH = 5_000
 LEAD_MARGIN = timedelta(seconds=20)  # the last save lands this long before the first due
@@ -323,7 +324,7 @@ def _due_instants(spec: FiringSpec, start: datetime) -> Iterator[datetime]:
     return spread_over(start, spec.spread, spec.reminders, random.Random(11))
 
 
-async def _save(spec: FiringSpec, store: Store, start: datetime) -> dict[str, Any]:
+async def _save(spec: FiringSpec, store: ReminderStore, start: datetime) -> dict[str, Any]:
     """Save the reminders in batches (`add_reminders`), timing the store calls alone."""
     population = Population(seed=3)
     named = spec.channel in OWNED_CHANNELS

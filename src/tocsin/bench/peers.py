@@ -19,7 +19,7 @@ from tocsin.bench.credentials import make_signing_key, make_tls
 from tocsin.bench.processes import Process
 from tocsin.domain import Channel, Contact
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.store import Store
+from tocsin.store.ports import ContactStore
 
 APNS_KEY_ID = "BENCHKEY01"
 APNS_TEAM_ID = "BENCHTEAM1"
@@ -110,7 +110,7 @@ def owner_name(number: int) -> str:
     return f"bench-owner-{number}"
 
 
-async def add_contacts(store: Store, peer: Peer, owners: int) -> None:
+async def add_contacts(store: ContactStore, peer: Peer, owners: int) -> None:
     """One contact of the peer's kind for each of the benchmark's `owners` owners."""
     now = datetime.now(UTC)
     for number in range(owners):

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.domain import Firing
 from tocsin.errors import TocsinError
-from tocsin.store.base import FEED_WAITING
+from tocsin.store.ports.feed import FEED_WAITING
 
 Announce = Callable[[Sequence[tuple[str, str]]], Awaitable[None]]
 """Tells every API process that these (owner, firing id) rings wait for the owner's feed

@@ -15,13 +15,13 @@ from datetime import UTC, datetime, timedelta
 
 from tocsin.auth import is_loopback, owner_token_secret, sign_owner_token
 from tocsin.settings import Settings
-from tocsin.store import Store
+from tocsin.store.ports import AppStore
 
 DEMO_OWNER = "demo"
 DEMO_TOKEN_LIFETIME = timedelta(days=30)
 
 
-async def demo_link(store: Store, settings: Settings) -> str | None:
+async def demo_link(store: AppStore, settings: Settings) -> str | None:
     """The page's address with a demo owner's token, or None outside loopback dev mode."""
     if not is_loopback(settings.host) or await store.count_apps() > 0:
         return None

@@ -28,7 +28,7 @@ from tocsin.errors import InvalidInput, SecretKeyError, StoreError
 from tocsin.keyring import new_key
 from tocsin.outbound import check_url
 from tocsin.settings import Settings
-from tocsin.store import Store
+from tocsin.store.ports import AppStore
 from tocsin.time import parse_duration
 
 TTL_MIN = 60
@@ -111,7 +111,7 @@ def register(subparsers: Any) -> None:
     rotate.set_defaults(handler=_handler(_rotate_secrets))
 
 
-Command = Callable[[Store, Settings, argparse.Namespace], Awaitable[int]]
+Command = Callable[[AppStore, Settings, argparse.Namespace], Awaitable[int]]
 
 
 def _handler(command: Command) -> Callable[[argparse.Namespace], int]:
@@ -134,7 +134,7 @@ async def _with_store(command: Command, settings: Settings, args: argparse.Names
         await store.close()
 
 
-async def _create(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _create(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     if await store.find_app(name=args.app) is not None:
         print(f"tocsin keys: an app named {args.app!r} exists already", file=sys.stderr)
         return 1
@@ -159,7 +159,7 @@ async def _create(store: Store, settings: Settings, args: argparse.Namespace) ->
     return 0
 
 
-async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _list(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     apps = await store.list_apps()
     if not apps:
         print("no apps: the API runs without keys (tocsin keys create --app NAME)")
@@ -179,7 +179,7 @@ async def _list(store: Store, settings: Settings, args: argparse.Namespace) -> i
     return 0
 
 
-async def _revoke(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _revoke(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     if not await store.revoke_app(args.app, datetime.now(UTC)):
         app = await store.find_app(name=args.app)
         said = "no app named" if app is None else "already revoked:"
@@ -192,7 +192,7 @@ async def _revoke(store: Store, settings: Settings, args: argparse.Namespace) ->
     return 0
 
 
-async def _rotate(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _rotate(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     key = new_api_key()
     if not await store.replace_app_key(args.app, key_hash=hash_api_key(key), key_prefix=key[:11]):
         print(f"tocsin keys: no app named {args.app!r}", file=sys.stderr)
@@ -205,7 +205,7 @@ async def _rotate(store: Store, settings: Settings, args: argparse.Namespace) ->
     return 0
 
 
-async def _revoke_owner(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _revoke_owner(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     _check_owner(args.owner)
     await store.revoke_owner_tokens(args.owner, datetime.now(UTC))
     print(
@@ -221,7 +221,7 @@ def _check_owner(owner: str) -> None:
         raise ValueError("an owner is 1-128 characters of letters, digits and . _ : @ -")
 
 
-async def _owner_token(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _owner_token(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     _check_owner(args.owner)
     ttl = parse_duration(args.ttl, field="ttl", minimum=TTL_MIN, maximum=TTL_MAX)
     expires = datetime.now(UTC) + timedelta(seconds=ttl)
@@ -245,7 +245,7 @@ def _secret_key(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _rotate_secrets(store: Store, settings: Settings, args: argparse.Namespace) -> int:
+async def _rotate_secrets(store: AppStore, settings: Settings, args: argparse.Namespace) -> int:
     total = 0
     for _ in range(ROTATION_PASSES):
         done = await store.reseal_secrets()

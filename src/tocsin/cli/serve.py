@@ -40,6 +40,7 @@ from tocsin.logging import FORMATS, configure_logging
 from tocsin.rezone import note_zone_data
 from tocsin.settings import Settings, load_settings
 from tocsin.store import Store, open_store
+from tocsin.store.ports import AppStore
 
 log = logging.getLogger("tocsin.serve")
 GC_THRESHOLDS = (20_000, 10, 10)  # see `tune_collector`
@@ -298,7 +299,7 @@ async def _ready_schema(store: Store, settings: Settings, *, migrate: bool) -> N
         ) from error
 
 
-async def _check_secret_key(store: Store, *, seal_all: bool) -> None:
+async def _check_secret_key(store: AppStore, *, seal_all: bool) -> None:
     """Fail now, not at the first owner token or ring, when the key cannot open what the
     database keeps: open (making it if new) the owner-token secret. `seal_all`: seal the
     secrets a database kept in plain text before it had a key."""
@@ -317,7 +318,7 @@ async def _check_secret_key(store: Store, *, seal_all: bool) -> None:
         raise StartupError(f"cannot read the secrets this database keeps: {error}") from error
 
 
-async def check_auth(store: Store, host: str) -> None:
+async def check_auth(store: AppStore, host: str) -> None:
     """Refuse to listen beyond loopback without API keys; say so when running open."""
     if await store.count_apps() > 0:
         return

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from tocsin.channels import Channels
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
-from tocsin.delivery.destinations import Destinations
+from tocsin.delivery.destinations import Destinations, DestinationStore
 from tocsin.delivery.isolation import Isolation
 from tocsin.delivery.pickup import Pickup
 from tocsin.delivery.pool import DeliveryPool
@@ -26,7 +26,6 @@ from tocsin.delivery.retry import RetryPolicy
 from tocsin.domain import Firing
 from tocsin.errors import StoreError
 from tocsin.metrics.instruments import ENGINE
-from tocsin.store.base import Store
 
 __all__ = ["Delivery", "DeliveryTuning", "RetryPolicy"]
 
@@ -54,7 +53,7 @@ class Delivery:
 
     def __init__(
         self,
-        store: Store,
+        store: DestinationStore,
         channels: Channels,
         policy: RetryPolicy,
         clock: Clock,

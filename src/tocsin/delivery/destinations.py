@@ -23,10 +23,11 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime
+from typing import Protocol
 
 from tocsin.channels import Destination
 from tocsin.domain import App, Channel, Contact, Firing, Outcome
-from tocsin.store.base import Store
+from tocsin.store.ports import AppStore, ContactStore, DeliveryQueue
 
 APP_CACHE_SECONDS = 30.0
 LOG = Destination(id="log", kind=Channel.LOG, address={})
@@ -38,6 +39,11 @@ DEFAULT = "default"  # the deployment-wide webhook endpoint
 Wanted = tuple[str, Channel]
 
 
+class DestinationStore(ContactStore, AppStore, DeliveryQueue, Protocol):
+    """What finding destinations reads and writes: the owners' contacts by kind, the apps'
+    webhook endpoints, what a firing's earlier attempts settled, and gone ones disabled."""
+
+
 class Nowhere(Exception):
     """A firing has no destination: the reason is recorded as its error (`no-destination`)."""
 
@@ -47,7 +53,7 @@ class Destinations:
 
     def __init__(
         self,
-        store: Store,
+        store: DestinationStore,
         *,
         default_webhook: tuple[str, str | None] | None = None,
         null: bool = False,

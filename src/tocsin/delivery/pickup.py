@@ -12,7 +12,7 @@ from tocsin.clock import Clock
 from tocsin.delivery.pool import DeliveryPool
 from tocsin.delivery.waiting import sleep_until
 from tocsin.errors import StoreError
-from tocsin.store.base import Store
+from tocsin.store.ports import DeliveryQueue
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class Pickup:
 
     def __init__(
         self,
-        store: Store,
+        store: DeliveryQueue,
         pool: DeliveryPool,
         clock: Clock,
         *,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from tocsin.domain import AttemptResult
 from tocsin.errors import StoreError
-from tocsin.store.base import Store
+from tocsin.store.ports import DeliveryQueue
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ class Recorder:
 
     def __init__(
         self,
-        store: Store,
+        store: DeliveryQueue,
         *,
         batch: int = 1000,
         interval: float = 0.05,

@@ -21,13 +21,13 @@ from prometheus_client import values as prometheus_values
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from tocsin.metrics.instruments import QUEUE
-from tocsin.store.base import Store
+from tocsin.store.ports import StatusReads
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 _DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 
 
-async def render(store: Store | None) -> bytes:
+async def render(store: StatusReads | None) -> bytes:
     """This process's metrics (all the API processes' under multiprocess mode) in the
     Prometheus text format, with the queue's numbers read from `store` when given."""
     if store is not None:

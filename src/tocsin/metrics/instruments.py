@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 from tocsin.domain import Channel, FiringState, QueueStats, Route
 from tocsin.errors import StoreError
 from tocsin.metrics.tallies import Spread, Tally
-from tocsin.store.base import Store
+from tocsin.store.ports import StatusReads
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ class QueueMetrics(Collector):
         self._read_at = 0.0
         self._registered = False
 
-    async def refresh(self, store: Store) -> None:
+    async def refresh(self, store: StatusReads) -> None:
         """Read the numbers again, unless they were read in the last few seconds. A failed
         read leaves them out of the scrape (their absence is itself a signal)."""
         if not self._registered:

@@ -16,7 +16,7 @@ from tocsin.errors import StoreError
 from tocsin.metrics.instruments import ENGINE, EXPIRED_AT_CLAIM
 from tocsin.scheduler.planning import Plan, plan
 from tocsin.scheduler.timeline import Entry, Timeline
-from tocsin.store.base import Store
+from tocsin.store.ports import SchedulerStore
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class Claimer:
 
     def __init__(
         self,
-        store: Store,
+        store: SchedulerStore,
         timeline: Timeline,
         clock: Clock,
         handoff: Handoff,

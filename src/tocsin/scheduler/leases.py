@@ -25,7 +25,7 @@ from tocsin.delivery.waiting import sleep_until
 from tocsin.domain import Fence, HeldParts
 from tocsin.errors import DatabaseReadOnly, StoreError
 from tocsin.metrics.instruments import ENGINE
-from tocsin.store.base import Store
+from tocsin.store.ports import SchedulerStore
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class LeaseKeeper:
 
     def __init__(
         self,
-        store: Store,
+        store: SchedulerStore,
         clock: Clock,
         on_change: Holdings,
         *,

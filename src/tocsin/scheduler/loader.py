@@ -34,7 +34,7 @@ from tocsin.delivery.waiting import sleep_until
 from tocsin.domain import DueRing
 from tocsin.errors import StoreError
 from tocsin.scheduler.timeline import Entry, Timeline, bucket_of
-from tocsin.store.base import Store
+from tocsin.store.ports import SchedulerStore
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class PartLoader:
         self,
         part: int,
         shards: range,
-        store: Store,
+        store: SchedulerStore,
         timeline: Timeline,
         clock: Clock,
         *,

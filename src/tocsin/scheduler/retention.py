@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 
 from tocsin.clock import Clock
 from tocsin.errors import StoreError
-from tocsin.store.base import Pruned, Store
+from tocsin.store.ports import UpkeepStore
+from tocsin.store.ports.upkeep import Pruned
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class Retention:
 
     def __init__(
         self,
-        store: Store,
+        store: UpkeepStore,
         clock: Clock,
         *,
         worker: str,

@@ -16,8 +16,8 @@ from typing import Any
 
 from tocsin.clock import Clock
 from tocsin.domain import FiringState, Lateness, RingMinute, WorkerState
-from tocsin.store import Store
 from tocsin.store.codec import EPOCH, bucket_of
+from tocsin.store.ports import StatusReads
 from tocsin.time import format_utc
 
 MINUTES = 60  # ahead and behind
@@ -30,7 +30,7 @@ KEEP_SECONDS = 2.0
 class Board:
     """The status board of one store, as `GET /v1/status` answers it."""
 
-    def __init__(self, store: Store, clock: Clock, *, parts: int, lease_seconds: float):
+    def __init__(self, store: StatusReads, clock: Clock, *, parts: int, lease_seconds: float):
         self._store = store
         self._clock = clock
         self._parts = parts

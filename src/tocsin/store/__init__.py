@@ -1,4 +1,5 @@
-"""Storage: one async interface (`Store`) and its SQLite and PostgreSQL backends."""
+"""Storage: small ports by concern (`ports`), the `Store` that inherits them all, and its SQLite
+and PostgreSQL backends."""
 
 from __future__ import annotations
 

@@ -306,7 +306,7 @@ class PostgresStore(Store):
 
         return await self._transaction(work)
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- lifecycle -----------------------------------------------------------------------------
 
     async def migrate(self) -> list[int]:
         with boundary():
@@ -332,7 +332,7 @@ class PostgresStore(Store):
         with boundary():
             await self._pool.close()
 
-    # -- reminders -----------------------------------------------------------------------------
+    # -- ReminderStore: reminders --------------------------------------------------------------
 
     async def add_reminders(
         self,
@@ -445,7 +445,7 @@ class PostgresStore(Store):
             history.setdefault(row["firing_id"], []).append(attempt_from(row, _as_is))
         return [firing_from(row, tuple(history.get(row["id"], ())), _as_is) for row in firings]
 
-    # -- apps and keys -----------------------------------------------------------------------
+    # -- AppStore: apps, keys and secrets ------------------------------------------------------
 
     async def add_app(self, app: App) -> None:
         try:
@@ -467,20 +467,6 @@ class PostgresStore(Store):
 
     async def list_apps(self) -> list[App]:
         return [app_from(row, _as_is, self._keyring) for row in await self._fetch(q.LIST_APPS)]
-
-    async def database_time(self) -> datetime:
-        row = await self._fetchrow("SELECT clock_timestamp() AS now")
-        assert row is not None
-        now: datetime = row["now"]
-        return now
-
-    async def queue_stats(self) -> QueueStats:
-        async def work(connection: asyncpg.Connection) -> QueueStats:
-            depth = {row["state"]: row["n"] for row in await connection.fetch(q.QUEUE_DEPTH)}
-            oldest: datetime | None = await connection.fetchval(q.OLDEST_PENDING)
-            return QueueStats(depth=depth, oldest_due=oldest)
-
-        return await self._transaction(work)
 
     async def count_apps(self) -> int:
         with boundary():
@@ -532,7 +518,7 @@ class PostgresStore(Store):
         with boundary():
             await self._pool.execute(q.DISABLE_WEBHOOK, name)
 
-    # -- contacts ------------------------------------------------------------------------------
+    # -- ContactStore: contacts ----------------------------------------------------------------
 
     async def add_contact(self, contact: Contact) -> None:
         with boundary():
@@ -589,11 +575,7 @@ class PostgresStore(Store):
         rows = await self._fetch(q.DESTINATIONS, owners, kinds)
         return by_owner_and_kind(contact_from(row, _as_is, self._keyring) for row in rows)
 
-    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
-        rows = await self._fetch(q.SETTLED_DESTINATIONS, firing_id)
-        return {row["destination"]: Outcome(row["outcome"]) for row in rows}
-
-    # -- the scheduler's side ------------------------------------------------------------------
+    # -- SchedulerStore: the scheduler's side --------------------------------------------------
 
     async def load_due(
         self,
@@ -660,6 +642,36 @@ class PostgresStore(Store):
             )
             for row in rows
         ]
+
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
+    ) -> HeldParts:
+        async def work(connection: asyncpg.Connection) -> HeldParts:
+            return await _renew(connection, worker, parts, ttl, breakers)
+
+        return await self._transaction(work)
+
+    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
+        async def work(connection: asyncpg.Connection) -> None:
+            if parts is None:
+                await connection.execute(q.RELEASE_ALL, worker)
+                await connection.execute(q.FORGET_WORKER, worker)
+            else:
+                await connection.execute(q.RELEASE_SOME, worker, list(parts))
+            await connection.execute(q.LEASES_CHANGED, worker)
+
+        await self._transaction(work)
+
+    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
+        return await self._fetchrow(q.ADVANCE_WATERMARK, worker, part, bucket) is not None
+
+    async def database_time(self) -> datetime:
+        row = await self._fetchrow("SELECT clock_timestamp() AS now")
+        assert row is not None
+        now: datetime = row["now"]
+        return now
+
+    # -- DeliveryQueue: the delivery queue -----------------------------------------------------
 
     async def take_deliveries(
         self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
@@ -768,29 +780,11 @@ class PostgresStore(Store):
         written: int = rows[0][0]
         return written
 
-    async def renew_leases(
-        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
-    ) -> HeldParts:
-        async def work(connection: asyncpg.Connection) -> HeldParts:
-            return await _renew(connection, worker, parts, ttl, breakers)
+    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
+        rows = await self._fetch(q.SETTLED_DESTINATIONS, firing_id)
+        return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
-        return await self._transaction(work)
-
-    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
-        async def work(connection: asyncpg.Connection) -> None:
-            if parts is None:
-                await connection.execute(q.RELEASE_ALL, worker)
-                await connection.execute(q.FORGET_WORKER, worker)
-            else:
-                await connection.execute(q.RELEASE_SOME, worker, list(parts))
-            await connection.execute(q.LEASES_CHANGED, worker)
-
-        await self._transaction(work)
-
-    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
-        return await self._fetchrow(q.ADVANCE_WATERMARK, worker, part, bucket) is not None
-
-    # -- wake-ups ----------------------------------------------------------------------------
+    # -- Notifier: wake-ups and announcements --------------------------------------------------
 
     async def listen_due(self, listener: DueListener) -> Callable[[], None]:
         with boundary():
@@ -804,8 +798,6 @@ class PostgresStore(Store):
         with boundary():
             return await self._wakeups.add_revocations(listener)
 
-    # -- the in-app feed ---------------------------------------------------------------------
-
     async def announce_feed(self, rings: Sequence[tuple[str, str]]) -> None:
         if rings:
             await self._fetch(q.ANNOUNCE_FEED, codec.feed_payloads(rings))
@@ -815,6 +807,8 @@ class PostgresStore(Store):
     ) -> Callable[[], None]:
         with boundary():
             return await self._wakeups.add_feed(listener, on_gap)
+
+    # -- FeedStore: the in-app feed ------------------------------------------------------------
 
     async def feed_firings(
         self, owner: str, *, now: datetime, after: str | None = None, limit: int = 500
@@ -834,7 +828,7 @@ class PostgresStore(Store):
         row = await self._fetchrow(q.MARK_FEED_SENT, list(firing_ids), at)
         return 0 if row is None else int(row[0])
 
-    # -- upkeep ------------------------------------------------------------------------------
+    # -- UpkeepStore: retention and rezoning ---------------------------------------------------
 
     async def prune(
         self,
@@ -912,7 +906,7 @@ class PostgresStore(Store):
         )
         return [row["id"] for row in rows]
 
-    # -- the status board ------------------------------------------------------------------
+    # -- StatusReads: the status board and metrics ---------------------------------------------
 
     async def list_workers(self) -> list[WorkerState]:
         async def work(connection: asyncpg.Connection) -> list[WorkerState]:
@@ -947,6 +941,14 @@ class PostgresStore(Store):
             await connection.execute(q.STATUS_PLANNING)
             row = await connection.fetchrow(q.COUNT_QUEUE, cap)
             return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
+
+        return await self._transaction(work)
+
+    async def queue_stats(self) -> QueueStats:
+        async def work(connection: asyncpg.Connection) -> QueueStats:
+            depth = {row["state"]: row["n"] for row in await connection.fetch(q.QUEUE_DEPTH)}
+            oldest: datetime | None = await connection.fetchval(q.OLDEST_PENDING)
+            return QueueStats(depth=depth, oldest_due=oldest)
 
         return await self._transaction(work)
 

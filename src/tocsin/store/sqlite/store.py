@@ -122,7 +122,7 @@ class SqliteStore(Store):
             raise
         return cls(database, keyring)
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- lifecycle -----------------------------------------------------------------------------
 
     async def migrate(self) -> list[int]:
         return await self._db.unlocked(_migrate)
@@ -138,7 +138,7 @@ class SqliteStore(Store):
         self._revocation_listeners.clear()
         await self._db.close()
 
-    # -- reminders -----------------------------------------------------------------------------
+    # -- ReminderStore: reminders --------------------------------------------------------------
 
     async def add_reminders(
         self,
@@ -266,7 +266,7 @@ class SqliteStore(Store):
             history.setdefault(row["firing_id"], []).append(attempt_from(row, _utc))
         return [firing_from(row, tuple(history.get(row["id"], ())), _utc) for row in firing_rows]
 
-    # -- apps and keys -----------------------------------------------------------------------
+    # -- AppStore: apps, keys and secrets ------------------------------------------------------
 
     async def add_app(self, app: App) -> None:
         params = app_values(app, _us, self._keyring)
@@ -293,17 +293,6 @@ class SqliteStore(Store):
     async def list_apps(self) -> list[App]:
         rows = await self._db.read(lambda connection: connection.execute(q.LIST_APPS).fetchall())
         return [app_from(row, _utc, self._keyring) for row in rows]
-
-    async def database_time(self) -> datetime:
-        return datetime.now(UTC)  # an SQLite database lives on this host: its clock is ours
-
-    async def queue_stats(self) -> QueueStats:
-        def work(connection: sqlite3.Connection) -> QueueStats:
-            depth = {state: n for state, n in connection.execute(q.QUEUE_DEPTH)}
-            oldest = connection.execute(q.OLDEST_PENDING).fetchone()
-            return QueueStats(depth=depth, oldest_due=None if oldest is None else _utc(oldest[0]))
-
-        return await self._db.read(work)
 
     async def count_apps(self) -> int:
         row = await self._db.read(lambda connection: connection.execute(q.COUNT_APPS).fetchone())
@@ -370,7 +359,7 @@ class SqliteStore(Store):
     async def disable_webhook(self, name: str) -> None:
         await self._db.write(lambda connection: connection.execute(q.DISABLE_WEBHOOK, (name,)))
 
-    # -- contacts ------------------------------------------------------------------------------
+    # -- ContactStore: contacts ----------------------------------------------------------------
 
     async def add_contact(self, contact: Contact) -> None:
         values = contact_values(contact, _us, self._keyring)
@@ -449,15 +438,7 @@ class SqliteStore(Store):
         )
         return by_owner_and_kind(contact_from(row, _utc, self._keyring) for row in rows)
 
-    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
-        rows = await self._db.read(
-            lambda connection: connection.execute(
-                q.SETTLED_DESTINATIONS, {"id": firing_id}
-            ).fetchall()
-        )
-        return {row["destination"]: Outcome(row["outcome"]) for row in rows}
-
-    # -- the scheduler's side ------------------------------------------------------------------
+    # -- SchedulerStore: the scheduler's side --------------------------------------------------
 
     async def load_due(
         self,
@@ -528,6 +509,42 @@ class SqliteStore(Store):
         )
         return firings
 
+    async def renew_leases(
+        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
+    ) -> HeldParts:
+        beat = (worker, breakers_value(breakers))
+
+        def work(connection: sqlite3.Connection) -> tuple[HeldParts, bool]:
+            # The database's clock is the host's: every process sharing the file runs there.
+            return _renew(connection, beat, parts, datetime.now(UTC), ttl)
+
+        held, changed = await self._db.write(work)
+        if changed:
+            self._leases_changed()
+        return held
+
+    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
+        def work(connection: sqlite3.Connection) -> None:
+            if parts is None:
+                connection.execute(q.RELEASE_ALL, (worker,))
+                connection.execute(q.FORGET_WORKER, (worker,))
+            else:
+                connection.execute(q.RELEASE_SOME, (worker, orjson.dumps(list(parts)).decode()))
+
+        await self._db.write(work)
+        self._leases_changed()
+
+    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
+        params = {"worker": worker, "part": part, "bucket": bucket}
+        return await self._db.write(
+            lambda connection: connection.execute(q.ADVANCE_WATERMARK, params).rowcount > 0
+        )
+
+    async def database_time(self) -> datetime:
+        return datetime.now(UTC)  # an SQLite database lives on this host: its clock is ours
+
+    # -- DeliveryQueue: the delivery queue -----------------------------------------------------
+
     async def take_deliveries(
         self, *, sender: str, shards: range | None, now: datetime, lease: timedelta, limit: int
     ) -> list[Firing]:
@@ -578,38 +595,15 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.RELEASE_DELIVERIES, params).rowcount
         )
 
-    async def renew_leases(
-        self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
-    ) -> HeldParts:
-        beat = (worker, breakers_value(breakers))
-
-        def work(connection: sqlite3.Connection) -> tuple[HeldParts, bool]:
-            # The database's clock is the host's: every process sharing the file runs there.
-            return _renew(connection, beat, parts, datetime.now(UTC), ttl)
-
-        held, changed = await self._db.write(work)
-        if changed:
-            self._leases_changed()
-        return held
-
-    async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
-        def work(connection: sqlite3.Connection) -> None:
-            if parts is None:
-                connection.execute(q.RELEASE_ALL, (worker,))
-                connection.execute(q.FORGET_WORKER, (worker,))
-            else:
-                connection.execute(q.RELEASE_SOME, (worker, orjson.dumps(list(parts)).decode()))
-
-        await self._db.write(work)
-        self._leases_changed()
-
-    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
-        params = {"worker": worker, "part": part, "bucket": bucket}
-        return await self._db.write(
-            lambda connection: connection.execute(q.ADVANCE_WATERMARK, params).rowcount > 0
+    async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
+        rows = await self._db.read(
+            lambda connection: connection.execute(
+                q.SETTLED_DESTINATIONS, {"id": firing_id}
+            ).fetchall()
         )
+        return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
-    # -- the status board ------------------------------------------------------------------
+    # -- StatusReads: the status board and metrics ---------------------------------------------
 
     async def list_workers(self) -> list[WorkerState]:
         now = {"now": _us(datetime.now(UTC))}  # the database's clock is the host's
@@ -651,7 +645,15 @@ class SqliteStore(Store):
         )
         return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
 
-    # -- wake-ups ----------------------------------------------------------------------------
+    async def queue_stats(self) -> QueueStats:
+        def work(connection: sqlite3.Connection) -> QueueStats:
+            depth = {state: n for state, n in connection.execute(q.QUEUE_DEPTH)}
+            oldest = connection.execute(q.OLDEST_PENDING).fetchone()
+            return QueueStats(depth=depth, oldest_due=None if oldest is None else _utc(oldest[0]))
+
+        return await self._db.read(work)
+
+    # -- Notifier: wake-ups and announcements --------------------------------------------------
 
     async def listen_due(self, listener: DueListener) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -680,8 +682,6 @@ class SqliteStore(Store):
 
         return stop
 
-    # -- the in-app feed ---------------------------------------------------------------------
-
     async def announce_feed(self, rings: Sequence[tuple[str, str]]) -> None:
         # One process holds the file's API and engine (`tocsin serve`): its listeners are
         # every page there is. Nothing is missed in-process, so `on_gap` is never called.
@@ -702,6 +702,8 @@ class SqliteStore(Store):
                 self._feed_listeners.remove(listener)
 
         return stop
+
+    # -- FeedStore: the in-app feed ------------------------------------------------------------
 
     async def feed_firings(
         self, owner: str, *, now: datetime, after: str | None = None, limit: int = 500
@@ -735,7 +737,7 @@ class SqliteStore(Store):
 
         return await self._db.write(work)
 
-    # -- upkeep ------------------------------------------------------------------------------
+    # -- UpkeepStore: retention and rezoning ---------------------------------------------------
 
     async def prune(
         self,

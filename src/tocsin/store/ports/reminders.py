@@ -1,0 +1,98 @@
+"""The reminders' port: what the API saves, reads, edits, cancels and snoozes."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from tocsin.domain import Firing, IdempotencyRecord, Reminder, ReminderStatus
+
+# A cap's count of an owner's pending reminders reads at most this many times the cap of the
+# owner's rows (`pending_counts`, `add_reminders` with `cap`): the rows finished and not yet
+# pruned are read too, and without a bound one owner's history would make each create slow.
+CAP_READS = 4
+
+
+class ReminderStore(Protocol):
+    """Reminders as the API keeps them, with their idempotency records and the history of
+    their firings."""
+
+    @abstractmethod
+    async def add_reminders(
+        self,
+        reminders: Sequence[Reminder],
+        *,
+        idempotency: IdempotencyRecord | None = None,
+        cap: int = 0,
+    ) -> None:
+        """Save new reminders, and the idempotency record if given, in one transaction: all or
+        nothing. Raise `DuplicateIdempotencyKey` (saving nothing) when the record's
+        (scope, key) exists already. Wakes `listen_due` listeners for pending ones due soon.
+        With a `cap`, one reminder (the API's single create) is saved only while its (owner,
+        app) pair keeps fewer than `cap` pending, checked in the same statement, else
+        `CapReached` (saving nothing); a batch's caller checks first (`pending_counts`)."""
+
+    @abstractmethod
+    async def pending_counts(
+        self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
+    ) -> dict[tuple[str, str | None], int]:
+        """How many pending reminders each (owner, app) pair keeps (app None: those the owner
+        saved himself), among at most `up_to` of the owner's rows, in one query: a cap's
+        check reads at most that many rows an owner (`CAP_READS` times the cap), and an
+        owner with more rows than that, finished ones included, may count short."""
+
+    @abstractmethod
+    async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
+        """The record saved under (scope, key), or None."""
+
+    @abstractmethod
+    async def get_reminder(
+        self, reminder_id: str, *, now: datetime | None = None
+    ) -> Reminder | None:
+        """The reminder with this id, with its `last_firing`, or None. A ring on its way
+        whose firing is not written yet (`Firing.stored`) is its last firing, `sending`,
+        until its deadline passes by `now` (default: the database's clock)."""
+
+    @abstractmethod
+    async def list_reminders(
+        self,
+        owner: str,
+        *,
+        status: ReminderStatus | None = None,
+        source: str | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+        now: datetime | None = None,
+    ) -> list[Reminder]:
+        """The owner's reminders in id order (oldest first), those with id > `after_id` only,
+        at most `limit`, optionally of one status and of one `source` (app) only. Keyset
+        pagination: stable under inserts. Each with its `last_firing`, as `get_reminder`."""
+
+    @abstractmethod
+    async def update_reminder(
+        self, reminder: Reminder, *, expected_version: int
+    ) -> Reminder | None:
+        """Replace the mutable fields (text, channel, schedule, at, repeat, status, due_at,
+        freshness, metadata) of the row with `reminder.id`, only while its version is
+        `expected_version`; the version becomes `expected_version + 1` and `updated_at` becomes
+        `reminder.updated_at`. Return the row as saved (with its
+        `last_firing`), or None when the version no longer matches (the caller lost a race:
+        re-read to say why). Wakes `listen_due` listeners when pending and due soon."""
+
+    @abstractmethod
+    async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
+        """Set status `cancelled` (due_at None, version + 1) only while the row is `pending`.
+        Return the cancelled row, or None when it was not pending (or does not exist)."""
+
+    @abstractmethod
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
+        """In one transaction: save `reminder` (a fresh one-off) and mark the firing
+        `snoozed_by` it, only while the firing exists and was not snoozed already. Return
+        False (saving nothing) otherwise."""
+
+    @abstractmethod
+    async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
+        """The reminder's firings, newest due first, each with its attempt `history` (a
+        first try kept on the firing row included: `record_attempts`)."""
