@@ -2,10 +2,13 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# Running needs the server's dependencies only; the checks add the dev tools (mypy,
-# playwright, schemathesis…). Each set has its stamp: `make run` never installs the tools.
-RUN_STAMP := $(VENV)/.installed-run
-DEV_STAMP := $(VENV)/.installed-dev
+# Running needs the server's dependencies only; the benchmarks add the bench (bench/, its own
+# distribution: benchmarks, local peers, `tocsin chaos`), and the checks add it and the dev
+# tools (mypy, playwright, schemathesis…). Each set has its stamp: `make run` installs
+# neither.
+RUN_STAMP   := $(VENV)/.installed-run
+BENCH_STAMP := $(VENV)/.installed-bench
+DEV_STAMP   := $(VENV)/.installed-dev
 
 .PHONY: run test lint typecheck pytest bench lock clean
 
@@ -15,7 +18,11 @@ $(RUN_STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	touch $@
 
-$(DEV_STAMP): $(RUN_STAMP)
+$(BENCH_STAMP): $(RUN_STAMP) bench/pyproject.toml
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ./bench
+	touch $@
+
+$(DEV_STAMP): $(BENCH_STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
@@ -23,8 +30,8 @@ run: $(RUN_STAMP)
 	$(BIN)/tocsin serve
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src bench/src tests
+	$(BIN)/ruff format --check src bench/src tests
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
@@ -40,14 +47,14 @@ pytest: $(DEV_STAMP)
 
 test: lint typecheck pytest
 
-bench: $(DEV_STAMP)
+bench: $(BENCH_STAMP)
 	$(BIN)/tocsin bench all
 
 # Re-resolve the locked versions from pyproject.toml (run after changing dependencies).
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/pip install --quiet '.[dev]'
-	.lock-venv/bin/pip freeze --exclude tocsin > constraints.txt
+	.lock-venv/bin/pip install --quiet '.[dev]' ./bench
+	.lock-venv/bin/pip freeze --exclude tocsin --exclude tocsin-bench > constraints.txt
 	rm -rf .lock-venv
 
 clean:

@@ -31,7 +31,7 @@ import pytest
 
 from tests.support.loud import unavailable
 from tests.support.processes import clean_env, kill_strays
-from tocsin.bench import ha
+from tocsin_bench import ha
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tocsin.bench.chaos_checks import HOLD_SECONDS, Firing, Records, judge
-from tocsin.bench.chaos_plan import ChaosSpec, Window, plan
-from tocsin.bench.chaos_report import NO_FAULT, SEVERAL, lateness_by_fault
-from tocsin.bench.chaos_workload import Ledger, Race
+from tocsin_bench.chaos_checks import HOLD_SECONDS, Firing, Records, judge
+from tocsin_bench.chaos_plan import ChaosSpec, Window, plan
+from tocsin_bench.chaos_report import NO_FAULT, SEVERAL, lateness_by_fault
+from tocsin_bench.chaos_workload import Ledger, Race
 
 DUE = 1_800_000_000
 DEADLINE = DUE + 600.0

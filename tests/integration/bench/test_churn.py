@@ -13,9 +13,9 @@ import pytest
 
 from tests.e2e.workers import query
 from tests.integration.engine.support import eventually
-from tocsin.bench import retention
-from tocsin.bench.bloat import CHURN_TABLES, reading
 from tocsin.store import open_store
+from tocsin_bench import retention
+from tocsin_bench.bloat import CHURN_TABLES, reading
 
 pytestmark = pytest.mark.postgres
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.support.postgres import PostgresServer
-from tocsin.bench.costs import locate_server
-from tocsin.bench.firing import FiringSpec, run_firing
-from tocsin.bench.report import to_table
+from tocsin_bench.costs import locate_server
+from tocsin_bench.firing import FiringSpec, run_firing
+from tocsin_bench.report import to_table
 
 RINGS = 300
 

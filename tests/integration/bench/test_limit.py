@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.postgres import PostgresServer
-from tocsin.bench.limit import LimitSpec, run_limit
+from tocsin_bench.limit import LimitSpec, run_limit
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder
 from tests.support.keys import TEST_KEYRING
-from tocsin.bench.outcome import read_outcome
 from tocsin.store import open_store
+from tocsin_bench.outcome import read_outcome
 
 REMINDERS = 100_000
 LOST = 7  # reminders left without a firing

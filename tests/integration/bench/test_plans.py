@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.postgres import PostgresServer
-from tocsin.bench.plans import PlansSpec, run_plans
+from tocsin_bench.plans import PlansSpec, run_plans
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

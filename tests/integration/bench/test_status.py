@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.postgres import PostgresServer
-from tocsin.bench.status import StatusSpec, run_status
+from tocsin_bench.status import StatusSpec, run_status
 
 pytestmark = pytest.mark.slow
 

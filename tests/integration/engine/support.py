@@ -163,9 +163,9 @@ class Receiver:
 
 @contextmanager
 def receiver(*args: str) -> Iterator[Receiver]:
-    """Start `python -m tocsin.bench.receiver` with `args` on a free port."""
+    """Start `python -m tocsin_bench.receiver` with `args` on a free port."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "tocsin.bench.receiver", "--port", "0", *args],
+        [sys.executable, "-m", "tocsin_bench.receiver", "--port", "0", *args],
         stdout=subprocess.PIPE,
         text=True,
         env=os.environ.copy(),

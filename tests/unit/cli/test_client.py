@@ -218,7 +218,7 @@ def test_every_client_command_has_examples_and_exit_statuses_in_its_help(
 
 def test_the_client_commands_are_the_ones_main_loads_alone() -> None:
     everything = build_parser()
-    client_only = build_parser(("client",))
+    client_only = build_parser(["tocsin.cli.client"])
     assert {*_commands(client_only)} == CLIENT_COMMANDS
     assert {*_commands(everything)} > CLIENT_COMMANDS
 

@@ -12,9 +12,9 @@ import asyncpg
 import orjson
 
 from tocsin import __version__
-from tocsin.bench.progress import note
-from tocsin.bench.stats import median_of
 from tocsin.errors import StoreError
+from tocsin_bench.progress import note
+from tocsin_bench.stats import median_of
 
 Result = dict[str, Any]
 
@@ -68,10 +68,10 @@ async def _once(scenario: Callable[[], Awaitable[Result]]) -> Result:
 
 async def run_all(*, runs: int, pg_url: str | None, quick: bool) -> list[Result]:
     """Every row of the table in docs/benchmarks.md; `quick` shrinks each to a smoke run."""
-    from tocsin.bench.api import ApiSpec, run_api
-    from tocsin.bench.firing import FiringSpec, run_firing
-    from tocsin.bench.limit import LimitSpec, run_limit
-    from tocsin.bench.storage import StorageSpec, run_storage
+    from tocsin_bench.api import ApiSpec, run_api
+    from tocsin_bench.firing import FiringSpec, run_firing
+    from tocsin_bench.limit import LimitSpec, run_limit
+    from tocsin_bench.storage import StorageSpec, run_storage
 
     scale = 100 if quick else 1
     burst = 100_000 // scale

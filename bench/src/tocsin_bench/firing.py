@@ -22,25 +22,25 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench import costs, outcome
-from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.feed_clients import Pages, raise_open_files
-from tocsin.bench.peers import CONTACT_CHANNELS, Peer, add_contacts, owner_name, start_peer
-from tocsin.bench.population import Population, at_rate, spread_over
-from tocsin.bench.processes import (
+from tocsin.channels.signing import new_secret
+from tocsin.domain import Channel
+from tocsin.scheduler.loader import LoadTuning
+from tocsin.store import Store
+from tocsin.store.ports import ReminderStore
+from tocsin_bench import costs, outcome
+from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.feed_clients import Pages, raise_open_files
+from tocsin_bench.peers import CONTACT_CHANNELS, Peer, add_contacts, owner_name, start_peer
+from tocsin_bench.population import Population, at_rate, spread_over
+from tocsin_bench.processes import (
     Process,
     receiver_stats,
     start_receiver,
     start_server,
     start_workers,
 )
-from tocsin.bench.progress import Progress, note
-from tocsin.bench.stats import rate
-from tocsin.channels.signing import new_secret
-from tocsin.domain import Channel
-from tocsin.scheduler.loader import LoadTuning
-from tocsin.store import Store
-from tocsin.store.ports import ReminderStore
+from tocsin_bench.progress import Progress, note
+from tocsin_bench.stats import rate
 
 SAVE_BATCH = 5_000
 LEAD_MARGIN = timedelta(seconds=20)  # the last save lands this long before the first due

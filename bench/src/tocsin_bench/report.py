@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from tocsin.bench.costs import describe
+from tocsin_bench.costs import describe
 
 _HIDDEN = {"receiver.arrivals", "logs"}
 # Metrics shown on one line of their own, not a line per value.

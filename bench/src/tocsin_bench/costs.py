@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-if TYPE_CHECKING:  # processes needs the bench extra (httpx); the table of `bench` does not
-    from tocsin.bench.processes import Process
+if TYPE_CHECKING:  # processes imports httpx, which building the `tocsin` parser need not load
+    from tocsin_bench.processes import Process
 
 # The name of the benchmark's own sessions (its store), so that a window can wait for them to
 # end: a session reports its WAL counts at most once a second while busy, up to 10 s after it

@@ -9,10 +9,10 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.population import Population
-from tocsin.bench.progress import Progress
-from tocsin.bench.stats import rate
+from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.population import Population
+from tocsin_bench.progress import Progress
+from tocsin_bench.stats import rate
 
 SAVE_BATCH = 5_000
 

@@ -13,7 +13,7 @@ The churn run (`--churn`) is the steady state instead: as many old rings (sent f
 attempt and their fired one-off reminders) as the run rings, due a day ago at the ring rate,
 with the workers keeping a day (`TOCSIN_RETAIN_FIRINGS=1d`), so that retention deletes rows
 as fast as the rings insert them and the tables end as full as they began. What it measures
-is what the space freed does: the tables are read (`tocsin.bench.bloat`) before the run,
+is what the space freed does: the tables are read (`tocsin_bench.bloat`) before the run,
 every minute while it runs and after it, so a table that keeps growing shows as such.
 """
 
@@ -28,10 +28,10 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.bloat import autovacuum_settings, glance, note_if_unvacuumed, reading
-from tocsin.bench.firing import FiringSpec, run_firing
-from tocsin.bench.progress import note
-from tocsin.bench.stats import rate
+from tocsin_bench.bloat import autovacuum_settings, glance, note_if_unvacuumed, reading
+from tocsin_bench.firing import FiringSpec, run_firing
+from tocsin_bench.progress import note
+from tocsin_bench.stats import rate
 
 # $1 sent firings, the first due at $2 and each $3 after the one before, with one attempt
 # each (below); ids like the engine's (`<reminder id>.<due epoch second>`) so the rows are as
@@ -240,7 +240,7 @@ class ChurnSpec:
 
 async def run_churn(spec: ChurnSpec) -> dict[str, Any]:
     """Seed a retention window's worth of old rings, run the steady load, and read the churn
-    tables before, every minute, and after (`tocsin.bench.bloat`)."""
+    tables before, every minute, and after (`tocsin_bench.bloat`)."""
     found: dict[str, Any] = {}
 
     async def seed(url: str) -> None:

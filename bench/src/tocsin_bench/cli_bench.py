@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tocsin.bench.report import to_json, to_table
+from tocsin_bench.report import to_json, to_table
 
 Scenario = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
 
@@ -54,7 +53,7 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
         choices=("null", "webhook", "apns", "email", "inapp"),
         default="null",
         help="where rings go: nowhere (null); a local peer process: the webhook "
-        "receiver, an HTTP/2 APNs, an SMTP server (email: the `bench` extra); or "
+        "receiver, an HTTP/2 APNs, an SMTP server; or "
         "(inapp) pages connected to a `tocsin api`'s feed, one per owner",
     )
     parser.add_argument(
@@ -190,20 +189,9 @@ def _all(kinds: Any) -> None:
     parser.set_defaults(handler=_run_all)
 
 
-def lacks_bench_extra(command: str) -> bool:
-    """Say so when the `bench` extra (httpx, which polls and drives the servers a benchmark
-    starts) is not installed: a server install needs none of it."""
-    if importlib.util.find_spec("httpx") is not None:
-        return False
-    print(f"tocsin {command}: needs the bench extra: pip install 'tocsin[bench]'", file=sys.stderr)
-    return True
-
-
 def _handler(scenario: Scenario) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        if lacks_bench_extra("bench"):
-            return 2
-        from tocsin.bench.suite import repeated
+        from tocsin_bench.suite import repeated
 
         result = asyncio.run(repeated(lambda: scenario(args), args.runs))
         _print([result], as_json=args.json)
@@ -217,7 +205,7 @@ def _print(results: list[dict[str, Any]], *, as_json: bool) -> None:
 
 
 async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.firing import FiringSpec, run_firing
+    from tocsin_bench.firing import FiringSpec, run_firing
 
     spec = FiringSpec(
         scenario="burst",
@@ -236,7 +224,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.firing import FiringSpec, run_firing
+    from tocsin_bench.firing import FiringSpec, run_firing
 
     spec = FiringSpec(
         scenario="steady",
@@ -266,7 +254,7 @@ def _settings(pairs: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 async def _run_api(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.api import ApiSpec, run_api
+    from tocsin_bench.api import ApiSpec, run_api
 
     spec = ApiSpec(
         db=args.db,
@@ -280,7 +268,7 @@ async def _run_api(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_limit(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.limit import LimitSpec, run_limit
+    from tocsin_bench.limit import LimitSpec, run_limit
 
     return await run_limit(
         LimitSpec(rows=args.rows, connections=args.connections, pg_url=args.pg_url)
@@ -288,13 +276,13 @@ async def _run_limit(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.storage import StorageSpec, run_storage
+    from tocsin_bench.storage import StorageSpec, run_storage
 
     return await run_storage(StorageSpec(rows=args.rows, pg_url=args.pg_url))
 
 
 async def _run_retention(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.retention import ChurnSpec, RetentionSpec, run_churn, run_retention
+    from tocsin_bench.retention import ChurnSpec, RetentionSpec, run_churn, run_retention
 
     load = {
         "rate": args.rate,
@@ -309,7 +297,7 @@ async def _run_retention(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_status(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.status import StatusSpec, run_status
+    from tocsin_bench.status import StatusSpec, run_status
 
     spec = StatusSpec(
         db=args.db,
@@ -322,7 +310,7 @@ async def _run_status(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run_plans(args: argparse.Namespace) -> dict[str, Any]:
-    from tocsin.bench.plans import PlansSpec, run_plans
+    from tocsin_bench.plans import PlansSpec, run_plans
 
     spec = PlansSpec(
         reminders=args.reminders,
@@ -335,9 +323,7 @@ async def _run_plans(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_all(args: argparse.Namespace) -> int:
-    if lacks_bench_extra("bench"):
-        return 2
-    from tocsin.bench.suite import run_all
+    from tocsin_bench.suite import run_all
 
     results = asyncio.run(run_all(runs=args.runs, pg_url=args.pg_url, quick=args.quick))
     _print(results, as_json=args.json)

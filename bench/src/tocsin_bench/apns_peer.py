@@ -1,6 +1,6 @@
 """A local APNs for `tocsin bench … --channel apns`: HTTP/2 over TLS on `h2`, one process.
 
-    python -m tocsin.bench.apns_peer --cert server.pem --key server.key --public-key apns.pub \\
+    python -m tocsin_bench.apns_peer --cert server.pem --key server.key --public-key apns.pub \\
         --key-id KEYID --team-id TEAMID --topic com.example.app --stats stats.json
 
 It does what Apple's server does with each push, cheaply enough to keep up with the engine on
@@ -46,7 +46,7 @@ import orjson
 import uvloop
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-from tocsin.bench.stats import spread
+from tocsin_bench.stats import spread
 
 MAX_CONCURRENT_STREAMS = 1000
 STREAMS_SETTING = h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS
@@ -290,7 +290,7 @@ class Connection(asyncio.Protocol):
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tocsin.bench.apns_peer", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tocsin_bench.apns_peer", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
     parser.add_argument("--cert", type=Path, required=True, help="server certificate (PEM)")

@@ -7,10 +7,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from tocsin.bench.chaos_checks import Records
-from tocsin.bench.chaos_plan import Window
-from tocsin.bench.report import flatten
-from tocsin.bench.stats import spread
+from tocsin_bench.chaos_checks import Records
+from tocsin_bench.chaos_plan import Window
+from tocsin_bench.report import flatten
+from tocsin_bench.stats import spread
 
 NO_FAULT = "no fault"
 SEVERAL = "several at once"

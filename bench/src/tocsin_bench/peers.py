@@ -1,5 +1,5 @@
 """The local provider peers of the firing benchmarks for the contact channels: APNs
-(`tocsin.bench.apns_peer`) and SMTP (`tocsin.bench.smtp_peer`), each its own process under
+(`tocsin_bench.apns_peer`) and SMTP (`tocsin_bench.smtp_peer`), each its own process under
 a throw-away CA, with the worker settings that point the engine at it, the contact every
 benchmark owner gets, and what the peer counted (read once it was stopped)."""
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from tocsin.bench.credentials import make_signing_key, make_tls
-from tocsin.bench.processes import Process
 from tocsin.domain import Channel, Contact
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.store.ports import ContactStore
+from tocsin_bench.credentials import make_signing_key, make_tls
+from tocsin_bench.processes import Process
 
 APNS_KEY_ID = "BENCHKEY01"
 APNS_TEAM_ID = "BENCHTEAM1"
@@ -64,7 +64,7 @@ def start_peer(kind: Channel, logs: Path) -> Peer:
             *("--public-key", str(key.public_file), "--key-id", APNS_KEY_ID),
             *("--team-id", APNS_TEAM_ID, "--topic", APNS_TOPIC, "--stats", str(stats_file)),
         ]
-        process, words = _spawn("apns-peer", "tocsin.bench.apns_peer", args, logs)
+        process, words = _spawn("apns-peer", "tocsin_bench.apns_peer", args, logs)
         settings = {
             "apns_key_file": str(key.private_file),
             "apns_key_id": APNS_KEY_ID,
@@ -76,7 +76,7 @@ def start_peer(kind: Channel, logs: Path) -> Peer:
         return Peer(kind, process, settings, stats_file)
     if kind is Channel.EMAIL:
         args = [*tls_args, "--stats", str(stats_file)]
-        process, words = _spawn("smtp-peer", "tocsin.bench.smtp_peer", args, logs)
+        process, words = _spawn("smtp-peer", "tocsin_bench.smtp_peer", args, logs)
         port, username, password = words
         settings = {
             "smtp_host": "127.0.0.1",

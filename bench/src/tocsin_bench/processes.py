@@ -169,11 +169,11 @@ def wait_healthy(base: str, process: Process, *, within: float = 30.0) -> None:
 
 
 def start_receiver(secret: str, log_dir: Path) -> tuple[Process, str]:
-    """`python -m tocsin.bench.receiver` on a free port, checking signatures; its base URL."""
+    """`python -m tocsin_bench.receiver` on a free port, checking signatures; its base URL."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = (log_dir / "receiver.log").open("wb")
     popen = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "tocsin.bench.receiver", "--port", "0", "--secret", secret],
+        [sys.executable, "-m", "tocsin_bench.receiver", "--port", "0", "--secret", secret],
         stdout=subprocess.PIPE,
         stderr=log,
     )

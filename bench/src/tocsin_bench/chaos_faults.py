@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from tocsin.bench.chaos_plan import KILL_JITTER, Plan, Window
-from tocsin.bench.processes import Process
-from tocsin.bench.progress import note
+from tocsin_bench.chaos_plan import KILL_JITTER, Plan, Window
+from tocsin_bench.processes import Process
+from tocsin_bench.progress import note
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 PG_COMMAND_TIMEOUT = 120.0

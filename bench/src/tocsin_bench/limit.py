@@ -27,12 +27,12 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench import costs
-from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.progress import note
-from tocsin.bench.stats import rate
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
+from tocsin_bench import costs
+from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.progress import note
+from tocsin_bench.stats import rate
 
 # Pending one-offs due in one bucket, spread over the shards, as a burst leaves them; ids
 # `<prefix><n in hex>`, so each pass has rows of its own.

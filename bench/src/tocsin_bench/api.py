@@ -18,16 +18,16 @@ from typing import Any
 
 import orjson
 
-from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.http import Connection, IdleConnections
-from tocsin.bench.population import Population
-from tocsin.bench.processes import (
+from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.http import Connection, IdleConnections
+from tocsin_bench.population import Population
+from tocsin_bench.processes import (
     Process,
     peak_rss,
     start_server,
 )
-from tocsin.bench.progress import note
-from tocsin.bench.stats import rate, spread
+from tocsin_bench.progress import note
+from tocsin_bench.stats import rate, spread
 
 CREATE = "/v1/reminders"
 BATCH = "/v1/reminders:batch"

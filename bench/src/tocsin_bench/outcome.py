@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.stats import rate, spread
+from tocsin_bench.stats import rate, spread
 
 # Progress counts use the partial indexes (reminders_due, firings_queued, firings_sending),
 # so polling them while the engine works costs the database next to nothing — with the

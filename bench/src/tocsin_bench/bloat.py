@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.progress import note
+from tocsin_bench.progress import note
 
 CHURN_TABLES = ("attempts", "firings", "reminders")
 

@@ -1,5 +1,5 @@
 """`tocsin chaos --failover`: the chaos run's load and checks on a highly available
-PostgreSQL of its own (`tocsin.bench.ha`), through the loss of the primary's server and then
+PostgreSQL of its own (`tocsin_bench.ha`), through the loss of the primary's server and then
 a planned switchover.
 
 Every Tocsin process connects with the cluster's multi-host URL. At FAILOVER_AT of the window
@@ -27,14 +27,14 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tocsin.bench import chaos, ha
-from tocsin.bench.chaos_checks import EXAMPLES, Records, judge, read_records
-from tocsin.bench.chaos_plan import FAULTS, ChaosSpec, Plan, Window, plan
-from tocsin.bench.chaos_report import lateness_by_fault
-from tocsin.bench.chaos_workload import REQUEST_TIMEOUT, Creator, Ledger, iso
-from tocsin.bench.databases import migrated_store
-from tocsin.bench.processes import Process
-from tocsin.bench.progress import note
+from tocsin_bench import chaos, ha
+from tocsin_bench.chaos_checks import EXAMPLES, Records, judge, read_records
+from tocsin_bench.chaos_plan import FAULTS, ChaosSpec, Plan, Window, plan
+from tocsin_bench.chaos_report import lateness_by_fault
+from tocsin_bench.chaos_workload import REQUEST_TIMEOUT, Creator, Ledger, iso
+from tocsin_bench.databases import migrated_store
+from tocsin_bench.processes import Process
+from tocsin_bench.progress import note
 
 FAILOVER_AT, SWITCHOVER_AT = 0.25, 0.65  # fractions of the window
 UNPLANNED, PLANNED = "unplanned failover", "planned switchover"

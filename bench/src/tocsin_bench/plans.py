@@ -29,11 +29,11 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.progress import note
 from tocsin.ids import LANE_WIDTH
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS
+from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.progress import note
 
 _FINISHED = """
 INSERT INTO reminders (due_at, created_at, updated_at, bucket, freshness, version, shard, id,

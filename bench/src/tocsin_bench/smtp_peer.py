@@ -1,6 +1,6 @@
 """A local SMTP submission server for `tocsin bench … --channel email` (aiosmtpd, one process).
 
-    python -m tocsin.bench.smtp_peer --cert server.pem --key server.key --stats stats.json
+    python -m tocsin_bench.smtp_peer --cert server.pem --key server.key --stats stats.json
 
 It asks what a relay asks of a submitting client: STARTTLS before anything else, then AUTH
 (PLAIN or LOGIN, the user and password printed at start), one sender, recipients, the
@@ -8,8 +8,6 @@ message. Each message accepted is counted by its `X-Tocsin-Firing` header (a sec
 acceptance of one firing for one recipient is a duplicate). On SIGTERM it writes what it saw
 to `--stats` (JSON) and exits; it prints `listening on PORT USER PASSWORD` once it accepts
 connections.
-
-aiosmtpd is the `bench` extra (`pip install 'tocsin[bench]'`; the `dev` extra includes it).
 """
 
 from __future__ import annotations
@@ -94,7 +92,7 @@ class Handler:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tocsin.bench.smtp_peer", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tocsin_bench.smtp_peer", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
     parser.add_argument("--cert", type=Path, required=True, help="server certificate (PEM)")

@@ -9,8 +9,8 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.chaos_workload import Ledger, Race
 from tocsin.settings import Settings
+from tocsin_bench.chaos_workload import Ledger, Race
 
 FINAL = {"sent", "failed", "expired"}
 EXAMPLES = 10  # ids shown per violation

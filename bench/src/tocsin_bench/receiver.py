@@ -2,7 +2,7 @@
 
 Run it as its own process — the real peer of the engine's tests and of the benchmark:
 
-    python -m tocsin.bench.receiver --port 9000 --secret whsec_… --fail-first 2
+    python -m tocsin_bench.receiver --port 9000 --secret whsec_… --fail-first 2
 
 Every POST is one delivery attempt: its `webhook-id` and arrival time are recorded, and it
 is answered 204 — or `--status` (503 unless told) while failing: for the first `--fail-first`
@@ -195,7 +195,7 @@ async def _answer(
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tocsin.bench.receiver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tocsin_bench.receiver", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
     parser.add_argument("--secret", help="whsec_… : verify signatures")

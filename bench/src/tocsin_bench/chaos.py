@@ -24,21 +24,21 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tocsin.bench import chaos_faults as faults
-from tocsin.bench.chaos_checks import judge, read_records
-from tocsin.bench.chaos_plan import ChaosSpec, Plan, Window, plan
-from tocsin.bench.chaos_report import lateness_by_fault
-from tocsin.bench.chaos_workload import REQUEST_TIMEOUT, Creator, Ledger, Racer
-from tocsin.bench.databases import migrated_store, server_url, throwaway
-from tocsin.bench.processes import (
+from tocsin.channels.signing import new_secret
+from tocsin_bench import chaos_faults as faults
+from tocsin_bench.chaos_checks import judge, read_records
+from tocsin_bench.chaos_plan import ChaosSpec, Plan, Window, plan
+from tocsin_bench.chaos_report import lateness_by_fault
+from tocsin_bench.chaos_workload import REQUEST_TIMEOUT, Creator, Ledger, Racer
+from tocsin_bench.databases import migrated_store, server_url, throwaway
+from tocsin_bench.processes import (
     Process,
     spawn,
     start_receiver,
     start_server,
     tocsin_env,
 )
-from tocsin.bench.progress import note
-from tocsin.channels.signing import new_secret
+from tocsin_bench.progress import note
 
 INITIAL_LEAD = 10  # seconds from the end of the set-up to the first due instant
 LEASE_WAIT_SECONDS = 60.0
@@ -73,7 +73,7 @@ class Stage:
 async def run_chaos(spec: ChaosSpec) -> dict[str, Any]:
     """Run it on a throw-away database; the report (`violations` empty when all held)."""
     if spec.failover:
-        from tocsin.bench.chaos_failover import run_failover
+        from tocsin_bench.chaos_failover import run_failover
 
         return await run_failover(spec)
     server = spec.pg_url or os.environ.get("TOCSIN_TEST_POSTGRES") or server_url(None)

@@ -19,11 +19,11 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.bench.databases import migrated_store, throwaway
-from tocsin.bench.progress import note
 from tocsin.clock import SystemClock
 from tocsin.statusboard.board import Board
 from tocsin.store.codec import EPOCH
+from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.progress import note
 
 DAY_SECONDS = 86_400
 HOUR_SECONDS = 3_540  # the last hour's firings, kept inside its 60 minutes

@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from tocsin.bench.stats import spread
+from tocsin_bench.stats import spread
 
 CONNECTING_AT_ONCE = 200  # connects in flight while the pages open
 OPEN_TIMEOUT_SECONDS = 60.0  # for one page's response head

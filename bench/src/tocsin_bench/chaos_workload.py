@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from tocsin.bench.chaos_plan import ChaosSpec, Plan
-from tocsin.bench.progress import note
+from tocsin_bench.chaos_plan import ChaosSpec, Plan
+from tocsin_bench.progress import note
 
 BATCH_ITEMS = 1000  # the API's largest batch
 RETRY_PAUSE = 0.5  # seconds between tries of a batch the API did not take

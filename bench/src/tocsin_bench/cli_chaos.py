@@ -10,10 +10,9 @@ import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from tocsin.bench.chaos_plan import FAULTS
-from tocsin.cli.bench import lacks_bench_extra
 from tocsin.errors import InvalidInput
 from tocsin.time.durations import parse_duration
+from tocsin_bench.chaos_plan import FAULTS
 
 WEEK = 7 * 86400
 T = TypeVar("T")
@@ -62,12 +61,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if lacks_bench_extra("chaos"):
-        return 2
-    from tocsin.bench.chaos import run_chaos
-    from tocsin.bench.chaos_plan import ChaosSpec
-    from tocsin.bench.chaos_report import to_text
-    from tocsin.bench.report import to_json
+    from tocsin_bench.chaos import run_chaos
+    from tocsin_bench.chaos_plan import ChaosSpec
+    from tocsin_bench.chaos_report import to_text
+    from tocsin_bench.report import to_json
 
     try:
         spec = ChaosSpec(

@@ -31,8 +31,8 @@ from typing import IO
 
 import asyncpg
 
-from tocsin.bench.processes import free_port
-from tocsin.bench.progress import note
+from tocsin_bench.processes import free_port
+from tocsin_bench.progress import note
 
 DATABASE = "tocsin"
 PG_VERSION = "15"

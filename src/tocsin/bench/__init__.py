@@ -1,1 +1,0 @@
-"""Benchmarks and the local peers they (and the engine's tests) run against."""
