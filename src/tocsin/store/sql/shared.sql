@@ -1,0 +1,4 @@
+-- The statements both backends run with the same text (see __init__.py): named placeholders
+-- (`:owner`), which sqlite3 takes as they are and the PostgreSQL store as `$n`, in the order
+-- each name first appears. Nothing here may be one dialect's only: no `::` casts, no `$n`,
+-- no `?`, no JSON functions; instants are parameters, never `now()`.
