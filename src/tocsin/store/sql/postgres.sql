@@ -19,10 +19,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 -- Whether the bookkeeping table exists (a database never migrated has none).
 SELECT to_regclass('schema_migrations') IS NOT NULL
 
--- name: APPLIED_VERSIONS
--- Versions applied so far.
-SELECT version FROM schema_migrations ORDER BY version
-
 -- name: RECORD_MIGRATION
 INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
 
@@ -104,11 +100,6 @@ SELECT wanted.owner, wanted.source, (
         AS mine
 ) AS pending
 FROM unnest($1::text[], $2::text[]) AS wanted (owner, source)
-
--- name: FIND_IDEMPOTENCY
--- The idempotency record saved under (scope, key).
-SELECT scope, key, request_hash, status_code, body, created_at
-FROM idempotency_keys WHERE scope = $1 AND key = $2
 
 -- A reminder's last firing: its newest written firing, or the ring a claim handed to a sender
 -- whose firing is not written yet (`rang_due_at`, shown `sending` until its deadline, judged
@@ -199,17 +190,6 @@ SELECT * FROM attempts WHERE firing_id = ANY($1::text[]) ORDER BY firing_id, num
 
 -- -- contacts ---------------------------------------------------------------------------------
 
--- name: INSERT_CONTACT
--- Columns: id, owner, shard, kind, address (JSON text), label, secret, disabled_reason,
--- disabled_at, created_at, updated_at, source.
-INSERT INTO contacts (
-    id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
-    updated_at, source
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-
--- name: GET_CONTACT
-SELECT * FROM contacts WHERE id = $1
-
 -- name: LIST_CONTACTS
 -- One page of an owner's contacts in id order (keyset: those after $2), of one kind when $3,
 -- saved by one app when $5.
@@ -224,23 +204,6 @@ SELECT count(*) FROM (
     SELECT 1 FROM contacts WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
 ) AS counted
 
--- name: UPDATE_CONTACT
--- Replace what an owner may change ($2 address, $3 label, $4 disabled_reason, $5
--- disabled_at, $6 updated_at); the saved row comes back.
-UPDATE contacts
-SET address = $2, label = $3, disabled_reason = $4, disabled_at = $5, updated_at = $6
-WHERE id = $1
-RETURNING *
-
--- name: DELETE_CONTACT
-DELETE FROM contacts WHERE id = $1 RETURNING id
-
--- name: DISABLE_CONTACT
--- Disable a contact its provider called gone, once (the first reason is kept).
-UPDATE contacts SET disabled_reason = $2, disabled_at = $3, updated_at = $3
-WHERE id = $1 AND disabled_reason IS NULL
-RETURNING id
-
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
 -- index lookup of contacts_owner_kind.
@@ -249,42 +212,9 @@ JOIN contacts AS c ON c.owner = wanted.owner AND c.kind = wanted.kind
 WHERE c.disabled_reason IS NULL
 ORDER BY c.id
 
--- name: SETTLED_DESTINATIONS
--- The destinations a firing's attempts settled for good (its attempts are found by the
--- primary key's prefix), with a first try kept on the firing row; `channel:<name>` for an
--- attempt that found its channel with no destination.
-SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
-WHERE firing_id = $1 AND outcome <> 'retry'
-UNION ALL
-SELECT sent_to, 'sent' FROM firings WHERE id = $1 AND sent_to IS NOT NULL
-
 -- -- apps and secrets -------------------------------------------------------------------------
 
--- name: INSERT_APP
-INSERT INTO apps (
-    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
-    admin, priority
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-
--- name: FIND_APP_BY_NAME
-SELECT * FROM apps WHERE name = $1
-
--- name: FIND_APP_BY_KEY_HASH
-SELECT * FROM apps WHERE key_hash = $1
-
--- name: LIST_APPS
-SELECT * FROM apps ORDER BY name
-
--- name: COUNT_APPS
-SELECT count(*) FROM apps
-
 -- -- metrics --------------------------------------------------------------------------------------
-
--- name: QUEUE_DEPTH
--- The delivery queue's depth by state: each count an index-only scan of its partial index.
-SELECT 'queued' AS state, count(*) AS n FROM firings WHERE state = 'queued'
-UNION ALL
-SELECT 'sending', count(*) FROM firings WHERE state = 'sending'
 
 -- name: OLDEST_PENDING
 -- The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
@@ -301,13 +231,6 @@ LATERAL (
 -- name: DISABLE_WEBHOOK
 UPDATE apps SET webhook_disabled = true WHERE name = $1
 
--- name: REVOKE_APP
-UPDATE apps SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL
-
--- name: REPLACE_APP_KEY
--- A new key for an app; a revoked app is live again with it.
-UPDATE apps SET key_hash = $1, key_prefix = $2, revoked_at = NULL WHERE name = $3
-
 -- name: REVOKE_OWNER_TOKENS
 -- Only ever later: revoking again never lets back in a token an earlier revocation refused.
 -- Draw the line, and tell every API process (delivered at commit): its open feeds of that
@@ -320,31 +243,13 @@ WITH drawn AS (
 )
 SELECT pg_notify('tocsin_revocations', owner) FROM drawn
 
--- name: OWNER_TOKENS_REVOKED_BEFORE
-SELECT revoked_before FROM owner_token_revocations WHERE owner = $1
-
--- name: KEEP_FIRST_SHARED_VALUE
--- Keep the first value saved under a name (table `secrets`).
-INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING
-
--- name: READ_SHARED_VALUE
-SELECT value FROM secrets WHERE name = $1
-
--- name: SEALED_APP_SECRETS
--- Re-sealing secrets (`reseal_secrets`): one page of a sealed column in key order, after a key
--- ($1, at most $2); and a write of a page ($1 keys, $2 values read, $3 new values) that
--- changes only the rows still holding the value read, answering one row per change made.
-SELECT name, webhook_secret FROM apps
-WHERE webhook_secret IS NOT NULL AND name > $1 ORDER BY name LIMIT $2
-
 -- name: RESEAL_APPS
+-- A page of re-sealed values written back ($1 keys, $2 values read, $3 new values): only the
+-- rows still holding the value read change, one row answered per change made.
 UPDATE apps SET webhook_secret = page.new
 FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
 WHERE apps.name = page.key AND apps.webhook_secret = page.old
 RETURNING apps.name
-
--- name: SEALED_CONTACT_SECRETS
-SELECT id, secret FROM contacts WHERE secret IS NOT NULL AND id > $1 ORDER BY id LIMIT $2
 
 -- name: RESEAL_CONTACTS
 UPDATE contacts SET secret = page.new
@@ -352,19 +257,11 @@ FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
 WHERE contacts.id = page.key AND contacts.secret = page.old
 RETURNING contacts.id
 
--- name: SEALED_CONTACT_ADDRESSES
--- The addresses of the kinds with sealed fields (`rows.SEALED_FIELDS`).
-SELECT id, address FROM contacts
-WHERE kind IN ('webpush', 'apprise') AND id > $1 ORDER BY id LIMIT $2
-
 -- name: RESEAL_CONTACT_ADDRESSES
 UPDATE contacts SET address = page.new
 FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
 WHERE contacts.id = page.key AND contacts.address = page.old
 RETURNING contacts.id
-
--- name: SEALED_SHARED_VALUES
-SELECT name, value FROM secrets WHERE name > $1 ORDER BY name LIMIT $2
 
 -- name: RESEAL_SHARED_VALUES
 UPDATE secrets SET value = page.new
@@ -742,29 +639,11 @@ SELECT clock_timestamp()
 -- still reaches a server that was demoted says why it does nothing.
 SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean
 
--- name: WAS_LIVE
--- Whether the worker was live (a heartbeat since $2); if not, it joins: the others rebalance.
-SELECT 1 FROM workers WHERE worker = $1 AND heartbeat_at >= $2
-
--- name: BEAT
--- A worker's heartbeat, with the providers whose breaker it has open (JSON, or NULL).
-INSERT INTO workers (worker, heartbeat_at, breakers) VALUES ($1, $2, $3)
-ON CONFLICT (worker) DO UPDATE
-SET heartbeat_at = excluded.heartbeat_at, breakers = excluded.breakers
-
 -- name: LEASES_CHANGED
 -- Tell every worker that parts were let go or a worker joined, so that they renew at once
 -- (delivered at commit): a graceful change of hands leaves no part unheld for a renewal
 -- period.
 SELECT pg_notify('tocsin_leases', $1)
-
--- name: FORGET_WORKERS
--- Forget workers silent for long (they are not live; this only keeps the table small).
-DELETE FROM workers WHERE heartbeat_at < $1
-
--- name: COUNT_LIVE
--- Workers whose heartbeat is recent enough to count them live.
-SELECT count(*) FROM workers WHERE heartbeat_at >= $1
 
 -- name: ENSURE_PARTS
 -- Make the lease rows of a part count once; a new row starts from the lowest watermark any
@@ -802,24 +681,10 @@ UPDATE leases SET holder = $2, expires_at = $3, epoch = epoch + 1
 WHERE parts = $1 AND part IN (SELECT part FROM taking)
 RETURNING (SELECT t.holder FROM taking AS t WHERE t.part = leases.part) IS NOT NULL AS takeover
 
--- name: WATERMARKS
-SELECT part, watermark, epoch FROM leases WHERE parts = $1 AND holder = $2 ORDER BY part
-
--- name: NEXT_EXPIRY
--- When the first lease held by another worker runs out (a crashed worker's parts are taken
--- then, not a renewal period later).
-SELECT min(expires_at) FROM leases WHERE parts = $1 AND holder <> $2 AND expires_at > $3
-
--- name: RELEASE_ALL
--- Give up a worker's leases (all of them, or some).
-UPDATE leases SET holder = NULL, expires_at = NULL WHERE holder = $1
-
 -- name: RELEASE_SOME
+-- Give up some of a worker's leases.
 UPDATE leases SET holder = NULL, expires_at = NULL
 WHERE holder = $1 AND part = ANY($2::integer[])
-
--- name: FORGET_WORKER
-DELETE FROM workers WHERE worker = $1
 
 -- name: ADVANCE_WATERMARK
 -- Raise a part's watermark, only while the worker holds it and only upwards.
@@ -959,10 +824,6 @@ WHERE chores.holder = excluded.holder OR chores.holder IS NULL
     OR chores.expires_at < clock_timestamp()
 RETURNING holder
 
--- name: RELEASE_CHORE
--- Let chore $1 go, if worker $2 holds it.
-UPDATE chores SET holder = NULL, expires_at = NULL WHERE name = $1 AND holder = $2
-
 -- -- upkeep: time zone data upgrades ------------------------------------------------------------
 
 -- name: ZONE_DATA_RECORDED
@@ -974,19 +835,6 @@ SELECT EXISTS (SELECT 1 FROM zone_data WHERE version = $1)
 INSERT INTO zone_data (version, zone, digest)
 SELECT $1, zone, digest FROM unnest($2::text[], $3::text[]) AS given (zone, digest)
 ON CONFLICT (version, zone) DO NOTHING
-
--- name: ZONE_DATA
--- Every recorded release's zone digests.
-SELECT version, zone, digest FROM zone_data
-
--- name: FORGET_ZONE_DATA
--- Forget every release but $1.
-DELETE FROM zone_data WHERE version <> $1
-
--- name: ZONE_PAGE_END
--- The last id of the next $2 reminders after id $1 (an index-only range scan of the primary
--- key; NULL when there are none).
-SELECT max(id) FROM (SELECT id FROM reminders WHERE id > $1 ORDER BY id LIMIT $2) AS page
 
 -- name: PENDING_IN_ZONES
 -- The pending reminders with ids in ($1, $2] whose zone is one of $3.
@@ -1019,11 +867,6 @@ FROM moved
 -- before the LIMIT applies — all 3 million of 09:00 New York — and sorts them. Without bitmap
 -- scans and sorts, each minute is an index scan in index order that stops at the cap.
 SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL max_parallel_workers_per_gather = 0
-
--- name: STATUS_WORKERS
--- Every worker's heartbeat row, with the breakers it reported (the table stays small: silent
--- workers are forgotten at renewals).
-SELECT worker, heartbeat_at, breakers FROM workers ORDER BY worker
 
 -- name: STATUS_LEASES
 -- The leases held now, by the database's clock.
@@ -1085,9 +928,3 @@ CROSS JOIN LATERAL (
     ) AS sample
 ) AS counted
 
--- name: COUNT_QUEUE
--- Firings waiting for a sender and being sent, each counted up to $1 through its partial
--- index.
-SELECT
-    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'queued' LIMIT $1) AS q),
-    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'sending' LIMIT $1) AS s)

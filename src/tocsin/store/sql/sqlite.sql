@@ -8,10 +8,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at INTEGER NOT NULL
 )
 
--- name: APPLIED_VERSIONS
--- Versions applied so far (empty result when the table does not exist is handled by caller).
-SELECT version FROM schema_migrations ORDER BY version
-
 -- name: HAS_SCHEMA_MIGRATIONS
 -- Whether the bookkeeping table exists at all (a database never migrated).
 SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'
@@ -37,11 +33,6 @@ INSERT INTO reminders (
 -- Save the idempotency record of a request; the primary key (scope, key) refuses a second.
 INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
 VALUES (?, ?, ?, ?, ?, ?)
-
--- name: FIND_IDEMPOTENCY
--- The idempotency record saved under (scope, key).
-SELECT scope, key, request_hash, status_code, body, created_at
-FROM idempotency_keys WHERE scope = ? AND key = ?
 
 -- name: GET_REMINDER
 -- One reminder with its last firing (newest due).
@@ -108,17 +99,6 @@ ORDER BY firing_id, number
 
 -- -- contacts ---------------------------------------------------------------------------------
 
--- name: INSERT_CONTACT
--- Columns: id, owner, shard, kind, address (JSON text), label, secret, disabled_reason,
--- disabled_at, created_at, updated_at, source.
-INSERT INTO contacts (
-    id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
-    updated_at, source
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-
--- name: GET_CONTACT
-SELECT * FROM contacts WHERE id = ?
-
 -- name: LIST_CONTACTS
 -- One page of an owner's contacts in id order (keyset: those after :after), of one kind when
 -- :kind, saved by one app when :source.
@@ -133,23 +113,6 @@ SELECT count(*) FROM (
     SELECT 1 FROM contacts WHERE owner = :owner AND source IS :source LIMIT :limit
 )
 
--- name: UPDATE_CONTACT
--- Replace what an owner may change; the saved row comes back.
-UPDATE contacts
-SET address = :address, label = :label, disabled_reason = :disabled_reason,
-    disabled_at = :disabled_at, updated_at = :updated_at
-WHERE id = :id
-RETURNING *
-
--- name: DELETE_CONTACT
-DELETE FROM contacts WHERE id = ? RETURNING id
-
--- name: DISABLE_CONTACT
--- Disable a contact its provider called gone, once (the first reason is kept).
-UPDATE contacts SET disabled_reason = :reason, disabled_at = :now, updated_at = :now
-WHERE id = :id AND disabled_reason IS NULL
-RETURNING id
-
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),
 -- each pair an index lookup of contacts_owner_kind.
@@ -159,41 +122,9 @@ WHERE c.owner = json_extract(wanted.value, '$[0]') AND c.kind = json_extract(wan
   AND c.disabled_reason IS NULL
 ORDER BY c.id
 
--- name: SETTLED_DESTINATIONS
--- The destinations a firing's attempts settled for good, with a first try kept on the firing
--- row (`channel:<name>` for an attempt that found its channel with no destination).
-SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
-WHERE firing_id = :id AND outcome <> 'retry'
-UNION ALL
-SELECT sent_to, 'sent' FROM firings WHERE id = :id AND sent_to IS NOT NULL
-
 -- -- apps and secrets -------------------------------------------------------------------------
 
--- name: INSERT_APP
-INSERT INTO apps (
-    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
-    admin, priority
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-
--- name: FIND_APP_BY_NAME
-SELECT * FROM apps WHERE name = ?
-
--- name: FIND_APP_BY_KEY_HASH
-SELECT * FROM apps WHERE key_hash = ?
-
--- name: LIST_APPS
-SELECT * FROM apps ORDER BY name
-
--- name: COUNT_APPS
-SELECT count(*) FROM apps
-
 -- -- metrics --------------------------------------------------------------------------------------
-
--- name: QUEUE_DEPTH
--- The delivery queue's depth by state: each count a scan of its partial index alone.
-SELECT 'queued' AS state, count(*) AS n FROM firings WHERE state = 'queued'
-UNION ALL
-SELECT 'sending', count(*) FROM firings WHERE state = 'sending'
 
 -- name: OLDEST_PENDING
 -- The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
@@ -202,54 +133,21 @@ SELECT due_at FROM reminders WHERE status = 'pending' ORDER BY bucket, due_at LI
 -- name: DISABLE_WEBHOOK
 UPDATE apps SET webhook_disabled = 1 WHERE name = ?
 
--- name: REVOKE_APP
-UPDATE apps SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL
-
--- name: REPLACE_APP_KEY
--- A new key for an app; a revoked app is live again with it.
-UPDATE apps SET key_hash = ?, key_prefix = ?, revoked_at = NULL WHERE name = ?
-
 -- name: REVOKE_OWNER_TOKENS
 -- Only ever later: revoking again never lets back in a token an earlier revocation refused.
 INSERT INTO owner_token_revocations (owner, revoked_before) VALUES (?, ?)
 ON CONFLICT (owner) DO UPDATE SET revoked_before = max(revoked_before, excluded.revoked_before)
 
--- name: OWNER_TOKENS_REVOKED_BEFORE
-SELECT revoked_before FROM owner_token_revocations WHERE owner = ?
-
--- name: KEEP_FIRST_SHARED_VALUE
--- Keep the first value saved under a name (table `secrets`).
-INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING
-
--- name: READ_SHARED_VALUE
-SELECT value FROM secrets WHERE name = ?
-
--- name: SEALED_APP_SECRETS
--- Re-sealing secrets (`reseal_secrets`): one page of a sealed column in key order, after a key;
--- and a write that applies only while the row still holds the value read (a value changed
--- meanwhile is left for the next pass).
-SELECT name, webhook_secret FROM apps
-WHERE webhook_secret IS NOT NULL AND name > ? ORDER BY name LIMIT ?
-
 -- name: RESEAL_APP
+-- A re-sealed value written back only while the row still holds the value read (a value
+-- changed meanwhile is left for the next pass).
 UPDATE apps SET webhook_secret = ? WHERE name = ? AND webhook_secret = ?
-
--- name: SEALED_CONTACT_SECRETS
-SELECT id, secret FROM contacts WHERE secret IS NOT NULL AND id > ? ORDER BY id LIMIT ?
 
 -- name: RESEAL_CONTACT
 UPDATE contacts SET secret = ? WHERE id = ? AND secret = ?
 
--- name: SEALED_CONTACT_ADDRESSES
--- The addresses of the kinds with sealed fields (`rows.SEALED_FIELDS`).
-SELECT id, address FROM contacts
-WHERE kind IN ('webpush', 'apprise') AND id > ? ORDER BY id LIMIT ?
-
 -- name: RESEAL_CONTACT_ADDRESS
 UPDATE contacts SET address = ? WHERE id = ? AND address = ?
-
--- name: SEALED_SHARED_VALUES
-SELECT name, value FROM secrets WHERE name > ? ORDER BY name LIMIT ?
 
 -- name: RESEAL_SHARED_VALUE
 UPDATE secrets SET value = ? WHERE name = ? AND value = ?
@@ -450,24 +348,6 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'sending' AND sender
 
 -- -- leases ---------------------------------------------------------------------------------------
 
--- name: WAS_LIVE
--- Whether the worker was live (a heartbeat since ?); if not, it joins: the others rebalance.
-SELECT 1 FROM workers WHERE worker = ? AND heartbeat_at >= ?
-
--- name: BEAT
--- A worker's heartbeat, with the providers whose breaker it has open (JSON, or NULL).
-INSERT INTO workers (worker, heartbeat_at, breakers) VALUES (?, ?, ?)
-ON CONFLICT (worker) DO UPDATE
-SET heartbeat_at = excluded.heartbeat_at, breakers = excluded.breakers
-
--- name: FORGET_WORKERS
--- Forget workers silent for long (they are not live; this only keeps the table small).
-DELETE FROM workers WHERE heartbeat_at < ?
-
--- name: COUNT_LIVE
--- Workers whose heartbeat is recent enough to count them live.
-SELECT count(*) FROM workers WHERE heartbeat_at >= ?
-
 -- name: ENSURE_PARTS
 -- Make the lease rows of a part count once; a new row starts from the lowest watermark any
 -- other part count recorded (re-reading a few buckets is safe; skipping them is not).
@@ -501,23 +381,10 @@ LIMIT ?
 -- Taking a part starts a new epoch of its lease (the fencing token).
 UPDATE leases SET holder = ?, expires_at = ?, epoch = epoch + 1 WHERE parts = ? AND part = ?
 
--- name: WATERMARKS
-SELECT part, watermark, epoch FROM leases WHERE parts = ? AND holder = ? ORDER BY part
-
--- name: NEXT_EXPIRY
--- When the first lease held by another worker runs out.
-SELECT min(expires_at) FROM leases WHERE parts = ? AND holder <> ? AND expires_at > ?
-
--- name: RELEASE_ALL
--- Give up a worker's leases (all of them, or some).
-UPDATE leases SET holder = NULL, expires_at = NULL WHERE holder = ?
-
 -- name: RELEASE_SOME
+-- Give up some of a worker's leases.
 UPDATE leases SET holder = NULL, expires_at = NULL
 WHERE holder = ? AND part IN (SELECT value FROM json_each(?))
-
--- name: FORGET_WORKER
-DELETE FROM workers WHERE worker = ?
 
 -- name: ADVANCE_WATERMARK
 -- Raise a part's watermark, only while the worker holds it and only upwards.
@@ -614,10 +481,6 @@ INSERT INTO chores (name, holder, expires_at) VALUES (:name, :worker, :until)
 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 WHERE chores.holder = excluded.holder OR chores.holder IS NULL OR chores.expires_at < :now
 
--- name: RELEASE_CHORE
--- Let chore ? go, if worker ? holds it.
-UPDATE chores SET holder = NULL, expires_at = NULL WHERE name = ? AND holder = ?
-
 -- -- upkeep: time zone data upgrades ------------------------------------------------------------
 
 -- name: ZONE_DATA_RECORDED
@@ -627,18 +490,6 @@ SELECT 1 FROM zone_data WHERE version = ? LIMIT 1
 -- name: RECORD_ZONE_DATA
 -- Record one zone's digest in a release, leaving a row recorded already.
 INSERT OR IGNORE INTO zone_data (version, zone, digest) VALUES (?, ?, ?)
-
--- name: ZONE_DATA
--- Every recorded release's zone digests.
-SELECT version, zone, digest FROM zone_data
-
--- name: FORGET_ZONE_DATA
--- Forget every release but ?.
-DELETE FROM zone_data WHERE version <> ?
-
--- name: ZONE_PAGE_END
--- The last id of the next :scan reminders after id :after (a range scan of the primary key).
-SELECT max(id) FROM (SELECT id FROM reminders WHERE id > :after ORDER BY id LIMIT :scan)
 
 -- name: PENDING_IN_ZONES
 -- The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON).
@@ -655,11 +506,6 @@ SET due_at = :due_at, bucket = :bucket, version = version + 1, updated_at = :now
 WHERE id = :id AND version = :version AND due_at = :was AND status = 'pending'
 
 -- -- the status board ---------------------------------------------------------------------------
-
--- name: STATUS_WORKERS
--- Every worker's heartbeat row, with the breakers it reported (the table stays small: silent
--- workers are forgotten at renewals).
-SELECT worker, heartbeat_at, breakers FROM workers ORDER BY worker
 
 -- name: STATUS_LEASES
 -- The leases held at :now.
@@ -696,9 +542,3 @@ WHERE due_at >= :start AND due_at < :end
 ORDER BY due_at
 LIMIT :limit
 
--- name: COUNT_QUEUE
--- Firings waiting for a sender and being sent, each counted up to :cap through its partial
--- index.
-SELECT
-    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'queued' LIMIT :cap)),
-    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'sending' LIMIT :cap))
