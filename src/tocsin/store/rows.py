@@ -283,37 +283,37 @@ def by_owner_and_kind(contacts: Iterable[Contact]) -> dict[tuple[str, Channel], 
 
 def contact_values(
     contact: Contact, instant: Callable[[datetime], Any], keyring: Keyring
-) -> tuple[Any, ...]:
-    """The INSERT_CONTACT parameters, in order; `instant` is how the backend stores one."""
-    return (
-        contact.id,
-        contact.owner,
-        contact.shard,
-        contact.kind.value,
-        address_value(contact.kind, contact.address, keyring),
-        contact.label,
-        _sealed(contact.secret, keyring),
-        contact.disabled_reason,
-        None if contact.disabled_at is None else instant(contact.disabled_at),
-        instant(contact.created_at),
-        instant(contact.updated_at),
-        contact.source,
-    )
+) -> dict[str, Any]:
+    """The INSERT_CONTACT parameters by name; `instant` is how the backend stores one."""
+    return {
+        "id": contact.id,
+        "owner": contact.owner,
+        "shard": contact.shard,
+        "kind": contact.kind.value,
+        "address": address_value(contact.kind, contact.address, keyring),
+        "label": contact.label,
+        "secret": _sealed(contact.secret, keyring),
+        "disabled_reason": contact.disabled_reason,
+        "disabled_at": None if contact.disabled_at is None else instant(contact.disabled_at),
+        "created_at": instant(contact.created_at),
+        "updated_at": instant(contact.updated_at),
+        "source": contact.source,
+    }
 
 
-def app_values(app: App, instant: Callable[[datetime], Any], keyring: Keyring) -> tuple[Any, ...]:
-    """The INSERT_APP parameters, in order; `instant` is how the backend stores one."""
-    return (
-        app.name,
-        app.key_hash,
-        app.key_prefix,
-        app.webhook_url,
-        _sealed(app.webhook_secret, keyring),
-        app.webhook_disabled,
-        instant(app.created_at),
-        app.admin,
-        codec.stored_priority(app.priority),
-    )
+def app_values(app: App, instant: Callable[[datetime], Any], keyring: Keyring) -> dict[str, Any]:
+    """The INSERT_APP parameters by name; `instant` is how the backend stores one."""
+    return {
+        "name": app.name,
+        "key_hash": app.key_hash,
+        "key_prefix": app.key_prefix,
+        "webhook_url": app.webhook_url,
+        "webhook_secret": _sealed(app.webhook_secret, keyring),
+        "webhook_disabled": app.webhook_disabled,
+        "created_at": instant(app.created_at),
+        "admin": app.admin,
+        "priority": codec.stored_priority(app.priority),
+    }
 
 
 def app_from(row: Row, instant: Instant, keyring: Keyring) -> App:

@@ -90,10 +90,10 @@ _CLOSED = "connection is closed"  # asyncpg's InterfaceError on a connection alr
 _UNIQUE_VIOLATION = "23505"
 # Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
 _SEALED_QUERIES = {
-    "apps.webhook_secret": (q.SEALED_APP_SECRETS, q.RESEAL_APPS),
-    "contacts.secret": (q.SEALED_CONTACT_SECRETS, q.RESEAL_CONTACTS),
-    "contacts.address": (q.SEALED_CONTACT_ADDRESSES, q.RESEAL_CONTACT_ADDRESSES),
-    "secrets.value": (q.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUES),
+    "apps.webhook_secret": (q.shared.SEALED_APP_SECRETS, q.RESEAL_APPS),
+    "contacts.secret": (q.shared.SEALED_CONTACT_SECRETS, q.RESEAL_CONTACTS),
+    "contacts.address": (q.shared.SEALED_CONTACT_ADDRESSES, q.RESEAL_CONTACT_ADDRESSES),
+    "secrets.value": (q.shared.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUES),
 }
 
 
@@ -361,7 +361,7 @@ class PostgresStore(Store):
         return {(row["owner"], row["source"]): row["pending"] for row in rows}
 
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
-        row = await self._fetchrow(q.FIND_IDEMPOTENCY, scope, key)
+        row = await self._fetchrow(*q.shared.FIND_IDEMPOTENCY.bind(scope=scope, key=key))
         if row is None:
             return None
         return IdempotencyRecord(
@@ -450,7 +450,8 @@ class PostgresStore(Store):
     async def add_app(self, app: App) -> None:
         try:
             with boundary():
-                await self._pool.execute(q.INSERT_APP, *app_values(app, _as_is, self._keyring))
+                values = app_values(app, _as_is, self._keyring)
+                await self._pool.execute(*q.shared.INSERT_APP.bind(**values))
         except StoreError as error:
             if isinstance(error.__cause__, asyncpg.UniqueViolationError):
                 raise StoreError(f"an app named {app.name!r} (or with this key) exists") from error
@@ -460,9 +461,9 @@ class PostgresStore(Store):
         if (name is None) == (key_hash is None):
             raise ValueError("give exactly one of name and key_hash")
         if name is not None:
-            row = await self._fetchrow(q.FIND_APP_BY_NAME, name)
+            row = await self._fetchrow(*q.shared.FIND_APP_BY_NAME.bind(name=name))
         else:
-            row = await self._fetchrow(q.FIND_APP_BY_KEY_HASH, key_hash)
+            row = await self._fetchrow(*q.shared.FIND_APP_BY_KEY_HASH.bind(key_hash=key_hash))
         return None if row is None else app_from(row, _as_is, self._keyring)
 
     async def list_apps(self) -> list[App]:
@@ -474,10 +475,13 @@ class PostgresStore(Store):
             return count
 
     async def revoke_app(self, name: str, at: datetime) -> bool:
-        return await self._changed(q.REVOKE_APP, at, name)
+        return await self._changed(*q.shared.REVOKE_APP.bind(at=at, name=name))
 
     async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
-        return await self._changed(q.REPLACE_APP_KEY, key_hash, key_prefix, name)
+        statement = q.shared.REPLACE_APP_KEY
+        return await self._changed(
+            *statement.bind(key_hash=key_hash, key_prefix=key_prefix, name=name)
+        )
 
     async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
         await self._fetch(q.REVOKE_OWNER_TOKENS, owner, before)
@@ -485,7 +489,7 @@ class PostgresStore(Store):
     async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
         with boundary():
             before: datetime | None = await self._pool.fetchval(
-                q.OWNER_TOKENS_REVOKED_BEFORE, owner
+                *q.shared.OWNER_TOKENS_REVOKED_BEFORE.bind(owner=owner)
             )
             return before
 
@@ -499,15 +503,17 @@ class PostgresStore(Store):
         sealed = self._keyring.seal(value)
         with boundary():
             async with self._pool.acquire() as connection:
-                await connection.execute(q.KEEP_FIRST_SHARED_VALUE, name, sealed)
-                saved: str = await connection.fetchval(q.READ_SHARED_VALUE, name)
+                await connection.execute(
+                    *q.shared.KEEP_FIRST_SHARED_VALUE.bind(name=name, value=sealed)
+                )
+                saved: str = await connection.fetchval(*q.shared.READ_SHARED_VALUE.bind(name=name))
         return self._keyring.open(saved)
 
     async def reseal_secrets(self) -> Resealed:
         return await reseal(self._keyring, self._sealed_page, self._reseal_page)
 
     async def _sealed_page(self, column: str, after: str, limit: int) -> list[tuple[str, str]]:
-        rows = await self._fetch(_SEALED_QUERIES[column][0], after, limit)
+        rows = await self._fetch(*_SEALED_QUERIES[column][0].bind(after=after, limit=limit))
         return [(row[0], row[1]) for row in rows]
 
     async def _reseal_page(self, column: str, changes: Sequence[tuple[str, str, str]]) -> int:
@@ -522,12 +528,11 @@ class PostgresStore(Store):
 
     async def add_contact(self, contact: Contact) -> None:
         with boundary():
-            await self._pool.execute(
-                q.INSERT_CONTACT, *contact_values(contact, _as_is, self._keyring)
-            )
+            values = contact_values(contact, _as_is, self._keyring)
+            await self._pool.execute(*q.shared.INSERT_CONTACT.bind(**values))
 
     async def get_contact(self, contact_id: str) -> Contact | None:
-        row = await self._fetchrow(q.GET_CONTACT, contact_id)
+        row = await self._fetchrow(*q.shared.GET_CONTACT.bind(id=contact_id))
         return None if row is None else contact_from(row, _as_is, self._keyring)
 
     async def list_contacts(
@@ -550,21 +555,23 @@ class PostgresStore(Store):
 
     async def update_contact(self, contact: Contact) -> Contact | None:
         row = await self._fetchrow(
-            q.UPDATE_CONTACT,
-            contact.id,
-            address_value(contact.kind, contact.address, self._keyring),
-            contact.label,
-            contact.disabled_reason,
-            contact.disabled_at,
-            contact.updated_at,
+            *q.shared.UPDATE_CONTACT.bind(
+                id=contact.id,
+                address=address_value(contact.kind, contact.address, self._keyring),
+                label=contact.label,
+                disabled_reason=contact.disabled_reason,
+                disabled_at=contact.disabled_at,
+                updated_at=contact.updated_at,
+            )
         )
         return None if row is None else contact_from(row, _as_is, self._keyring)
 
     async def delete_contact(self, contact_id: str) -> bool:
-        return await self._fetchrow(q.DELETE_CONTACT, contact_id) is not None
+        return await self._fetchrow(*q.shared.DELETE_CONTACT.bind(id=contact_id)) is not None
 
     async def disable_contact(self, contact_id: str, *, reason: str, now: datetime) -> bool:
-        return await self._fetchrow(q.DISABLE_CONTACT, contact_id, reason, now) is not None
+        disable = q.shared.DISABLE_CONTACT.bind(id=contact_id, reason=reason, now=now)
+        return await self._fetchrow(*disable) is not None
 
     async def destinations(
         self, wanted: Sequence[tuple[str, Channel]]
@@ -654,8 +661,8 @@ class PostgresStore(Store):
     async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
         async def work(connection: asyncpg.Connection) -> None:
             if parts is None:
-                await connection.execute(q.RELEASE_ALL, worker)
-                await connection.execute(q.FORGET_WORKER, worker)
+                await connection.execute(*q.shared.RELEASE_ALL.bind(worker=worker))
+                await connection.execute(*q.shared.FORGET_WORKER.bind(worker=worker))
             else:
                 await connection.execute(q.RELEASE_SOME, worker, list(parts))
             await connection.execute(q.LEASES_CHANGED, worker)
@@ -781,7 +788,7 @@ class PostgresStore(Store):
         return written
 
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
-        rows = await self._fetch(q.SETTLED_DESTINATIONS, firing_id)
+        rows = await self._fetch(*q.shared.SETTLED_DESTINATIONS.bind(id=firing_id))
         return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
     # -- Notifier: wake-ups and announcements --------------------------------------------------
@@ -855,7 +862,7 @@ class PostgresStore(Store):
 
     async def release_chore(self, name: str, *, worker: str) -> None:
         with boundary():
-            await self._pool.execute(q.RELEASE_CHORE, name, worker)
+            await self._pool.execute(*q.shared.RELEASE_CHORE.bind(name=name, worker=worker))
 
     async def note_zone_data(
         self, version: str, digests: Mapping[str, str]
@@ -874,14 +881,15 @@ class PostgresStore(Store):
 
     async def forget_zone_data(self, *, keep: str) -> None:
         with boundary():
-            await self._pool.execute(q.FORGET_ZONE_DATA, keep)
+            await self._pool.execute(*q.shared.FORGET_ZONE_DATA.bind(keep=keep))
 
     async def pending_in_zones(
         self, zones: Collection[str], *, after_id: str, scan: int
     ) -> ZonePage:
         with boundary():
             async with self._pool.acquire() as connection:
-                last_id: str | None = await connection.fetchval(q.ZONE_PAGE_END, after_id, scan)
+                page_end = q.shared.ZONE_PAGE_END.bind(after=after_id, scan=scan)
+                last_id: str | None = await connection.fetchval(*page_end)
                 rows = []
                 if last_id is not None:
                     rows = await connection.fetch(
@@ -939,7 +947,7 @@ class PostgresStore(Store):
     async def count_queue(self, *, cap: int) -> dict[FiringState, int]:
         async def work(connection: asyncpg.Connection) -> dict[FiringState, int]:
             await connection.execute(q.STATUS_PLANNING)
-            row = await connection.fetchrow(q.COUNT_QUEUE, cap)
+            row = await connection.fetchrow(*q.shared.COUNT_QUEUE.bind(cap=cap))
             return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
 
         return await self._transaction(work)
@@ -984,11 +992,12 @@ async def _renew(
     ttl: timedelta,
     breakers: Sequence[str],
 ) -> HeldParts:
+    s = q.shared
     now: datetime = await connection.fetchval(q.DATABASE_NOW)
-    joined = await connection.fetchval(q.WAS_LIVE, worker, now - ttl) is None
-    await connection.execute(q.BEAT, worker, now, breakers_value(breakers))
-    await connection.execute(q.FORGET_WORKERS, now - 10 * ttl)
-    live = max(1, await connection.fetchval(q.COUNT_LIVE, now - ttl))
+    joined = await connection.fetchval(*s.WAS_LIVE.bind(worker=worker, since=now - ttl)) is None
+    await connection.execute(*s.BEAT.bind(worker=worker, at=now, breakers=breakers_value(breakers)))
+    await connection.execute(*s.FORGET_WORKERS.bind(before=now - 10 * ttl))
+    live = max(1, await connection.fetchval(*s.COUNT_LIVE.bind(since=now - ttl)))
     share = math.ceil(parts / live)
     await connection.execute(q.ENSURE_PARTS, parts)
     held = [row["part"] for row in await connection.fetch(q.HELD, parts, worker)]
@@ -1001,8 +1010,10 @@ async def _renew(
         taken_over = sum(1 for row in taken if row["takeover"])
     if joined or len(held) > share:
         await connection.execute(q.LEASES_CHANGED, worker)
-    next_expiry: datetime | None = await connection.fetchval(q.NEXT_EXPIRY, parts, worker, now)
-    rows = await connection.fetch(q.WATERMARKS, parts, worker)
+    next_expiry: datetime | None = await connection.fetchval(
+        *s.NEXT_EXPIRY.bind(parts=parts, worker=worker, now=now)
+    )
+    rows = await connection.fetch(*s.WATERMARKS.bind(parts=parts, worker=worker))
     return held_parts(rows, live, now, next_expiry, taken_over=taken_over)
 
 

@@ -176,7 +176,9 @@ class SqliteStore(Store):
 
     async def find_idempotency(self, scope: str, key: str) -> IdempotencyRecord | None:
         row = await self._db.read(
-            lambda connection: connection.execute(q.FIND_IDEMPOTENCY, (scope, key)).fetchone()
+            lambda connection: connection.execute(
+                q.FIND_IDEMPOTENCY, {"scope": scope, "key": key}
+            ).fetchone()
         )
         return None if row is None else _idempotency(row)
 
@@ -282,12 +284,12 @@ class SqliteStore(Store):
     async def find_app(self, *, name: str | None = None, key_hash: str | None = None) -> App | None:
         if (name is None) == (key_hash is None):
             raise ValueError("give exactly one of name and key_hash")
-        value: str | None
+        params: dict[str, str | None]
         if name is not None:
-            sql, value = q.FIND_APP_BY_NAME, name
+            sql, params = q.FIND_APP_BY_NAME, {"name": name}
         else:
-            sql, value = q.FIND_APP_BY_KEY_HASH, key_hash
-        row = await self._db.read(lambda connection: connection.execute(sql, (value,)).fetchone())
+            sql, params = q.FIND_APP_BY_KEY_HASH, {"key_hash": key_hash}
+        row = await self._db.read(lambda connection: connection.execute(sql, params).fetchone())
         return None if row is None else app_from(row, _utc, self._keyring)
 
     async def list_apps(self) -> list[App]:
@@ -300,10 +302,11 @@ class SqliteStore(Store):
         return count
 
     async def revoke_app(self, name: str, at: datetime) -> bool:
-        return await self._changed(q.REVOKE_APP, (_us(at), name))
+        return await self._changed(q.REVOKE_APP, {"at": _us(at), "name": name})
 
     async def replace_app_key(self, name: str, *, key_hash: str, key_prefix: str) -> bool:
-        return await self._changed(q.REPLACE_APP_KEY, (key_hash, key_prefix, name))
+        params = {"key_hash": key_hash, "key_prefix": key_prefix, "name": name}
+        return await self._changed(q.REPLACE_APP_KEY, params)
 
     async def revoke_owner_tokens(self, owner: str, before: datetime) -> None:
         await self._changed(q.REVOKE_OWNER_TOKENS, (owner, _us(before)))
@@ -318,12 +321,12 @@ class SqliteStore(Store):
     async def owner_tokens_revoked_before(self, owner: str) -> datetime | None:
         row = await self._db.read(
             lambda connection: connection.execute(
-                q.OWNER_TOKENS_REVOKED_BEFORE, (owner,)
+                q.OWNER_TOKENS_REVOKED_BEFORE, {"owner": owner}
             ).fetchone()
         )
         return None if row is None else _utc(row[0])
 
-    async def _changed(self, sql: str, params: tuple[Any, ...]) -> bool:
+    async def _changed(self, sql: str, params: tuple[Any, ...] | dict[str, Any]) -> bool:
         """Run one write; whether it changed a row."""
         return await self._db.write(lambda connection: connection.execute(sql, params).rowcount > 0)
 
@@ -331,8 +334,8 @@ class SqliteStore(Store):
         sealed = self._keyring.seal(value)
 
         def work(connection: sqlite3.Connection) -> str:
-            connection.execute(q.KEEP_FIRST_SHARED_VALUE, (name, sealed))
-            saved: str = connection.execute(q.READ_SHARED_VALUE, (name,)).fetchone()[0]
+            connection.execute(q.KEEP_FIRST_SHARED_VALUE, {"name": name, "value": sealed})
+            saved: str = connection.execute(q.READ_SHARED_VALUE, {"name": name}).fetchone()[0]
             return saved
 
         return self._keyring.open(await self._db.write(work))
@@ -343,7 +346,7 @@ class SqliteStore(Store):
     async def _sealed_page(self, column: str, after: str, limit: int) -> list[tuple[str, str]]:
         sql = _SEALED_QUERIES[column][0]
         rows = await self._db.read(
-            lambda connection: connection.execute(sql, (after, limit)).fetchall()
+            lambda connection: connection.execute(sql, {"after": after, "limit": limit}).fetchall()
         )
         return [(row[0], row[1]) for row in rows]
 
@@ -367,7 +370,7 @@ class SqliteStore(Store):
 
     async def get_contact(self, contact_id: str) -> Contact | None:
         row = await self._db.read(
-            lambda connection: connection.execute(q.GET_CONTACT, (contact_id,)).fetchone()
+            lambda connection: connection.execute(q.GET_CONTACT, {"id": contact_id}).fetchone()
         )
         return None if row is None else contact_from(row, _utc, self._keyring)
 
@@ -416,7 +419,7 @@ class SqliteStore(Store):
 
     async def delete_contact(self, contact_id: str) -> bool:
         row = await self._db.write(
-            lambda connection: connection.execute(q.DELETE_CONTACT, (contact_id,)).fetchone()
+            lambda connection: connection.execute(q.DELETE_CONTACT, {"id": contact_id}).fetchone()
         )
         return row is not None
 
@@ -526,8 +529,8 @@ class SqliteStore(Store):
     async def release_leases(self, worker: str, *, parts: Sequence[int] | None = None) -> None:
         def work(connection: sqlite3.Connection) -> None:
             if parts is None:
-                connection.execute(q.RELEASE_ALL, (worker,))
-                connection.execute(q.FORGET_WORKER, (worker,))
+                connection.execute(q.RELEASE_ALL, {"worker": worker})
+                connection.execute(q.FORGET_WORKER, {"worker": worker})
             else:
                 connection.execute(q.RELEASE_SOME, (worker, orjson.dumps(list(parts)).decode()))
 
@@ -774,7 +777,9 @@ class SqliteStore(Store):
 
     async def release_chore(self, name: str, *, worker: str) -> None:
         await self._db.write(
-            lambda connection: connection.execute(q.RELEASE_CHORE, (name, worker)).rowcount
+            lambda connection: (
+                connection.execute(q.RELEASE_CHORE, {"name": name, "worker": worker}).rowcount
+            )
         )
 
     async def note_zone_data(
@@ -794,7 +799,7 @@ class SqliteStore(Store):
 
     async def forget_zone_data(self, *, keep: str) -> None:
         await self._db.write(
-            lambda connection: connection.execute(q.FORGET_ZONE_DATA, (keep,)).rowcount
+            lambda connection: connection.execute(q.FORGET_ZONE_DATA, {"keep": keep}).rowcount
         )
 
     async def pending_in_zones(
@@ -911,10 +916,12 @@ def _renew(
     worker, breakers = beat
     now_us, until_us = _us(now), _us(now + ttl)
     live_since = _us(now - ttl)
-    joined = connection.execute(q.WAS_LIVE, (worker, live_since)).fetchone() is None
-    connection.execute(q.BEAT, (worker, now_us, breakers))
-    connection.execute(q.FORGET_WORKERS, (now_us - 10 * (until_us - now_us),))
-    live = max(1, connection.execute(q.COUNT_LIVE, (live_since,)).fetchone()[0])
+    joined = (
+        connection.execute(q.WAS_LIVE, {"worker": worker, "since": live_since}).fetchone() is None
+    )
+    connection.execute(q.BEAT, {"worker": worker, "at": now_us, "breakers": breakers})
+    connection.execute(q.FORGET_WORKERS, {"before": now_us - 10 * (until_us - now_us)})
+    live = max(1, connection.execute(q.COUNT_LIVE, {"since": live_since}).fetchone()[0])
     share = math.ceil(parts / live)
     connection.execute(q.ENSURE_PARTS, {"parts": parts})
     held = [row[0] for row in connection.execute(q.HELD, (parts, worker))]
@@ -929,8 +936,9 @@ def _renew(
         for part, holder in free:
             connection.execute(q.TAKE_PART, (worker, until_us, parts, part))
             taken_over += holder is not None
-    rows = connection.execute(q.WATERMARKS, (parts, worker)).fetchall()
-    next_expiry = connection.execute(q.NEXT_EXPIRY, (parts, worker, now_us)).fetchone()[0]
+    mine = {"parts": parts, "worker": worker}
+    rows = connection.execute(q.WATERMARKS, mine).fetchall()
+    next_expiry = connection.execute(q.NEXT_EXPIRY, mine | {"now": now_us}).fetchone()[0]
     expiry = None if next_expiry is None else _utc(next_expiry)
     held_now = held_parts(rows, live, now, expiry, taken_over=taken_over)
     return held_now, joined or len(held) > share

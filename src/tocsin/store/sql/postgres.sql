@@ -1,0 +1,930 @@
+-- -- migrations -------------------------------------------------------------------------------
+
+-- name: LOCK_MIGRATIONS
+SELECT pg_advisory_lock($1)
+
+-- name: UNLOCK_MIGRATIONS
+SELECT pg_advisory_unlock($1)
+
+-- name: CREATE_SCHEMA_MIGRATIONS
+-- The runner's own bookkeeping table, made before any migration runs.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    name text NOT NULL,
+    CONSTRAINT schema_migrations_pkey PRIMARY KEY (version)
+)
+
+-- name: HAS_SCHEMA_MIGRATIONS
+-- Whether the bookkeeping table exists (a database never migrated has none).
+SELECT to_regclass('schema_migrations') IS NOT NULL
+
+-- name: RECORD_MIGRATION
+INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
+
+-- -- reminders --------------------------------------------------------------------------------
+
+-- name: ADD_REMINDERS
+-- Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
+-- statement (so all or nothing); then announce the reminders due soon ($27: `shard:second`
+-- payloads), delivered on commit. $28: the reminders' priorities (a column of $7…$26).
+WITH saved_key AS (
+    INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
+    SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
+    WHERE $1::text IS NOT NULL
+), saved AS (
+    INSERT INTO reminders (
+        id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
+        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
+        priority
+    )
+    SELECT * FROM unnest(
+        $7::text[], $8::text[], $9::smallint[], $10::text[], $11::text[], $12::text[],
+        $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[],
+        $19::integer[], $20::integer[], $21::json[], $22::text[], $23::text[], $24::integer[],
+        $25::timestamptz[], $26::timestamptz[], $28::smallint[]
+    )
+)
+SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
+
+-- name: ADD_REMINDER
+-- `ADD_REMINDERS` for one reminder, written out with plain parameters: most creates save one,
+-- and through 20 one-element arrays and `unnest` one save took 56 µs of client CPU instead of
+-- 41 µs, and 147 µs instead of 93 µs end to end (measured without the commit's fsync). The
+-- parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
+-- array; $27 is the wake-up payload, or NULL when the reminder is not due soon. With a cap
+-- ($29 > 0), nothing is saved when the reminder's (owner, app) pair keeps $29 pending
+-- already, counted as PENDING_COUNTS counts (among at most 4 × $29 of the owner's rows:
+-- base.CAP_READS): the check is in the statement because as a query of its own it was a
+-- round trip more per create. Answers whether it saved.
+WITH room AS (
+    SELECT $29::integer = 0 OR (
+        SELECT count(*) FILTER (
+            WHERE mine.status = 'pending' AND mine.source IS NOT DISTINCT FROM $22::text
+        )
+        FROM (SELECT status, source FROM reminders WHERE owner = $8::text LIMIT 4 * $29::integer)
+            AS mine
+    ) < $29::integer AS ok
+), saved_key AS (
+    INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
+    SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
+    WHERE $1::text IS NOT NULL AND (SELECT ok FROM room)
+), saved AS (
+    INSERT INTO reminders (
+        id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
+        bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
+        priority
+    )
+    SELECT
+        $7::text, $8::text, $9::smallint, $10::text, $11::text, $12::text,
+        $13::text, $14::text, $15::text, $16::text, $17::text, $18::timestamptz,
+        $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
+        $25::timestamptz, $26::timestamptz, $28::smallint
+    WHERE (SELECT ok FROM room)
+)
+SELECT ok, CASE WHEN ok AND $27::text IS NOT NULL THEN pg_notify('tocsin_due', $27::text) END
+FROM room
+
+-- name: PENDING_COUNTS
+-- How many pending reminders each (owner, app) pair keeps ($1 owners, $2 apps, NULL for the
+-- owner himself), among at most $3 of the owner's rows read by reminders_owner. The status is
+-- judged outside the read on purpose: a condition on it inside lets the planner join in the
+-- partial reminders_due (WHERE status = 'pending'), and without statistics (a new table, no
+-- autovacuum yet) it read all of that index for each count — 10 ms a create at 100,000
+-- pending rows, against 0.2 ms.
+SELECT wanted.owner, wanted.source, (
+    SELECT count(*) FILTER (
+        WHERE mine.status = 'pending' AND mine.source IS NOT DISTINCT FROM wanted.source
+    )
+    FROM (SELECT r.status, r.source FROM reminders AS r WHERE r.owner = wanted.owner LIMIT $3)
+        AS mine
+) AS pending
+FROM unnest($1::text[], $2::text[]) AS wanted (owner, source)
+
+-- A reminder's last firing: its newest written firing, or the ring a claim handed to a sender
+-- whose firing is not written yet (`rang_due_at`, shown `sending` until its deadline, judged
+-- at `now`, the caller's clock, else the database's: by then it is written, sent or expired,
+-- RECOVER_CLAIMS), whichever is due later. (The deadline also keeps an old ring whose firing
+-- retention deleted from showing again.) A template: `queries._last_firing` fills in {table},
+-- the row's alias, and {now}, the parameter of the caller's clock.
+
+-- name: _LAST_FIRING
+LEFT JOIN LATERAL (
+    SELECT id, due_at, state FROM (
+        (SELECT id, due_at, state, true AS written FROM firings
+         WHERE id > {table}.id || '.' AND id < {table}.id || '/' ORDER BY id DESC LIMIT 1)
+        UNION ALL
+        SELECT {table}.id || '.' || floor(extract(epoch FROM {table}.rang_due_at))::bigint,
+            {table}.rang_due_at, 'sending', false
+        WHERE {table}.rang_due_at + make_interval(secs => {table}.freshness)
+            > coalesce({now}::timestamptz, clock_timestamp())
+    ) AS rings
+    ORDER BY due_at DESC, written DESC
+    LIMIT 1
+) AS last ON true
+
+-- name: GET_REMINDER
+-- One reminder with its last firing (newest due), judged at $2 (else the database's clock).
+SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
+FROM reminders AS r
+{last_firing}
+WHERE r.id = $1
+
+-- name: LIST_REMINDERS
+-- An owner's reminders after a given id, in id order, optionally of one status (index
+-- reminders_owner), each with its last firing.
+SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
+FROM reminders AS r
+{last_firing}
+WHERE r.owner = $1 AND r.id > $2 AND ($3::text IS NULL OR r.status = $3)
+  AND ($5::text IS NULL OR r.source = $5)
+ORDER BY r.id
+LIMIT $4
+
+-- name: UPDATE_REMINDER
+-- Replace a reminder's mutable fields while its version is $2; return it with its last
+-- firing, announcing it ($15: zero or one payload) when it is now due soon. $17: priority.
+WITH saved AS (
+    UPDATE reminders
+    SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
+        status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
+        version = $2 + 1, updated_at = $16, priority = $17
+    WHERE id = $1 AND version = $2
+    RETURNING *
+)
+SELECT saved.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state,
+    (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($15::text[]) AS wake) AS woke
+FROM saved
+{last_firing}
+
+-- name: CANCEL_REMINDER
+-- Cancel a reminder while it is pending; return it with its last firing.
+WITH cancelled AS (
+    UPDATE reminders
+    SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
+        updated_at = $2
+    WHERE id = $1 AND status = 'pending'
+    RETURNING *
+)
+SELECT cancelled.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
+FROM cancelled
+{last_firing}
+
+-- name: MARK_SNOOZED
+-- Mark a firing snoozed by a new one-off ($1), once.
+UPDATE firings SET snoozed_by = $1 WHERE id = $2 AND snoozed_by IS NULL RETURNING id
+
+-- -- firings ----------------------------------------------------------------------------------
+
+-- name: LIST_FIRINGS
+-- A reminder's firings, newest due first. A firing's id is `<reminder id>.<due epoch second>`,
+-- so the primary key keeps a reminder's firings together and in due order: the ids between
+-- `<reminder id>.` and `<reminder id>/` ('/' follows '.'), the seconds 10 digits wide until
+-- 2286. The other queries find a reminder's last firing the same way.
+SELECT * FROM firings WHERE id > $1::text || '.' AND id < $1::text || '/'
+ORDER BY id DESC LIMIT $2
+
+-- name: LIST_ATTEMPTS
+-- The attempts of several firings.
+SELECT * FROM attempts WHERE firing_id = ANY($1::text[]) ORDER BY firing_id, number
+
+-- -- contacts ---------------------------------------------------------------------------------
+
+-- name: LIST_CONTACTS
+-- One page of an owner's contacts in id order (keyset: those after $2), of one kind when $3,
+-- saved by one app when $5.
+SELECT * FROM contacts
+WHERE owner = $1 AND id > $2 AND ($3::text IS NULL OR kind = $3)
+  AND ($5::text IS NULL OR source = $5)
+ORDER BY id LIMIT $4
+
+-- name: COUNT_CONTACTS
+-- How many contacts of an owner one app saved ($2; NULL: the owner himself), counted up to $3.
+SELECT count(*) FROM (
+    SELECT 1 FROM contacts WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
+) AS counted
+
+-- name: DESTINATIONS
+-- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
+-- index lookup of contacts_owner_kind.
+SELECT c.* FROM unnest($1::text[], $2::text[]) AS wanted (owner, kind)
+JOIN contacts AS c ON c.owner = wanted.owner AND c.kind = wanted.kind
+WHERE c.disabled_reason IS NULL
+ORDER BY c.id
+
+-- -- apps and secrets -------------------------------------------------------------------------
+
+-- -- metrics --------------------------------------------------------------------------------------
+
+-- name: OLDEST_PENDING
+-- The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
+-- The due time of the oldest pending reminder: the first entry of each lane of reminders_due
+-- (keyed by lane first), then the earliest of those.
+SELECT min(first.due_at) FROM generate_series(0, {last_lane}) AS lanes (lane),
+LATERAL (
+    SELECT due_at FROM reminders
+    WHERE status = 'pending' AND shard / {lane_width} = lanes.lane
+    ORDER BY bucket, due_at
+    LIMIT 1
+) AS first
+
+-- name: DISABLE_WEBHOOK
+UPDATE apps SET webhook_disabled = true WHERE name = $1
+
+-- name: REVOKE_OWNER_TOKENS
+-- Only ever later: revoking again never lets back in a token an earlier revocation refused.
+-- Draw the line, and tell every API process (delivered at commit): its open feeds of that
+-- owner check their credentials at once.
+WITH drawn AS (
+    INSERT INTO owner_token_revocations (owner, revoked_before) VALUES ($1, $2)
+    ON CONFLICT (owner) DO UPDATE
+    SET revoked_before = greatest(owner_token_revocations.revoked_before, excluded.revoked_before)
+    RETURNING owner
+)
+SELECT pg_notify('tocsin_revocations', owner) FROM drawn
+
+-- name: RESEAL_APPS
+-- A page of re-sealed values written back ($1 keys, $2 values read, $3 new values): only the
+-- rows still holding the value read change, one row answered per change made.
+UPDATE apps SET webhook_secret = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE apps.name = page.key AND apps.webhook_secret = page.old
+RETURNING apps.name
+
+-- name: RESEAL_CONTACTS
+UPDATE contacts SET secret = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE contacts.id = page.key AND contacts.secret = page.old
+RETURNING contacts.id
+
+-- name: RESEAL_CONTACT_ADDRESSES
+UPDATE contacts SET address = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE contacts.id = page.key AND contacts.address = page.old
+RETURNING contacts.id
+
+-- name: RESEAL_SHARED_VALUES
+UPDATE secrets SET value = page.new
+FROM unnest($1::text[], $2::text[], $3::text[]) AS page (key, old, new)
+WHERE secrets.name = page.key AND secrets.value = page.old
+RETURNING secrets.name
+
+-- -- the scheduler ----------------------------------------------------------------------------
+
+-- name: _LOAD_LANE
+-- Pending reminders of one lane's bucket range and shard range, in due order: one range scan
+-- of reminders_due, keyed ((shard / 64), bucket, due_at, id, shard) — the lane $9 first, then
+-- reading order — that tests the shard range on each entry and reads no other lane's entry;
+-- with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8: the next page,
+-- which starts where the last one stopped.
+SELECT id, due_at, freshness, zone, anchor, rule, version, priority, bucket FROM reminders
+WHERE status = 'pending' AND shard / 64 = $9::integer + {offset}
+  AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
+  AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
+ORDER BY bucket, due_at, id
+LIMIT $5
+
+-- name: _LOAD_DUE
+-- Pending reminders of a part that spans several lanes: the {branches}, one `_LOAD_LANE` scan
+-- per lane, merged (a Merge Append, which stops at the limit). `queries.load_due` builds it.
+SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM ({branches}) AS due
+ORDER BY bucket, due_at, id LIMIT $5
+
+-- How the scheduler's writes (CLAIM, RECORD_ATTEMPTS) are planned: with nothing set, each sent
+-- alone (a transaction of its own, one round trip). Each joins its batch (`unnest`) to its
+-- table by the primary key alone, and compares the row's state with a value of the batch —
+-- the status each reminder was loaded in, the state each firing was handed out in — never
+-- with a constant. A partial index serves a query only when the query's own conditions on
+-- the table prove its predicate, and a value known only when the batch is read proves
+-- nothing: reminders_due and firings_sending cannot be chosen, whatever the statistics say.
+-- With no condition on the table but the join, the plan is a Nested Loop from the batch into
+-- the primary key, one lookup per batch row, which locks the rows in the batch's order (a
+-- claim batch comes sorted by id); the only other is to read the table whole once, which
+-- the planner takes only for a small table (below ~100,000 rows), where it costs as little.
+-- The plan made for a batch's arguments and the generic plan are the same, so a prepared
+-- statement may switch to the generic plan and skip planning (0.5-0.6 ms a batch).
+--
+-- What the statements looked like before, and what each planner setting they ran under did
+-- (measured with `tocsin bench plans`): docs/storage.md, "Planner settings".
+
+-- name: LOAD_PLANNING
+-- How `load_due` is planned: in its own transaction, with sorting off, and nothing else
+-- forced. Keyed by lane, the index gives a part only its own rows whatever the planner picks
+-- (no sequential scan or parallel plan came up, fresh statistics or stale), but with fresh
+-- statistics of a busy minute the planner prefers a bitmap scan and a sort to the index's
+-- order, because the rows of a lane lie scattered over the heap, and reads the part's whole
+-- minute for every page (docs/storage.md, "The hot paths", has the measurement). Sorting off
+-- leaves the index's order the one plan that needs no sort.
+SET LOCAL enable_sort = off
+
+-- name: CLAIM
+-- Claim a batch in one statement. `moved` is the conditional update of each row, found by its
+-- id, only while it is still exactly what was loaded: in the status it was loaded in ($14:
+-- `pending`), at the loaded due time, at the loaded version (an edit, snooze or cancel since
+-- the load bumped it: the claim loses, and the scheduler rings the new version instead). A
+-- series moves on to its next due time, computed from the rule of that version; a one-off or
+-- finished series ends; either keeps the due instant it rang at (`rang_due_at`). With $13
+-- (the part count) set, a claim applies only while its part's lease is held by the sender
+-- $11 at the epoch the sender believes it holds ($8): a worker whose lease ran out and was
+-- taken over changes nothing (the fencing token). A claim with an error ($9) records a ring
+-- that could not be planned: `failed`, with the error as its last_error. Each row it moved
+-- rings once under its delivery identity (`<reminder id>.<due epoch second>`, made here:
+-- tocsin.ids.firing_id): one whose firing is written already (a series edited back to an
+-- instant that rang) rings no more. $10: now; $12: the sender's hold.
+--
+-- A ring to send is not written here (`stored` false): the update of its reminder is the
+-- claim's one row write, and the rings of the batch go, as two arrays in one row, into
+-- `claimed_rings` under the sender's hold. Its firing is written once, with the outcome of
+-- its first try (INSERT_FIRINGS); a claim whose sender never writes it is found by its hold
+-- (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
+-- `expired` ones, and the in-app feed's (below).
+--
+-- A ring for the in-app feed alone is not a worker's to send: its firing is inserted
+-- `queued` until its deadline (with the note $15), for a page to take (MARK_FEED_SENT) or
+-- pickup to expire, and announced here to the API processes' feeds (NOTIFY, delivered at
+-- commit: a claim that rolled back announces nothing; payloads of at most 40 rings, each
+-- line at most ~170 bytes, under NOTIFY's 8,000; `codec.parse_feed_payload` reads them).
+-- A page then has it as soon as the claim commits, with no delivery round in between.
+WITH claim AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::timestamptz[], $3::integer[], $4::timestamptz[], $5::integer[],
+        $6::text[], $7::integer[], $8::bigint[], $9::text[], $14::text[]
+    ) AS claim (
+        reminder_id, due_at, version, next_due_at, next_bucket, state, part, epoch, error,
+        loaded_status
+    )
+), moved AS (
+    UPDATE reminders AS r
+    SET status = CASE
+            WHEN claim.next_due_at IS NOT NULL THEN 'pending'
+            WHEN r.rule IS NULL THEN 'fired'
+            ELSE 'ended'
+        END,
+        due_at = claim.next_due_at,
+        bucket = claim.next_bucket,
+        version = r.version + 1,
+        updated_at = $10,
+        rang_due_at = claim.due_at
+    FROM claim
+    WHERE r.id = claim.reminder_id
+      AND (r.status, r.due_at, r.version) = (claim.loaded_status, claim.due_at, claim.version)
+      AND ($13::integer IS NULL OR EXISTS (
+          SELECT 1 FROM leases AS l
+          WHERE l.parts = $13 AND l.part = claim.part AND l.holder = $11
+            AND l.epoch = claim.epoch
+      ))
+    RETURNING r.id || '.' || floor(extract(epoch FROM claim.due_at))::bigint AS firing_id,
+        r.id AS reminder_id, r.owner, r.shard, claim.due_at,
+        claim.due_at + make_interval(secs => r.freshness) AS deadline, r.channel, r.text,
+        r.metadata, r.source,
+        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
+            ELSE claim.state END AS state,
+        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $15
+            ELSE claim.error END AS error,
+        claim.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority
+), ring AS (
+    SELECT moved.*, state <> 'sending' AS stored FROM moved
+    WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
+), announced AS (
+    SELECT count(pg_notify('tocsin_feed', payload)) AS notifications
+    FROM (
+        SELECT string_agg(owner || ' ' || firing_id, E'
+') AS payload
+        FROM (
+            SELECT owner, firing_id, (row_number() OVER ()) / 40 AS chunk
+            FROM ring WHERE feed
+        ) AS rings
+        GROUP BY chunk
+    ) AS payloads
+), held AS (
+    INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats)
+    SELECT $12, $11, array_agg(reminder_id), array_agg(due_at) FROM ring WHERE NOT stored
+    HAVING count(*) > 0
+), written AS (
+    INSERT INTO firings (
+        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+        attempts, next_attempt_at, created_at, last_error, priority
+    )
+    SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
+        source, state, 0,
+        CASE WHEN feed THEN deadline WHEN state = 'queued' THEN $10::timestamptz END,
+        $10, error, priority
+    FROM ring CROSS JOIN announced
+    WHERE stored
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
+    state, error, priority, stored
+FROM ring
+WHERE NOT stored OR firing_id IN (SELECT id FROM written)
+
+-- name: _INSERT_FIRINGS
+-- Write, once, the firings of rings a claim did not write (`stored` false in CLAIM), each
+-- with the outcome of its first try, and that try's attempts where the firing row cannot
+-- hold it (as RECORD_ATTEMPTS does: a first try accepted with nothing to say on the firing's
+-- own channel is `sent_to` on the row). {conflict} is empty on the common path: a plain
+-- INSERT writes no speculative-insertion record (ON CONFLICT's, 48 bytes a row), and a batch
+-- that meets a firing written meanwhile fails whole and is written again with
+-- `INSERT_FIRINGS_AFTER_RECOVERY`. $31: each firing's priority. Return how many were written.
+WITH result AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::text[], $4::smallint[], $5::timestamptz[],
+        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
+        $12::text[], $13::timestamptz[], $14::integer[], $15::timestamptz[], $16::text[],
+        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[],
+        $31::smallint[]
+    ) AS result (
+        firing_id, reminder_id, owner, shard, due_at, deadline, route, text, metadata, source,
+        created_at, state, next_attempt_at, number, at, channel, outcome, last_error,
+        provider_id, destination, error, sent_to, priority
+    )
+), written AS (
+    INSERT INTO firings AS f (
+        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+        attempts, next_attempt_at, sent_at, provider_id, last_error, sent_to, created_at,
+        priority
+    )
+    SELECT firing_id, reminder_id, owner, shard, due_at, deadline, route, text,
+        metadata::json, source, state, coalesce(number, 0),
+        CASE WHEN state = 'queued' THEN coalesce(next_attempt_at, at, created_at) END,
+        CASE WHEN state = 'sent' THEN coalesce(at, clock_timestamp()) END,
+        provider_id, last_error, CASE WHEN route = channel THEN sent_to END, created_at,
+        priority
+    FROM result
+    {conflict}
+    RETURNING f.id, f.sent_to IS NOT NULL AS on_row
+), recorded AS (
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    SELECT result.firing_id, number, at, channel, outcome, error, provider_id, destination
+    FROM result JOIN written ON written.id = result.firing_id
+    WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
+      AND NOT written.on_row
+    UNION ALL
+    SELECT earlier.* FROM unnest(
+        $23::text[], $24::integer[], $25::timestamptz[], $26::text[], $27::text[], $28::text[],
+        $29::text[], $30::text[]
+    ) AS earlier (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    WHERE earlier.firing_id IN (SELECT id FROM written)
+    ON CONFLICT (firing_id, number) DO NOTHING
+)
+SELECT count(*) FROM written
+
+-- name: _AFTER_RECOVERY
+-- {conflict} of INSERT_FIRINGS_AFTER_RECOVERY, the same, for a batch in which some firing is written already: by RECOVER_CLAIMS, when the
+-- sender's hold ran out before its results were written, or by an earlier try of this very
+-- write that committed but whose answer was lost. A result still applies to a firing that
+-- RECOVER_CLAIMS wrote and no sender has taken since (`queued`, untried): the ring was sent
+-- by its first sender after all, and is not sent again. Anything else keeps what it holds.
+ON CONFLICT (id) DO UPDATE
+    SET state = excluded.state, attempts = excluded.attempts,
+        next_attempt_at = excluded.next_attempt_at, sent_at = excluded.sent_at,
+        provider_id = excluded.provider_id, last_error = excluded.last_error,
+        sent_to = excluded.sent_to
+    WHERE f.state = 'queued' AND f.attempts = 0 AND f.sender IS NULL AND f.sent_at IS NULL
+
+-- name: _UNLESS_WRITTEN
+-- {conflict} of INSERT_FIRINGS_UNLESS_WRITTEN, the same, for rings handed back unsent (`release_deliveries`): one written already — by
+-- `RECOVER_CLAIMS`, or by this very release tried before — keeps what it holds.
+ON CONFLICT (id) DO NOTHING
+
+-- name: RECOVER_CLAIMS
+-- Write, `queued` for any sender now ($1), the rings of up to $2 claims whose sender's hold
+-- ran out before it wrote their firings, and forget those claims. Each claim is taken by one
+-- caller (SKIP LOCKED); a ring whose firing is written (nearly all: their sender wrote them)
+-- is left as it is. The firing is made from its reminder's row as it is now, at the due
+-- instant the claim rang: an edit since then shows in it, an edit that can only have come
+-- after its sender read the row.
+WITH stale AS (
+    DELETE FROM claimed_rings
+    WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM claimed_rings WHERE hold_until < $1
+        ORDER BY hold_until LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING reminder_ids, due_ats
+), ring AS (
+    SELECT held.reminder_id, held.due_at,
+        held.reminder_id || '.' || floor(extract(epoch FROM held.due_at))::bigint AS firing_id
+    FROM stale, unnest(stale.reminder_ids, stale.due_ats) AS held (reminder_id, due_at)
+), written AS (
+    INSERT INTO firings (
+        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+        attempts, next_attempt_at, created_at, last_error, priority
+    )
+    SELECT ring.firing_id, r.id, r.owner, r.shard, ring.due_at,
+        ring.due_at + make_interval(secs => r.freshness), r.channel, r.text, r.metadata,
+        r.source, 'queued', 0, $1, $1,
+        'its sender did not record it before its hold ran out: sent again', r.priority
+    FROM ring JOIN reminders AS r ON r.id = ring.reminder_id
+    WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = ring.firing_id)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+SELECT count(*) FROM written
+
+-- name: TAKE_DELIVERIES
+-- Hand firings that need a sender to the caller: `queued` whose retry time came, or `sending`
+-- whose sender's lease ran out — urgent ones first (priority NULL), then closest deadline
+-- first, so a backlog goes out in the order it goes stale. Each kind is a range scan of its
+-- partial index (firings_queued on next_attempt_at, firings_sending on lease_until) over what
+-- is due now, then sorted by priority and deadline: an index keyed by deadline would instead
+-- be read across every firing not due yet (all the retries waiting out an outage) to find
+-- the due ones. Rows another caller is
+-- taking are skipped (SKIP LOCKED), so each goes to one caller. Those past their deadline
+-- ($1 = now) become `expired` instead, up to $4 of them per call, taken apart from the fresh
+-- ones, which they would otherwise crowd out of the limit by sorting first. The rows taken
+-- are updated by primary key (`= ANY(ARRAY(…))`): joined to the CTE instead, the planner
+-- hashed the whole table when it expected a few hundred candidates.
+WITH overdue AS (
+    SELECT id FROM firings
+    WHERE ((state = 'queued' AND next_attempt_at <= $1)
+           OR (state = 'sending' AND lease_until < $1))
+      AND deadline <= $1
+      AND shard BETWEEN $2 AND $3
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE firings AS f
+    SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL,
+        last_error = 'expired: its deadline passed before it could be sent'
+            || coalesce(' (last error: ' || f.last_error || ')', '')
+    WHERE f.id = ANY(ARRAY(SELECT id FROM overdue))
+), candidate AS (
+    SELECT id FROM firings
+    WHERE ((state = 'queued' AND next_attempt_at <= $1)
+           OR (state = 'sending' AND lease_until < $1))
+      AND deadline > $1
+      AND shard BETWEEN $2 AND $3
+    ORDER BY priority NULLS FIRST, deadline
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE firings AS f
+SET state = 'sending', sender = $5, lease_until = $6, next_attempt_at = NULL
+WHERE f.id = ANY(ARRAY(SELECT id FROM candidate))
+RETURNING f.*
+
+-- name: RECORD_ATTEMPTS
+-- Move firings on after one round of attempts each (or none: `number` NULL), each found by its
+-- id, only while the reporting sender still holds it (in the state it was handed out in, $22:
+-- `sending`), and record each attempt: the round's last with its result ($1…$12: $9 is the
+-- firing's last error, $12 the attempt's), the others (at other destinations of the same
+-- firing) from $13…$20. A first try accepted with nothing to say ($21: its destination, else
+-- NULL) on the firing's own channel stays on the firing row (`sent_to`) and writes no
+-- attempts row: one row write instead of two for the common ring. A batch names each firing
+-- once (the store sends the first result of each). Return how many applied.
+WITH result AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::integer[],
+        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+        $12::text[], $21::text[], $22::text[]
+    ) AS result (
+        firing_id, sender, state, next_attempt_at, number, at, channel, outcome, last_error,
+        provider_id, destination, error, sent_to, held_state
+    )
+), finished AS (
+    UPDATE firings AS f
+    SET state = result.state,
+        attempts = coalesce(result.number, f.attempts),
+        next_attempt_at = CASE
+            WHEN result.state = 'queued' THEN coalesce(result.next_attempt_at, result.at)
+        END,
+        sender = NULL,
+        lease_until = NULL,
+        sent_at = CASE
+            WHEN result.state = 'sent' THEN coalesce(result.at, clock_timestamp())
+            ELSE f.sent_at
+        END,
+        provider_id = coalesce(result.provider_id, f.provider_id),
+        last_error = result.last_error,
+        sent_to = CASE WHEN f.channel = result.channel THEN result.sent_to END
+    FROM result
+    WHERE f.id = result.firing_id AND (f.state, f.sender) = (result.held_state, result.sender)
+    RETURNING result.*, f.sent_to IS NOT NULL AS on_row
+), recorded AS (
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    SELECT firing_id, number, at, channel, outcome, error, provider_id, destination
+    FROM finished
+    WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
+      AND NOT on_row
+    UNION ALL
+    SELECT earlier.* FROM unnest(
+        $13::text[], $14::integer[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],
+        $19::text[], $20::text[]
+    ) AS earlier (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    WHERE earlier.firing_id IN (SELECT firing_id FROM finished)
+    ON CONFLICT (firing_id, number) DO NOTHING
+)
+SELECT count(*) FROM finished
+
+-- name: RELEASE_DELIVERIES
+-- Hand firings back unsent ($3 = now): still `sending` held by $2, they become `queued` for
+-- any taker at once.
+UPDATE firings
+SET state = 'queued', next_attempt_at = $3, sender = NULL, lease_until = NULL
+WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
+
+-- -- leases -----------------------------------------------------------------------------------
+
+-- name: DATABASE_NOW
+-- Leases are judged by the database's clock, never a worker's: a worker whose clock is off
+-- neither takes a live lease nor keeps a dead one. (clock_timestamp(), not now(): the
+-- renewal's own moment, however long its transaction waited for a lock.)
+SELECT clock_timestamp()
+
+-- name: READ_ONLY
+-- Whether this server cannot take writes: a standby (in recovery), or one set read-only (as
+-- a fenced or draining primary may be). Readiness asks it, so that a process whose pool
+-- still reaches a server that was demoted says why it does nothing.
+SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::boolean
+
+-- name: LEASES_CHANGED
+-- Tell every worker that parts were let go or a worker joined, so that they renew at once
+-- (delivered at commit): a graceful change of hands leaves no part unheld for a renewal
+-- period.
+SELECT pg_notify('tocsin_leases', $1)
+
+-- name: ENSURE_PARTS
+-- Make the lease rows of a part count once; a new row starts from the lowest watermark any
+-- other part count recorded (re-reading a few buckets is safe; skipping them is not).
+INSERT INTO leases (parts, part, watermark)
+SELECT $1, part, (SELECT min(watermark) FROM leases WHERE parts <> $1)
+FROM generate_series(0, $1 - 1) AS part
+WHERE (SELECT count(*) FROM leases WHERE parts = $1) < $1
+ON CONFLICT (parts, part) DO NOTHING
+
+-- name: HELD
+-- The parts a worker holds (expired or not: nobody else took them yet), locked.
+SELECT part FROM leases WHERE parts = $1 AND holder = $2 ORDER BY part FOR UPDATE
+
+-- name: KEEP_PARTS
+-- Extend the held parts in $3 until $4; release the worker's other parts.
+UPDATE leases
+SET holder = CASE WHEN part = ANY($3::integer[]) THEN holder END,
+    expires_at = CASE WHEN part = ANY($3::integer[]) THEN $4::timestamptz END
+WHERE parts = $1 AND holder = $2
+
+-- name: TAKE_PARTS
+-- Take up to $5 free or expired parts, lowest first, each at a new epoch (the fencing token);
+-- parts another worker is taking are skipped, and a part is re-checked once locked. One row
+-- per part taken, saying whether another worker's expired lease held it (a takeover: this
+-- worker's own excess parts were let go, holder NULL, just before).
+WITH taking AS (
+    SELECT part, holder FROM leases
+    WHERE parts = $1 AND (holder IS NULL OR expires_at <= $4)
+    ORDER BY part
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE leases SET holder = $2, expires_at = $3, epoch = epoch + 1
+WHERE parts = $1 AND part IN (SELECT part FROM taking)
+RETURNING (SELECT t.holder FROM taking AS t WHERE t.part = leases.part) IS NOT NULL AS takeover
+
+-- name: RELEASE_SOME
+-- Give up some of a worker's leases.
+UPDATE leases SET holder = NULL, expires_at = NULL
+WHERE holder = $1 AND part = ANY($2::integer[])
+
+-- name: ADVANCE_WATERMARK
+-- Raise a part's watermark, only while the worker holds it and only upwards.
+UPDATE leases SET watermark = $3
+WHERE part = $2 AND holder = $1 AND (watermark IS NULL OR watermark < $3)
+RETURNING part
+
+-- -- the in-app feed ------------------------------------------------------------------------------
+
+-- name: ANNOUNCE_FEED
+-- One NOTIFY per announced ring ($1: payloads `<owner> <firing id>`), in one statement.
+-- In-app rings for the API processes' feeds (payloads: `codec.feed_payloads`). Committed
+-- without waiting for the WAL flush: a NOTIFY holds a lock that serialises every notifying
+-- commit of the server until its commit ends, and with a flush inside it a burst's
+-- announcements queued behind each other's (300-850 ms for a batch of 1,000, measured
+-- beside other writes). Nothing durable depends on it: an announcement lost in a crash is
+-- a feed whose LISTEN connection broke, and the API re-reads what waits (`on_gap`).
+SELECT pg_notify('tocsin_feed', payload)
+FROM set_config('synchronous_commit', 'off', true) AS async_commit, unnest($1::text[]) AS payload
+
+-- name: FEED_FIRINGS
+-- The owner's in-app firings still fresh that wait for a page, and those sent since the
+-- page's last event was ($3, none when NULL or not the owner's; see Store.feed_firings): a
+-- range scan of firings_feed over (owner, deadline > now), the few rows found filtered and
+-- sorted.
+SELECT * FROM firings
+WHERE owner = $1 AND channel = 'inapp' AND deadline > $2
+  AND (state IN ('queued', 'sending')
+       OR (state = 'sent' AND id <> $3
+           AND sent_at >= (SELECT sent_at - interval '{slack_seconds} seconds'
+                           FROM firings WHERE id = $3 AND owner = $1)))
+ORDER BY due_at, id
+LIMIT $4
+
+-- name: FEED_RINGS
+-- Announced firings that may still go on a page. The feed's reads and marks by id: only the
+-- primary key may serve them. Written plainly
+-- (`channel = 'inapp' AND deadline > $2`), the conditions match the partial index
+-- `firings_feed` (in-app firings by owner and deadline), and with statistics that count few
+-- fresh in-app firings — a new database, or the first burst after an ANALYZE — the planner
+-- took it and read every fresh in-app firing for each batch of ids: for a 10,000-ring burst
+-- in batches of 250, 3.3 s of PostgreSQL's CPU for the reads and 1.4 s for the marks, against
+-- 0.06 s and 0.18 s by primary key (docs/benchmarks.md, the in-app row). The CASE says the
+-- same (NULL, so false, for any other channel) in a form no index matches.
+SELECT * FROM firings
+WHERE id = ANY($1::text[]) AND CASE WHEN channel = 'inapp' THEN deadline END > $2
+  AND state IN ('queued', 'sending', 'sent')
+
+-- name: MARK_FEED_SENT
+-- A page received these: each one still fresh and not final becomes `sent` with one more
+-- attempt (whoever held it: a worker's later result no longer applies). Two pages marking
+-- one firing at once: the second finds it `sent` and changes nothing. A page that got the
+-- ring at its first attempt (the worker's `held` not written yet, the usual case: rings for
+-- the feed alone are announced at their claim) leaves it on the firing row (`sent_to`),
+-- as a first try accepted by any channel does: one row write, not two.
+-- By id alone, as FEED_RINGS (above).
+WITH sent AS (
+    UPDATE firings
+    SET state = 'sent', sent_at = $2, attempts = attempts + 1, sender = NULL,
+        lease_until = NULL, next_attempt_at = NULL, last_error = NULL,
+        sent_to = CASE WHEN attempts = 0 THEN 'feed' END
+    WHERE id = ANY($1::text[]) AND CASE WHEN channel = 'inapp' THEN deadline END > $2
+      AND state IN ('queued', 'sending')
+    RETURNING id, attempts, sent_to IS NOT NULL AS on_row
+), recorded AS (
+    INSERT INTO attempts (firing_id, number, at, channel, outcome, destination)
+    SELECT id, attempts, $2, 'inapp', 'sent', 'feed' FROM sent WHERE NOT on_row
+    ON CONFLICT (firing_id, number) DO NOTHING
+)
+SELECT count(*) FROM sent
+
+-- -- upkeep: retention ------------------------------------------------------------------------
+
+-- name: PRUNE_FIRINGS
+-- One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
+-- firings_due from its old end; a ring still being delivered is never old enough, and one a
+-- statement holds is skipped, never waited for), and their attempts, by primary key.
+WITH gone AS (
+    DELETE FROM firings
+    WHERE id = ANY(ARRAY(
+        SELECT id FROM firings
+        WHERE due_at < $1 AND state IN ('sent', 'failed', 'expired')
+        ORDER BY due_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING id
+), attempts_gone AS (
+    DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
+)
+SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts
+
+-- name: PRUNE_REMINDERS
+-- One batch of finished reminders (not pending) last changed before $1, at most $2, oldest
+-- first: a range scan of the partial index reminders_finished. A reminder goes only once its
+-- firings have (a probe of the firings' primary key: ids `<reminder id>.<due second>`), so a
+-- ring's record never outlives its reminder.
+WITH gone AS (
+    DELETE FROM reminders
+    WHERE id = ANY(ARRAY(
+        SELECT id FROM reminders AS r
+        WHERE status <> 'pending' AND updated_at < $1
+          AND NOT EXISTS (
+              SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/'
+          )
+        ORDER BY updated_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    )) AND status <> 'pending'
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+
+-- name: PRUNE_IDEMPOTENCY_KEYS
+-- One batch of idempotency keys created before $1, at most $2, oldest first
+-- (idempotency_keys_age), deleted by their row address (a TID scan: a key is never updated,
+-- and only retention deletes keys).
+WITH gone AS (
+    DELETE FROM idempotency_keys
+    WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM idempotency_keys
+        WHERE created_at < $1
+        ORDER BY created_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ))
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+
+-- name: HOLD_CHORE
+-- Take or keep chore $1's lease for worker $2 until the database's now + $3: only when free,
+-- run out, or held by $2 already (then the holder comes back; else no row).
+INSERT INTO chores (name, holder, expires_at) VALUES ($1, $2, clock_timestamp() + $3::interval)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE chores.holder = excluded.holder OR chores.holder IS NULL
+    OR chores.expires_at < clock_timestamp()
+RETURNING holder
+
+-- -- upkeep: time zone data upgrades ------------------------------------------------------------
+
+-- name: ZONE_DATA_RECORDED
+-- Whether tzdata release $1 is recorded.
+SELECT EXISTS (SELECT 1 FROM zone_data WHERE version = $1)
+
+-- name: RECORD_ZONE_DATA
+-- Record release $1's zone digests ($2 zones, $3 digests), leaving rows recorded already.
+INSERT INTO zone_data (version, zone, digest)
+SELECT $1, zone, digest FROM unnest($2::text[], $3::text[]) AS given (zone, digest)
+ON CONFLICT (version, zone) DO NOTHING
+
+-- name: PENDING_IN_ZONES
+-- The pending reminders with ids in ($1, $2] whose zone is one of $3.
+SELECT id, shard, zone, anchor, rule, due_at, version FROM reminders
+WHERE id > $1 AND id <= $2 AND status = 'pending' AND zone = ANY($3::text[])
+ORDER BY id
+
+-- name: RESCHEDULE
+-- Move reminders to new due times, each only while it is still pending at the due time and
+-- version it was read with (a claim, edit or cancel since then wins); announce the wake-ups
+-- ($7) when any moved.
+WITH moved AS (
+    UPDATE reminders AS r
+    SET due_at = m.due_at, bucket = m.bucket, version = r.version + 1, updated_at = $6
+    FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[])
+        AS m (id, version, was, due_at, bucket)
+    WHERE r.id = m.id AND r.version = m.version AND r.due_at = m.was AND r.status = 'pending'
+    RETURNING r.id
+)
+SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke
+FROM moved
+
+-- -- the status board ---------------------------------------------------------------------------
+
+-- name: STATUS_PLANNING
+-- How the status board's counts and samples are planned. Each reads one minute (bucket) at a
+-- time from a parameter of a function scan, so the planner estimates a minute by a default
+-- selectivity (15 rows of 3,000; a few thousand of a billion) whatever it holds: for a
+-- small estimate it prefers a bitmap scan, which reads every index entry of the minute
+-- before the LIMIT applies — all 3 million of 09:00 New York — and sorts them. Without bitmap
+-- scans and sorts, each minute is an index scan in index order that stops at the cap.
+SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL max_parallel_workers_per_gather = 0
+
+-- name: STATUS_LEASES
+-- The leases held now, by the database's clock.
+SELECT holder, part FROM leases
+WHERE holder IS NOT NULL AND expires_at > clock_timestamp()
+ORDER BY holder, part
+
+-- name: COUNT_DUE
+-- Pending reminders due in each bucket of [$1, $2], each counted up to $3: one range scan of
+-- `reminders_due` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES) and
+-- bucket, each stopped at the cap; the lanes' counts add up to the bucket's, capped again.
+SELECT buckets.bucket, least($3::bigint, (
+    SELECT sum((
+        SELECT count(*) FROM (
+            SELECT 1 FROM reminders
+            WHERE status = 'pending' AND shard / 64 = lanes.lane
+              AND reminders.bucket = buckets.bucket
+            LIMIT $3
+        ) AS capped
+    ))::bigint
+    FROM generate_series(0, 15) AS lanes (lane)
+)) AS due
+FROM generate_series($1::integer, $2::integer) AS buckets (bucket)
+
+-- name: COUNT_OVERDUE
+-- Pending reminders due before bucket $1, counted up to $2 (the sweep keeps them few): one
+-- range scan of `reminders_due` per lane, as COUNT_DUE.
+SELECT least($2::bigint, sum((
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND shard / 64 = lanes.lane AND bucket < $1
+        LIMIT $2
+    ) AS capped
+))::bigint)
+FROM generate_series(0, 15) AS lanes (lane)
+
+-- name: SAMPLE_RINGS
+-- The firings due in each minute of [$1, $2] (UTC epoch minutes), the $3 earliest of a
+-- minute at most (one range scan of `firings_due` per minute), counted by state, with the
+-- lateness of the sent ones: nearest-rank percentiles (percentile_disc skips the NULLs of
+-- the others). One row per minute.
+SELECT minutes.minute, counted.*
+FROM generate_series($1::bigint, $2::bigint) AS minutes (minute)
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE state = 'sent') AS sent,
+           count(*) FILTER (WHERE state = 'failed') AS failed,
+           count(*) FILTER (WHERE state = 'expired') AS expired,
+           count(*) FILTER (WHERE state IN ('queued', 'sending')) AS waiting,
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY lateness) AS p50,
+           percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness) AS p99,
+           max(lateness) AS max
+    FROM (
+        SELECT state, extract(epoch FROM sent_at - due_at)::float8 AS lateness
+        FROM firings
+        WHERE due_at >= to_timestamp(minutes.minute * 60)
+          AND due_at < to_timestamp((minutes.minute + 1) * 60)
+        ORDER BY due_at
+        LIMIT $3
+    ) AS sample
+) AS counted
+

@@ -1,0 +1,196 @@
+-- The statements both backends run with the same text (see __init__.py): named placeholders
+-- (`:owner`), which sqlite3 takes as they are and the PostgreSQL store as `$n`, in the order
+-- each name first appears. Nothing here may be one dialect's only: no `::` casts, no `$n`,
+-- no `?`, no JSON functions; instants are parameters, never `now()`.
+
+-- -- migrations -------------------------------------------------------------------------------
+
+-- name: APPLIED_VERSIONS
+-- Versions applied so far.
+SELECT version FROM schema_migrations ORDER BY version
+
+-- -- reminders --------------------------------------------------------------------------------
+
+-- name: FIND_IDEMPOTENCY
+-- The idempotency record saved under (scope, key).
+SELECT scope, key, request_hash, status_code, body, created_at
+FROM idempotency_keys WHERE scope = :scope AND key = :key
+
+-- -- contacts ---------------------------------------------------------------------------------
+
+-- name: INSERT_CONTACT
+-- The parameters are the columns (`rows.contact_values`); address is JSON text.
+INSERT INTO contacts (
+    id, owner, shard, kind, address, label, secret, disabled_reason, disabled_at, created_at,
+    updated_at, source
+) VALUES (
+    :id, :owner, :shard, :kind, :address, :label, :secret, :disabled_reason, :disabled_at,
+    :created_at, :updated_at, :source
+)
+
+-- name: GET_CONTACT
+SELECT * FROM contacts WHERE id = :id
+
+-- name: UPDATE_CONTACT
+-- Replace what an owner may change; the saved row comes back.
+UPDATE contacts
+SET address = :address, label = :label, disabled_reason = :disabled_reason,
+    disabled_at = :disabled_at, updated_at = :updated_at
+WHERE id = :id
+RETURNING *
+
+-- name: DELETE_CONTACT
+DELETE FROM contacts WHERE id = :id RETURNING id
+
+-- name: DISABLE_CONTACT
+-- Disable a contact its provider called gone, once (the first reason is kept).
+UPDATE contacts SET disabled_reason = :reason, disabled_at = :now, updated_at = :now
+WHERE id = :id AND disabled_reason IS NULL
+RETURNING id
+
+-- name: SETTLED_DESTINATIONS
+-- The destinations a firing's attempts settled for good (its attempts are found by the
+-- primary key's prefix), with a first try kept on the firing row; `channel:<name>` for an
+-- attempt that found its channel with no destination.
+SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
+WHERE firing_id = :id AND outcome <> 'retry'
+UNION ALL
+SELECT sent_to, 'sent' FROM firings WHERE id = :id AND sent_to IS NOT NULL
+
+-- -- apps and secrets -------------------------------------------------------------------------
+
+-- name: INSERT_APP
+-- The parameters are the columns (`rows.app_values`).
+INSERT INTO apps (
+    name, key_hash, key_prefix, webhook_url, webhook_secret, webhook_disabled, created_at,
+    admin, priority
+) VALUES (
+    :name, :key_hash, :key_prefix, :webhook_url, :webhook_secret, :webhook_disabled,
+    :created_at, :admin, :priority
+)
+
+-- name: FIND_APP_BY_NAME
+SELECT * FROM apps WHERE name = :name
+
+-- name: FIND_APP_BY_KEY_HASH
+SELECT * FROM apps WHERE key_hash = :key_hash
+
+-- name: LIST_APPS
+SELECT * FROM apps ORDER BY name
+
+-- name: COUNT_APPS
+SELECT count(*) FROM apps
+
+-- name: REVOKE_APP
+UPDATE apps SET revoked_at = :at WHERE name = :name AND revoked_at IS NULL
+
+-- name: REPLACE_APP_KEY
+-- A new key for an app; a revoked app is live again with it.
+UPDATE apps SET key_hash = :key_hash, key_prefix = :key_prefix, revoked_at = NULL
+WHERE name = :name
+
+-- name: OWNER_TOKENS_REVOKED_BEFORE
+SELECT revoked_before FROM owner_token_revocations WHERE owner = :owner
+
+-- name: KEEP_FIRST_SHARED_VALUE
+-- Keep the first value saved under a name (table `secrets`).
+INSERT INTO secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING
+
+-- name: READ_SHARED_VALUE
+SELECT value FROM secrets WHERE name = :name
+
+-- Re-sealing secrets (`reseal_secrets`): one page of a sealed column in key order, after a key
+-- (:after, at most :limit); each backend writes a page back its own way (RESEAL_*).
+
+-- name: SEALED_APP_SECRETS
+SELECT name, webhook_secret FROM apps
+WHERE webhook_secret IS NOT NULL AND name > :after ORDER BY name LIMIT :limit
+
+-- name: SEALED_CONTACT_SECRETS
+SELECT id, secret FROM contacts WHERE secret IS NOT NULL AND id > :after ORDER BY id LIMIT :limit
+
+-- name: SEALED_CONTACT_ADDRESSES
+-- The addresses of the kinds with sealed fields (`rows.SEALED_FIELDS`).
+SELECT id, address FROM contacts
+WHERE kind IN ('webpush', 'apprise') AND id > :after ORDER BY id LIMIT :limit
+
+-- name: SEALED_SHARED_VALUES
+SELECT name, value FROM secrets WHERE name > :after ORDER BY name LIMIT :limit
+
+-- -- metrics ----------------------------------------------------------------------------------
+
+-- name: QUEUE_DEPTH
+-- The delivery queue's depth by state: each count a scan of its partial index alone.
+SELECT 'queued' AS state, count(*) AS n FROM firings WHERE state = 'queued'
+UNION ALL
+SELECT 'sending', count(*) FROM firings WHERE state = 'sending'
+
+-- -- leases -----------------------------------------------------------------------------------
+
+-- name: WAS_LIVE
+-- Whether the worker was live (a heartbeat since :since); if not, it joins: the others
+-- rebalance.
+SELECT 1 FROM workers WHERE worker = :worker AND heartbeat_at >= :since
+
+-- name: BEAT
+-- A worker's heartbeat, with the providers whose breaker it has open (JSON, or NULL).
+INSERT INTO workers (worker, heartbeat_at, breakers) VALUES (:worker, :at, :breakers)
+ON CONFLICT (worker) DO UPDATE
+SET heartbeat_at = excluded.heartbeat_at, breakers = excluded.breakers
+
+-- name: FORGET_WORKERS
+-- Forget workers silent for long (they are not live; this only keeps the table small).
+DELETE FROM workers WHERE heartbeat_at < :before
+
+-- name: COUNT_LIVE
+-- Workers whose heartbeat is recent enough to count them live.
+SELECT count(*) FROM workers WHERE heartbeat_at >= :since
+
+-- name: WATERMARKS
+SELECT part, watermark, epoch FROM leases WHERE parts = :parts AND holder = :worker ORDER BY part
+
+-- name: NEXT_EXPIRY
+-- When the first lease held by another worker runs out (a crashed worker's parts are taken
+-- then, not a renewal period later).
+SELECT min(expires_at) FROM leases
+WHERE parts = :parts AND holder <> :worker AND expires_at > :now
+
+-- name: RELEASE_ALL
+-- Give up all of a worker's leases.
+UPDATE leases SET holder = NULL, expires_at = NULL WHERE holder = :worker
+
+-- name: FORGET_WORKER
+DELETE FROM workers WHERE worker = :worker
+
+-- -- upkeep -----------------------------------------------------------------------------------
+
+-- name: RELEASE_CHORE
+-- Let chore :name go, if :worker holds it.
+UPDATE chores SET holder = NULL, expires_at = NULL WHERE name = :name AND holder = :worker
+
+-- name: ZONE_DATA
+-- Every recorded release's zone digests.
+SELECT version, zone, digest FROM zone_data
+
+-- name: FORGET_ZONE_DATA
+-- Forget every release but :keep.
+DELETE FROM zone_data WHERE version <> :keep
+
+-- name: ZONE_PAGE_END
+-- The last id of the next :scan reminders after id :after (an index-only range scan of the
+-- primary key; NULL when there are none).
+SELECT max(id) FROM (SELECT id FROM reminders WHERE id > :after ORDER BY id LIMIT :scan) AS page
+
+-- -- the status board -------------------------------------------------------------------------
+
+-- name: STATUS_WORKERS
+-- Every worker's heartbeat row, with the breakers it reported (the table stays small: silent
+-- workers are forgotten at renewals).
+SELECT worker, heartbeat_at, breakers FROM workers ORDER BY worker
+
+-- name: COUNT_QUEUE
+-- Firings waiting for a sender and being sent, each counted up to :cap through its partial
+-- index.
+SELECT
+    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'queued' LIMIT :cap) AS q),
+    (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'sending' LIMIT :cap) AS s)
