@@ -227,9 +227,14 @@ def _secrets(rest: str) -> Iterable[str]:
 
 
 def _load(url: str) -> apprise.NotifyBase | None:
-    """Apprise's plugin for `url`, or None when Apprise cannot use it."""
+    """Apprise's plugin for `url`, or None when Apprise cannot use it — also when its parse
+    raises instead of saying so (its Telegram plugin pops a token from an empty path for
+    `tgram://` and a bare space: an IndexError, which must be a 422, never a 500)."""
     _keep_apprise_logs_in()
-    return apprise.Apprise.instantiate(url, asset=_ASSET)
+    try:
+        return apprise.Apprise.instantiate(url, asset=_ASSET)
+    except Exception:
+        return None
 
 
 @functools.cache
