@@ -254,7 +254,8 @@ class PostgresStore(Store):
     async def _statement(self, sql: str, *args: Any) -> list[Record]:
         """One statement, a transaction of its own: one round trip, run again when it lost a
         deadlock. The scheduler's writes (CLAIM, RECORD_ATTEMPTS) run so: no planner setting
-        (`queries.py` says why none is needed), so no BEGIN, SET and COMMIT around them."""
+        (`store/sql/postgres.sql` says why none is needed), so no BEGIN, SET and COMMIT around
+        them."""
 
         async def run() -> list[Record]:
             rows: list[Record] = await self._pool.fetch(sql, *args)
