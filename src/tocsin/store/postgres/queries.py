@@ -14,6 +14,8 @@ from tocsin.store import sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
 
 _TEXT = sql.POSTGRES
+# Module attributes, so that `q.CLAIM` is a plain lookup (`__getattr__` below only types it).
+globals().update(_TEXT)
 
 # The shared statements, each with the names of its parameters (`shared.X.bind(name=…)`).
 shared = sql.Statements(sql.POSTGRES_SHARED)
@@ -48,7 +50,4 @@ def load_due(lanes: int) -> str:
 
 
 def __getattr__(name: str) -> str:
-    try:
-        return _TEXT[name]
-    except KeyError:
-        raise AttributeError(f"no PostgreSQL statement is named {name}") from None
+    raise AttributeError(f"no PostgreSQL statement is named {name}")

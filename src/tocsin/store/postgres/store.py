@@ -43,7 +43,7 @@ from tocsin.errors import (
 )
 from tocsin.ids import SHARDS, lanes_of
 from tocsin.keyring import Keyring
-from tocsin.store import codec
+from tocsin.store import batches, codec
 from tocsin.store.base import (
     FEED_WAITING,
     DueListener,
@@ -165,39 +165,6 @@ def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
     return first
 
 
-def _result_arrays(results: Sequence[AttemptResult]) -> tuple[list[Any], ...]:
-    """The columns of each result and its last attempt, in the order RECORD_ATTEMPTS and
-    INSERT_FIRINGS both take them."""
-    attempts = [result.attempt for result in results]
-    return (
-        [result.state.value for result in results],
-        [result.next_attempt_at for result in results],
-        [a.number if a else None for a in attempts],
-        [a.at if a else None for a in attempts],
-        [a.channel.value if a else None for a in attempts],
-        [a.outcome.value if a else None for a in attempts],
-        [result.last_error for result in results],
-        [a.provider_id if a else None for a in attempts],
-        [a.destination if a else None for a in attempts],
-        [a.error if a else None for a in attempts],
-    )
-
-
-def _earlier_arrays(results: Sequence[AttemptResult]) -> tuple[list[Any], ...]:
-    """The columns of each round's attempts at other destinations (`AttemptResult.earlier`)."""
-    earlier = [(result.firing_id, a) for result in results for a in result.earlier]
-    return (
-        [firing_id for firing_id, _ in earlier],
-        [a.number for _, a in earlier],
-        [a.at for _, a in earlier],
-        [a.channel.value for _, a in earlier],
-        [a.outcome.value for _, a in earlier],
-        [a.error for _, a in earlier],
-        [a.provider_id for _, a in earlier],
-        [a.destination for _, a in earlier],
-    )
-
-
 def _as_is(value: datetime) -> datetime:
     """asyncpg already hands `timestamptz` back as an aware datetime."""
     return value
@@ -287,7 +254,8 @@ class PostgresStore(Store):
     async def _statement(self, sql: str, *args: Any) -> list[Record]:
         """One statement, a transaction of its own: one round trip, run again when it lost a
         deadlock. The scheduler's writes (CLAIM, RECORD_ATTEMPTS) run so: no planner setting
-        (`queries.py` says why none is needed), so no BEGIN, SET and COMMIT around them."""
+        (`store/sql/postgres.sql` says why none is needed), so no BEGIN, SET and COMMIT around
+        them."""
 
         async def run() -> list[Record]:
             rows: list[Record] = await self._pool.fetch(sql, *args)
@@ -624,17 +592,8 @@ class PostgresStore(Store):
         # The same order in every batch keeps two overlapping batches from deadlocking often.
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
         lease_until = now + lease
-        epoch = fence.epoch if fence is not None else lambda part: -1
         args = (
-            [claim.reminder_id for claim in ordered],
-            [claim.due_at for claim in ordered],
-            [claim.version for claim in ordered],
-            [claim.next_due_at for claim in ordered],
-            [_opt_bucket(claim.next_due_at) for claim in ordered],
-            [claim.state.value for claim in ordered],
-            [claim.part for claim in ordered],
-            [epoch(claim.part) for claim in ordered],
-            [claim.error for claim in ordered],
+            *batches.claim_columns(ordered, fence, None),
             now,
             sender,
             lease_until,
@@ -706,12 +665,13 @@ class PostgresStore(Store):
         return applied
 
     async def _update_firings(self, results: Sequence[AttemptResult]) -> int:
+        columns = batches.result_columns(results, None)
         args = (
-            [result.firing_id for result in results],
-            [result.sender for result in results],
-            *_result_arrays(results),
-            *_earlier_arrays(results),
-            [result.sent_to for result in results],
+            columns.firing_id,
+            columns.sender,
+            *columns.outcomes,
+            *batches.earlier_columns(results, None).attempts,
+            columns.sent_to,
             [FiringState.SENDING.value] * len(results),  # the state each was handed out in
         )
         rows = await self._statement(q.RECORD_ATTEMPTS, *args)
@@ -727,23 +687,16 @@ class PostgresStore(Store):
         """Write the firings that claims did not (`AttemptResult.firing`), each with its
         result: one plain INSERT, or, when one of them is written already, the INSERT that
         meets it (`after_recovery`)."""
-        firings = [result.firing for result in results if result.firing is not None]
+        firings = batches.firing_columns(
+            [result.firing for result in results if result.firing is not None]
+        )
+        columns = batches.result_columns(results, None)
         args = (
-            [firing.id for firing in firings],
-            [firing.reminder_id for firing in firings],
-            [firing.owner for firing in firings],
-            [firing.shard for firing in firings],
-            [firing.due_at for firing in firings],
-            [firing.deadline for firing in firings],
-            [firing.channel.value for firing in firings],
-            [firing.text for firing in firings],
-            [codec.dump_json(firing.metadata) for firing in firings],
-            [firing.source for firing in firings],
-            [firing.created_at for firing in firings],
-            *_result_arrays(results),
-            [result.sent_to for result in results],
-            *_earlier_arrays(results),
-            [codec.stored_priority(firing.priority) for firing in firings],
+            *firings.rings,
+            *columns.outcomes,
+            columns.sent_to,
+            *batches.earlier_columns(results, None).attempts,
+            firings.priority,
         )
         try:
             rows = await self._statement(q.INSERT_FIRINGS, *args)

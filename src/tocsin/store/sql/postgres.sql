@@ -49,9 +49,8 @@ SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 
 -- name: ADD_REMINDER
 -- `ADD_REMINDERS` for one reminder, written out with plain parameters: most creates save one,
--- and through 20 one-element arrays and `unnest` one save took 56 µs of client CPU instead of
--- 41 µs, and 147 µs instead of 93 µs end to end (measured without the commit's fsync). The
--- parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
+-- and one-element arrays through `unnest` cost a third more client CPU a save (56 µs, not 41:
+-- docs/benchmarks.md, "One reminder, one single-row INSERT"). The parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
 -- array; $27 is the wake-up payload, or NULL when the reminder is not due soon. With a cap
 -- ($29 > 0), nothing is saved when the reminder's (owner, app) pair keeps $29 pending
 -- already, counted as PENDING_COUNTS counts (among at most 4 × $29 of the owner's rows:
@@ -725,10 +724,9 @@ LIMIT $4
 -- (`channel = 'inapp' AND deadline > $2`), the conditions match the partial index
 -- `firings_feed` (in-app firings by owner and deadline), and with statistics that count few
 -- fresh in-app firings — a new database, or the first burst after an ANALYZE — the planner
--- took it and read every fresh in-app firing for each batch of ids: for a 10,000-ring burst
--- in batches of 250, 3.3 s of PostgreSQL's CPU for the reads and 1.4 s for the marks, against
--- 0.06 s and 0.18 s by primary key (docs/benchmarks.md, the in-app row). The CASE says the
--- same (NULL, so false, for any other channel) in a form no index matches.
+-- took it and read every fresh in-app firing for each batch of ids (a 10,000-ring burst's
+-- reads: 3.3 s of PostgreSQL's CPU instead of 0.06 s; docs/storage.md, "The hot paths"). The
+-- CASE says the same (NULL, so false, for any other channel) in a form no index matches.
 SELECT * FROM firings
 WHERE id = ANY($1::text[]) AND CASE WHEN channel = 'inapp' THEN deadline END > $2
   AND state IN ('queued', 'sending', 'sent')

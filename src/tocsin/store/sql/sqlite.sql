@@ -166,11 +166,11 @@ WHERE status = 'pending'
 ORDER BY bucket, due_at, id
 LIMIT :limit
 
--- A batch of claims travels as one JSON array (`:claims`) of one array per claim:
--- [0] firing id, [1] reminder id, [2] due_at, [3] next_due_at, [4] next_bucket, [5] firing
--- state, [6] the loaded version, [7] the part, [8] the epoch of the part's lease the claimer
--- believes it holds (with :parts set, the fencing token: see `domain.Fence`), [9] the error
--- of a ring that could not be planned (claimed `failed`). Read with json_each, a whole batch
+-- A batch of claims travels as one JSON array (`:claims`) of one array per claim: [0] firing
+-- id, then the columns of `batches.ClaimColumns`: [1] reminder id, [2] due_at, [3] the loaded
+-- version, [4] next_due_at, [5] next_bucket, [6] firing state, [7] the part, [8] the epoch of
+-- the part's lease the claimer believes it holds (with :parts set, the fencing token: see
+-- `domain.Fence`), [9] the error of a ring that could not be planned (claimed `failed`). Read with json_each, a whole batch
 -- is three statements, whatever its size, and each answers in one row: the Python thread
 -- that runs them takes the GIL once per statement, not once per ring (with a busy event loop
 -- beside it, each taking waits up to the interpreter's switch interval).
@@ -191,17 +191,17 @@ LIMIT :limit
 SELECT json_group_array(json_array(
     json_extract(c.value, '$[0]'), r.id, r.owner, r.shard, r.due_at,
     r.due_at + r.freshness * 1000000, r.channel, r.text, r.metadata, r.source,
-    CASE WHEN json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
-        THEN 'queued' ELSE json_extract(c.value, '$[5]') END,
-    CASE WHEN json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
+    CASE WHEN json_extract(c.value, '$[6]') = 'sending' AND r.channel = 'inapp'
+        THEN 'queued' ELSE json_extract(c.value, '$[6]') END,
+    CASE WHEN json_extract(c.value, '$[6]') = 'sending' AND r.channel = 'inapp'
         THEN :waiting ELSE json_extract(c.value, '$[9]') END,
     r.priority,
-    json_extract(c.value, '$[5]') = 'sending' AND r.channel = 'inapp'
+    json_extract(c.value, '$[6]') = 'sending' AND r.channel = 'inapp'
 ))
 FROM json_each(:claims) AS c
 CROSS JOIN reminders AS r
 WHERE r.id = json_extract(c.value, '$[1]') AND r.status = 'pending'
-  AND r.due_at = json_extract(c.value, '$[2]') AND r.version = json_extract(c.value, '$[6]')
+  AND r.due_at = json_extract(c.value, '$[2]') AND r.version = json_extract(c.value, '$[3]')
   AND (:parts IS NULL OR EXISTS (
       SELECT 1 FROM leases AS l
       WHERE l.parts = :parts AND l.part = json_extract(c.value, '$[7]')
@@ -233,18 +233,18 @@ FROM json_each(:firings)
 -- due time; ends a one-off or a finished series.
 UPDATE reminders
 SET status = CASE
-        WHEN json_extract(c.value, '$[3]') IS NOT NULL THEN 'pending'
+        WHEN json_extract(c.value, '$[4]') IS NOT NULL THEN 'pending'
         WHEN reminders.rule IS NULL THEN 'fired'
         ELSE 'ended'
     END,
-    due_at = json_extract(c.value, '$[3]'),
-    bucket = json_extract(c.value, '$[4]'),
+    due_at = json_extract(c.value, '$[4]'),
+    bucket = json_extract(c.value, '$[5]'),
     version = reminders.version + 1,
     updated_at = :now
 FROM json_each(:claims) AS c
 WHERE reminders.id = json_extract(c.value, '$[1]') AND reminders.status = 'pending'
   AND reminders.due_at = json_extract(c.value, '$[2]')
-  AND reminders.version = json_extract(c.value, '$[6]')
+  AND reminders.version = json_extract(c.value, '$[3]')
   AND (:parts IS NULL OR EXISTS (
       SELECT 1 FROM leases AS l
       WHERE l.parts = :parts AND l.part = json_extract(c.value, '$[7]')
@@ -290,13 +290,14 @@ WHERE id IN (
 )
 RETURNING *
 
--- A batch of results travels as one JSON array (`:results`) of one array per result:
--- [0] firing id, [1] sender, [2] new state, [3] next_attempt_at, then the round's last attempt,
--- or nulls when none was made: [4] number, [5] at, [6] channel, [7] outcome, [8] the firing's
--- last error, [9] provider id, [10] the destination of a first try the firing row keeps
--- (`AttemptResult.sent_to`). Every attempt of the rounds (one per destination) travels in
--- `:attempts`: [0] firing id, [1] sender, [2] number, [3] at, [4] channel, [5] outcome,
--- [6] error, [7] provider id, [8] destination, [9] its [10] of `:results` (the last only).
+-- A batch of results travels as one JSON array (`:results`) of one array per result, the
+-- columns of `batches.ResultColumns`: [0] firing id, [1] sender, [2] new state, [3]
+-- next_attempt_at, [4] number, [5] at, [6] channel, [7] outcome of the round's last attempt
+-- (nulls when none was made), [8] the firing's last error, then the attempt's [9] provider
+-- id, [10] destination, [11] error, and [12] the destination of a first try the firing row
+-- keeps (`AttemptResult.sent_to`). The rounds' attempts at other destinations travel the same
+-- way, one row each (`batches.earlier_columns`: no result, [2], [3], [8] and [12] null), and
+-- INSERT_ATTEMPTS records them too, run again with those rows as `:results`.
 --
 -- A first try accepted with nothing to say, on the firing's own channel, stays on the firing
 -- row (`sent_to`) and writes no attempts row: one row write instead of two for the common
@@ -304,19 +305,22 @@ RETURNING *
 
 -- name: INSERT_ATTEMPTS
 -- The history entries of the attempts whose firing is still `sending` held by the reporting
--- sender. Run before FINISH_ATTEMPTS in the same transaction, so both see the same firings.
--- `CROSS JOIN` keeps the array as the outer loop: firings are found by primary key, never
--- through the partial index firings_sending.
+-- sender: each round's last (none for a result without one, nor for a first try the firing
+-- row keeps), or, given the rounds' earlier attempts, each of those. Run before
+-- FINISH_ATTEMPTS in the same transaction, so both see the same firings. `CROSS JOIN` keeps
+-- the array as the outer loop: firings are found by primary key, never through the partial
+-- index firings_sending.
 INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
-SELECT f.id, json_extract(a.value, '$[2]'), json_extract(a.value, '$[3]'),
-       json_extract(a.value, '$[4]'), json_extract(a.value, '$[5]'),
-       json_extract(a.value, '$[6]'), json_extract(a.value, '$[7]'),
-       json_extract(a.value, '$[8]')
-FROM json_each(:attempts) AS a
+SELECT f.id, json_extract(r.value, '$[4]'), json_extract(r.value, '$[5]'),
+       json_extract(r.value, '$[6]'), json_extract(r.value, '$[7]'),
+       json_extract(r.value, '$[11]'), json_extract(r.value, '$[9]'),
+       json_extract(r.value, '$[10]')
+FROM json_each(:results) AS r
 CROSS JOIN firings AS f
-WHERE f.id = json_extract(a.value, '$[0]') AND f.state = 'sending'
-  AND f.sender = json_extract(a.value, '$[1]')
-  AND NOT (json_extract(a.value, '$[9]') IS NOT NULL AND f.channel = json_extract(a.value, '$[4]'))
+WHERE f.id = json_extract(r.value, '$[0]') AND f.state = 'sending'
+  AND f.sender = json_extract(r.value, '$[1]')
+  AND json_extract(r.value, '$[4]') IS NOT NULL
+  AND NOT (json_extract(r.value, '$[12]') IS NOT NULL AND f.channel = json_extract(r.value, '$[6]'))
 ON CONFLICT (firing_id, number) DO NOTHING
 
 -- name: FINISH_ATTEMPTS
@@ -334,7 +338,7 @@ SET state = json_extract(a.value, '$[2]'),
     provider_id = coalesce(json_extract(a.value, '$[9]'), firings.provider_id),
     last_error = json_extract(a.value, '$[8]'),
     sent_to = CASE WHEN firings.channel = json_extract(a.value, '$[6]')
-        THEN json_extract(a.value, '$[10]') END
+        THEN json_extract(a.value, '$[12]') END
 FROM json_each(:results) AS a
 WHERE firings.id = json_extract(a.value, '$[0]') AND firings.state = 'sending'
   AND firings.sender = json_extract(a.value, '$[1]')

@@ -10,12 +10,11 @@ from tocsin.store import sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
 
 _TEXT = sql.SQLITE
+# Module attributes, so that `q.CLAIM` is a plain lookup (`__getattr__` below only types it).
+globals().update(_TEXT)
 
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_us=FEED_REPLAY_SLACK_SECONDS * 1_000_000)
 
 
 def __getattr__(name: str) -> str:
-    try:
-        return _TEXT[name]
-    except KeyError:
-        raise AttributeError(f"no SQLite statement is named {name}") from None
+    raise AttributeError(f"no SQLite statement is named {name}")

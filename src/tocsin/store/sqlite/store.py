@@ -35,7 +35,7 @@ from tocsin.domain import (
 from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
 from tocsin.ids import SHARDS, firing_id
 from tocsin.keyring import Keyring
-from tocsin.store import codec
+from tocsin.store import batches, codec
 from tocsin.store.base import (
     CAP_READS,
     FEED_WAITING,
@@ -483,7 +483,7 @@ class SqliteStore(Store):
         now_us, until_us = _us(now), _us(now + lease)
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)  # B-tree page locality
         rounds = [
-            _json([_claim_item(claim, fence) for claim in one])
+            _json(batches.rows([_firing_ids(one), *batches.claim_columns(one, fence, _us)]))
             for one in _rounds(ordered, lambda claim: claim.reminder_id)
         ]
         held = {"now": now_us, "sender": sender, "lease_until": until_us}
@@ -569,10 +569,10 @@ class SqliteStore(Store):
             return 0
         ordered = sorted(results, key=lambda result: result.firing_id)  # B-tree page locality
         now = _us(datetime.now(UTC))
-        batches = [
+        rounds = [
             {
-                "results": _json([_result_item(result) for result in one]),
-                "attempts": _json([item for result in one for item in _attempt_items(result)]),
+                "results": _json(batches.rows(batches.result_columns(one, _us))),
+                "earlier": _json(batches.rows(batches.earlier_columns(one, _us))),
                 "now": now,
             }
             for one in _rounds(ordered, lambda result: result.firing_id)
@@ -580,8 +580,10 @@ class SqliteStore(Store):
 
         def work(connection: sqlite3.Connection) -> int:
             applied = 0
-            for batch in batches:
+            for batch in rounds:
                 connection.execute(q.INSERT_ATTEMPTS, batch)
+                if batch["earlier"] != "[]":  # a round that went to several destinations
+                    connection.execute(q.INSERT_ATTEMPTS, {"results": batch["earlier"]})
                 applied += connection.execute(q.FINISH_ATTEMPTS, batch).rowcount
             return applied
 
@@ -990,63 +992,13 @@ def _rounds(items: Sequence[T], key: Callable[[T], str]) -> list[list[T]]:
     return rounds
 
 
-def _json(items: list[list[Any]]) -> str:
+def _json(items: Sequence[Sequence[Any]]) -> str:
     return orjson.dumps(items).decode()
 
 
-def _claim_item(claim: Claim, fence: Fence | None) -> list[Any]:
-    """One claim as an element of `:claims` (see `queries.CLAIMABLE`)."""
-    next_due = claim.next_due_at
-    return [
-        firing_id(claim.reminder_id, claim.due_at),
-        claim.reminder_id,
-        _us(claim.due_at),
-        _opt_us(next_due),
-        None if next_due is None else codec.bucket_of(next_due),
-        claim.state.value,
-        claim.version,
-        claim.part,
-        -1 if fence is None else fence.epoch(claim.part),
-        claim.error,
-    ]
-
-
-def _result_item(result: AttemptResult) -> list[Any]:
-    """One result as an element of `:results` (see `queries.INSERT_ATTEMPTS`)."""
-    attempt = result.attempt
-    return [
-        result.firing_id,
-        result.sender,
-        result.state.value,
-        _opt_us(result.next_attempt_at),
-        attempt and attempt.number,
-        attempt and _us(attempt.at),
-        attempt and attempt.channel.value,
-        attempt and attempt.outcome.value,
-        result.last_error,
-        attempt and attempt.provider_id,
-        result.sent_to,
-    ]
-
-
-def _attempt_items(result: AttemptResult) -> list[list[Any]]:
-    """Every attempt of one result as elements of `:attempts` (see `queries.INSERT_ATTEMPTS`)."""
-    made = [*result.earlier, *([result.attempt] if result.attempt else [])]
-    return [
-        [
-            result.firing_id,
-            result.sender,
-            a.number,
-            _us(a.at),
-            a.channel.value,
-            a.outcome.value,
-            a.error,
-            a.provider_id,
-            a.destination,
-            result.sent_to if a is result.attempt else None,
-        ]
-        for a in made
-    ]
+def _firing_ids(claims: Sequence[Claim]) -> list[str]:
+    """Each claim's delivery identity, the field [0] of `:claims` (see `queries.CLAIMABLE`)."""
+    return [firing_id(claim.reminder_id, claim.due_at) for claim in claims]
 
 
 def _idempotency(row: Row) -> IdempotencyRecord:
