@@ -31,10 +31,8 @@ class Line:
     Many firings share a deadline (due at one second with the same freshness), so the line
     keeps one FIFO per (priority, deadline) and a heap of the distinct keys: lining a firing
     up and taking one out is a dict lookup and a deque operation, and the heap moves only
-    when a key is new or used up. The pool alone (null channel, 20,000 lined up, CPU time)
-    carries 99,000 firings/s with one deadline and 83,000 with deadlines spread over 9
-    minutes — 107,000 and 104,000 with a plain FIFO, 92,000 and 72,000 with a heap entry and
-    a tracked hold per firing.
+    when a key is new or used up (what that costs against a plain FIFO: docs/architecture.md,
+    "Pool").
 
     Holds are handed out batch by batch in arrival order, so the oldest hold is that of the
     earliest batch with a firing still lined up.
