@@ -123,7 +123,6 @@ class Priority(StrEnum):
 
 
 PRIORITY_RANKS: dict[Priority, int] = {Priority.URGENT: 0, Priority.BULK: 1}
-PRIORITIES: tuple[Priority, ...] = (Priority.URGENT, Priority.BULK)  # by rank
 
 
 class Outcome(StrEnum):
