@@ -1,9 +1,11 @@
 """Batches as columns: claims, results and unwritten firings turned into one list per statement
 parameter, in one declared order, for both backends.
 
-PostgreSQL takes each column as an array that its statement expands with `unnest`; SQLite
-takes the rows (`rows`: the columns zipped) as one JSON array that its statement reads with
-`json_each`, each field by its position. A field added to a batch is added here, and in the
+Both backends take a batch's rows (`rows`: the columns zipped) as one JSON array, each row an
+array of its fields by position: PostgreSQL's statements read it with `jsonb_array_elements`,
+SQLite's with `json_each`. (As parallel arrays through asyncpg, a firing's 23 fields cost the
+worker ~12 µs to encode; as JSON ~1 µs, and the database about the same: docs/benchmarks.md,
+"Batches as JSON".) A field added to a batch is added here, and in the
 statements that read it. Each column is one list comprehension over the batch; instants stay
 datetimes unless the backend stores them otherwise (`instant`: SQLite's microseconds).
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
+
+import orjson
 
 from tocsin.domain import Attempt, AttemptResult, Claim, Fence, Firing
 from tocsin.store import codec
@@ -27,13 +31,20 @@ def _instants(values: list[datetime | None], instant: Instant) -> list[Any]:
 
 
 def rows(columns: Sequence[list[Any]]) -> list[tuple[Any, ...]]:
-    """The batch's rows, each with its fields in the columns' order (SQLite's JSON arrays)."""
+    """The batch's rows, each with its fields in the columns' order."""
     return list(zip(*columns, strict=True))
 
 
+def json_rows(columns: Sequence[list[Any]]) -> str:
+    """The batch's rows as one JSON array (PostgreSQL's): instants as RFC 3339 text with their
+    offset, which `::timestamptz` reads back to the microsecond."""
+    return orjson.dumps(rows(columns), option=orjson.OPT_NAIVE_UTC).decode()
+
+
 class ClaimColumns(NamedTuple):
-    """A batch of claims (`SchedulerStore.claim`): CLAIM's $1…$9 on PostgreSQL; on SQLite, after
-    the firing id, the fields [1]…[9] of each claim in `:claims` (CLAIMABLE)."""
+    """A batch of claims (`SchedulerStore.claim`): on PostgreSQL the fields [0]…[8] of each row
+    of CLAIM's $1; on SQLite, after the firing id, the fields [1]…[9] of each claim in
+    `:claims` (CLAIMABLE)."""
 
     reminder_id: list[str]
     due_at: list[Any]
@@ -69,9 +80,9 @@ class ResultColumns(NamedTuple):
     last attempt with the result; `earlier_columns` the round's attempts at other destinations,
     one row each, with no result (None in `state`, `next_attempt_at`, `last_error`, `sent_to`).
 
-    PostgreSQL: RECORD_ATTEMPTS' $1, $2, `outcomes` ($3…$12), `attempts` of the earlier ones
-    ($13…$20) and `sent_to` ($21); INSERT_FIRINGS' `outcomes` ($12…$21), `sent_to` ($22) and
-    earlier `attempts` ($23…$30). SQLite: the fields [0]…[12] of each row of `:results`."""
+    PostgreSQL: the fields [0]…[12] of each row of RECORD_ATTEMPTS' $1, and `outcomes` and
+    `sent_to` in INSERT_FIRINGS' (after the firing's `rings`); the `attempts` of the earlier ones
+    are the rows of either's $2. SQLite: the fields [0]…[12] of each row of `:results`."""
 
     firing_id: list[str]
     sender: list[str]
@@ -148,7 +159,7 @@ def _columns(
 
 class FiringColumns(NamedTuple):
     """Firings a claim did not write (`AttemptResult.firing`), as PostgreSQL's INSERT_FIRINGS
-    takes them: $1…$11, and `priority` ($31)."""
+    takes them: `rings`, the fields [0]…[10] of each row of its $1, and `priority`, the last."""
 
     id: list[str]
     reminder_id: list[str]

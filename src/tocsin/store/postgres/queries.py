@@ -1,8 +1,9 @@
 """The PostgreSQL backend's statements by name (`q.CLAIM`): those of `store/sql/postgres.sql`
 and the shared ones rendered for asyncpg (`store/sql/`), and the few built from a template.
 
-Batches travel as parallel arrays and are expanded with `unnest`, so a batch of thousands is
-one statement and one round trip.
+The scheduler's batches (claims, results, firings) travel as one JSON array of rows each,
+read with `jsonb_array_elements`; the others as parallel arrays expanded with `unnest`. Either
+way a batch of thousands is one statement and one round trip.
 """
 
 from __future__ import annotations
@@ -34,9 +35,15 @@ UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(last_firing=_last_firing("save
 CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(last_firing=_last_firing("cancelled", "$2"))
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(last_lane=LANES - 1, lane_width=LANE_WIDTH)
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_seconds=FEED_REPLAY_SLACK_SECONDS)
-INSERT_FIRINGS = _TEXT["_INSERT_FIRINGS"].format(conflict="")
-INSERT_FIRINGS_AFTER_RECOVERY = _TEXT["_INSERT_FIRINGS"].format(conflict=_TEXT["_AFTER_RECOVERY"])
-INSERT_FIRINGS_UNLESS_WRITTEN = _TEXT["_INSERT_FIRINGS"].format(conflict=_TEXT["_UNLESS_WRITTEN"])
+_EARLIER = _TEXT["_EARLIER_ATTEMPTS"]
+INSERT_FIRINGS = _TEXT["_INSERT_FIRINGS"].format(conflict="", earlier=_EARLIER)
+INSERT_FIRINGS_AFTER_RECOVERY = _TEXT["_INSERT_FIRINGS"].format(
+    conflict=_TEXT["_AFTER_RECOVERY"], earlier=_EARLIER
+)
+INSERT_FIRINGS_UNLESS_WRITTEN = _TEXT["_INSERT_FIRINGS"].format(
+    conflict=_TEXT["_UNLESS_WRITTEN"], earlier=_EARLIER
+)
+RECORD_ATTEMPTS = _TEXT["RECORD_ATTEMPTS"].format(earlier=_EARLIER)
 
 
 @cache

@@ -592,13 +592,13 @@ class PostgresStore(Store):
         # The same order in every batch keeps two overlapping batches from deadlocking often.
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
         lease_until = now + lease
+        loaded = [ReminderStatus.PENDING.value] * len(ordered)  # the status each was loaded in
         args = (
-            *batches.claim_columns(ordered, fence, None),
+            batches.json_rows([*batches.claim_columns(ordered, fence, None), loaded]),
             now,
             sender,
             lease_until,
             None if fence is None else fence.parts,
-            [ReminderStatus.PENDING.value] * len(ordered),  # the status each was loaded in
             FEED_WAITING,
         )
         rows = await self._statement(q.CLAIM, *args)
@@ -666,13 +666,12 @@ class PostgresStore(Store):
 
     async def _update_firings(self, results: Sequence[AttemptResult]) -> int:
         columns = batches.result_columns(results, None)
+        held = [FiringState.SENDING.value] * len(results)  # the state each was handed out in
         args = (
-            columns.firing_id,
-            columns.sender,
-            *columns.outcomes,
-            *batches.earlier_columns(results, None).attempts,
-            columns.sent_to,
-            [FiringState.SENDING.value] * len(results),  # the state each was handed out in
+            batches.json_rows(
+                [columns.firing_id, columns.sender, *columns.outcomes, columns.sent_to, held]
+            ),
+            batches.json_rows(batches.earlier_columns(results, None).attempts),
         )
         rows = await self._statement(q.RECORD_ATTEMPTS, *args)
         applied: int = rows[0][0]
@@ -692,11 +691,10 @@ class PostgresStore(Store):
         )
         columns = batches.result_columns(results, None)
         args = (
-            *firings.rings,
-            *columns.outcomes,
-            columns.sent_to,
-            *batches.earlier_columns(results, None).attempts,
-            firings.priority,
+            batches.json_rows(
+                [*firings.rings, *columns.outcomes, columns.sent_to, firings.priority]
+            ),
+            batches.json_rows(batches.earlier_columns(results, None).attempts),
         )
         try:
             rows = await self._statement(q.INSERT_FIRINGS, *args)

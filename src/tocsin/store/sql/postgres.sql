@@ -290,8 +290,8 @@ SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM ({branc
 ORDER BY bucket, due_at, id LIMIT $5
 
 -- How the scheduler's writes (CLAIM, RECORD_ATTEMPTS) are planned: with nothing set, each sent
--- alone (a transaction of its own, one round trip). Each joins its batch (`unnest`) to its
--- table by the primary key alone, and compares the row's state with a value of the batch —
+-- alone (a transaction of its own, one round trip). Each joins its batch (one JSON array of
+-- rows, `jsonb_array_elements`) to its table by the primary key alone, and compares the row's state with a value of the batch —
 -- the status each reminder was loaded in, the state each firing was handed out in — never
 -- with a constant. A partial index serves a query only when the query's own conditions on
 -- the table prove its predicate, and a value known only when the batch is read proves
@@ -317,19 +317,21 @@ ORDER BY bucket, due_at, id LIMIT $5
 SET LOCAL enable_sort = off
 
 -- name: CLAIM
--- Claim a batch in one statement. `moved` is the conditional update of each row, found by its
--- id, only while it is still exactly what was loaded: in the status it was loaded in ($14:
--- `pending`), at the loaded due time, at the loaded version (an edit, snooze or cancel since
+-- Claim a batch in one statement: $1 is the batch, one JSON array of rows, each the fields of
+-- `batches.ClaimColumns` in order, then the status the reminder was loaded in (`pending`).
+-- `moved` is the conditional update of each row, found by its id, only while it is still
+-- exactly what was loaded: in the status it was loaded in, at the loaded due time, at the
+-- loaded version (an edit, snooze or cancel since
 -- the load bumped it: the claim loses, and the scheduler rings the new version instead). A
 -- series moves on to its next due time, computed from the rule of that version; a one-off or
--- finished series ends; either keeps the due instant it rang at (`rang_due_at`). With $13
+-- finished series ends; either keeps the due instant it rang at (`rang_due_at`). With $5
 -- (the part count) set, a claim applies only while its part's lease is held by the sender
--- $11 at the epoch the sender believes it holds ($8): a worker whose lease ran out and was
--- taken over changes nothing (the fencing token). A claim with an error ($9) records a ring
+-- $3 at the epoch the sender believes it holds (the row's `epoch`): a worker whose lease ran
+-- out and was taken over changes nothing (the fencing token). A claim with an `error` records a ring
 -- that could not be planned: `failed`, with the error as its last_error. Each row it moved
 -- rings once under its delivery identity (`<reminder id>.<due epoch second>`, made here:
 -- tocsin.ids.firing_id): one whose firing is written already (a series edited back to an
--- instant that rang) rings no more. $10: now; $12: the sender's hold.
+-- instant that rang) rings no more. $2: now; $4: the sender's hold.
 --
 -- A ring to send is not written here (`stored` false): the update of its reminder is the
 -- claim's one row write, and the rings of the batch go, as two arrays in one row, into
@@ -339,19 +341,17 @@ SET LOCAL enable_sort = off
 -- `expired` ones, and the in-app feed's (below).
 --
 -- A ring for the in-app feed alone is not a worker's to send: its firing is inserted
--- `queued` until its deadline (with the note $15), for a page to take (MARK_FEED_SENT) or
+-- `queued` until its deadline (with the note $6), for a page to take (MARK_FEED_SENT) or
 -- pickup to expire, and announced here to the API processes' feeds (NOTIFY, delivered at
 -- commit: a claim that rolled back announces nothing; payloads of at most 40 rings, each
 -- line at most ~170 bytes, under NOTIFY's 8,000; `codec.parse_feed_payload` reads them).
 -- A page then has it as soon as the claim commits, with no delivery round in between.
 WITH claim AS (
-    SELECT * FROM unnest(
-        $1::text[], $2::timestamptz[], $3::integer[], $4::timestamptz[], $5::integer[],
-        $6::text[], $7::integer[], $8::bigint[], $9::text[], $14::text[]
-    ) AS claim (
-        reminder_id, due_at, version, next_due_at, next_bucket, state, part, epoch, error,
-        loaded_status
-    )
+    SELECT c->>0 AS reminder_id, (c->>1)::timestamptz AS due_at, (c->>2)::integer AS version,
+        (c->>3)::timestamptz AS next_due_at, (c->>4)::integer AS next_bucket, c->>5 AS state,
+        (c->>6)::integer AS part, (c->>7)::bigint AS epoch, c->>8 AS error,
+        c->>9 AS loaded_status
+    FROM jsonb_array_elements($1::jsonb) AS c
 ), moved AS (
     UPDATE reminders AS r
     SET status = CASE
@@ -362,14 +362,14 @@ WITH claim AS (
         due_at = claim.next_due_at,
         bucket = claim.next_bucket,
         version = r.version + 1,
-        updated_at = $10,
+        updated_at = $2,
         rang_due_at = claim.due_at
     FROM claim
     WHERE r.id = claim.reminder_id
       AND (r.status, r.due_at, r.version) = (claim.loaded_status, claim.due_at, claim.version)
-      AND ($13::integer IS NULL OR EXISTS (
+      AND ($5::integer IS NULL OR EXISTS (
           SELECT 1 FROM leases AS l
-          WHERE l.parts = $13 AND l.part = claim.part AND l.holder = $11
+          WHERE l.parts = $5 AND l.part = claim.part AND l.holder = $3
             AND l.epoch = claim.epoch
       ))
     RETURNING r.id || '.' || floor(extract(epoch FROM claim.due_at))::bigint AS firing_id,
@@ -378,7 +378,7 @@ WITH claim AS (
         r.metadata, r.source,
         CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
             ELSE claim.state END AS state,
-        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $15
+        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $6
             ELSE claim.error END AS error,
         claim.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority
 ), ring AS (
@@ -397,7 +397,7 @@ WITH claim AS (
     ) AS payloads
 ), held AS (
     INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats)
-    SELECT $12, $11, array_agg(reminder_id), array_agg(due_at) FROM ring WHERE NOT stored
+    SELECT $4, $3, array_agg(reminder_id), array_agg(due_at) FROM ring WHERE NOT stored
     HAVING count(*) > 0
 ), written AS (
     INSERT INTO firings (
@@ -406,8 +406,8 @@ WITH claim AS (
     )
     SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
         source, state, 0,
-        CASE WHEN feed THEN deadline WHEN state = 'queued' THEN $10::timestamptz END,
-        $10, error, priority
+        CASE WHEN feed THEN deadline WHEN state = 'queued' THEN $2::timestamptz END,
+        $2, error, priority
     FROM ring CROSS JOIN announced
     WHERE stored
     ON CONFLICT (id) DO NOTHING
@@ -425,19 +425,18 @@ WHERE NOT stored OR firing_id IN (SELECT id FROM written)
 -- own channel is `sent_to` on the row). {conflict} is empty on the common path: a plain
 -- INSERT writes no speculative-insertion record (ON CONFLICT's, 48 bytes a row), and a batch
 -- that meets a firing written meanwhile fails whole and is written again with
--- `INSERT_FIRINGS_AFTER_RECOVERY`. $31: each firing's priority. Return how many were written.
+-- `INSERT_FIRINGS_AFTER_RECOVERY`. $1 is the batch, one JSON array of rows, each a firing's
+-- `batches.FiringColumns.rings`, its `ResultColumns.outcomes`, `sent_to` and priority, in
+-- that order; $2 the earlier attempts ({earlier}). Return how many were written.
 WITH result AS (
-    SELECT * FROM unnest(
-        $1::text[], $2::text[], $3::text[], $4::smallint[], $5::timestamptz[],
-        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::timestamptz[],
-        $12::text[], $13::timestamptz[], $14::integer[], $15::timestamptz[], $16::text[],
-        $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[],
-        $31::smallint[]
-    ) AS result (
-        firing_id, reminder_id, owner, shard, due_at, deadline, route, text, metadata, source,
-        created_at, state, next_attempt_at, number, at, channel, outcome, last_error,
-        provider_id, destination, error, sent_to, priority
-    )
+    SELECT r->>0 AS firing_id, r->>1 AS reminder_id, r->>2 AS owner, (r->>3)::smallint AS shard,
+        (r->>4)::timestamptz AS due_at, (r->>5)::timestamptz AS deadline, r->>6 AS route,
+        r->>7 AS text, r->>8 AS metadata, r->>9 AS source, (r->>10)::timestamptz AS created_at,
+        r->>11 AS state, (r->>12)::timestamptz AS next_attempt_at, (r->>13)::integer AS number,
+        (r->>14)::timestamptz AS at, r->>15 AS channel, r->>16 AS outcome,
+        r->>17 AS last_error, r->>18 AS provider_id, r->>19 AS destination, r->>20 AS error,
+        r->>21 AS sent_to, (r->>22)::smallint AS priority
+    FROM jsonb_array_elements($1::jsonb) AS r
 ), written AS (
     INSERT INTO firings AS f (
         id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
@@ -460,10 +459,7 @@ WITH result AS (
     WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
       AND NOT written.on_row
     UNION ALL
-    SELECT earlier.* FROM unnest(
-        $23::text[], $24::integer[], $25::timestamptz[], $26::text[], $27::text[], $28::text[],
-        $29::text[], $30::text[]
-    ) AS earlier (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    SELECT earlier.* FROM ({earlier}) AS earlier
     WHERE earlier.firing_id IN (SELECT id FROM written)
     ON CONFLICT (firing_id, number) DO NOTHING
 )
@@ -486,6 +482,15 @@ ON CONFLICT (id) DO UPDATE
 -- {conflict} of INSERT_FIRINGS_UNLESS_WRITTEN, the same, for rings handed back unsent (`release_deliveries`): one written already — by
 -- `RECOVER_CLAIMS`, or by this very release tried before — keeps what it holds.
 ON CONFLICT (id) DO NOTHING
+
+-- name: _EARLIER_ATTEMPTS
+-- {earlier} of INSERT_FIRINGS and RECORD_ATTEMPTS: the attempts of the batch's rounds at other
+-- destinations of the same firings, $2 (one JSON array of rows, each the fields of
+-- `batches.ResultColumns.attempts` in order; nearly always empty).
+SELECT e->>0 AS firing_id, (e->>1)::integer AS number, (e->>2)::timestamptz AS at,
+    e->>3 AS channel, e->>4 AS outcome, e->>5 AS error, e->>6 AS provider_id,
+    e->>7 AS destination
+FROM jsonb_array_elements($2::jsonb) AS e
 
 -- name: RECOVER_CLAIMS
 -- Write, `queued` for any sender now ($1), the rings of up to $2 claims whose sender's hold
@@ -566,22 +571,22 @@ RETURNING f.*
 
 -- name: RECORD_ATTEMPTS
 -- Move firings on after one round of attempts each (or none: `number` NULL), each found by its
--- id, only while the reporting sender still holds it (in the state it was handed out in, $22:
--- `sending`), and record each attempt: the round's last with its result ($1…$12: $9 is the
--- firing's last error, $12 the attempt's), the others (at other destinations of the same
--- firing) from $13…$20. A first try accepted with nothing to say ($21: its destination, else
--- NULL) on the firing's own channel stays on the firing row (`sent_to`) and writes no
--- attempts row: one row write instead of two for the common ring. A batch names each firing
--- once (the store sends the first result of each). Return how many applied.
+-- id, only while the reporting sender still holds it (in the state it was handed out in:
+-- `sending`), and record each attempt: the round's last with its result ($1, one JSON array
+-- of rows, each a result's firing id, sender, `batches.ResultColumns.outcomes`, `sent_to` and
+-- the state it was handed out in, in that order: `last_error` is the firing's, `error` the
+-- attempt's), the others (at other destinations of the same firing) from $2 ({earlier}). A
+-- first try accepted with nothing to say (`sent_to`: its destination, else NULL) on the
+-- firing's own channel stays on the firing row and writes no attempts row: one row write
+-- instead of two for the common ring. A batch names each firing once (the store sends the
+-- first result of each). Return how many applied.
 WITH result AS (
-    SELECT * FROM unnest(
-        $1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::integer[],
-        $6::timestamptz[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-        $12::text[], $21::text[], $22::text[]
-    ) AS result (
-        firing_id, sender, state, next_attempt_at, number, at, channel, outcome, last_error,
-        provider_id, destination, error, sent_to, held_state
-    )
+    SELECT r->>0 AS firing_id, r->>1 AS sender, r->>2 AS state,
+        (r->>3)::timestamptz AS next_attempt_at, (r->>4)::integer AS number,
+        (r->>5)::timestamptz AS at, r->>6 AS channel, r->>7 AS outcome, r->>8 AS last_error,
+        r->>9 AS provider_id, r->>10 AS destination, r->>11 AS error, r->>12 AS sent_to,
+        r->>13 AS held_state
+    FROM jsonb_array_elements($1::jsonb) AS r
 ), finished AS (
     UPDATE firings AS f
     SET state = result.state,
@@ -608,10 +613,7 @@ WITH result AS (
     WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
       AND NOT on_row
     UNION ALL
-    SELECT earlier.* FROM unnest(
-        $13::text[], $14::integer[], $15::timestamptz[], $16::text[], $17::text[], $18::text[],
-        $19::text[], $20::text[]
-    ) AS earlier (firing_id, number, at, channel, outcome, error, provider_id, destination)
+    SELECT earlier.* FROM ({earlier}) AS earlier
     WHERE earlier.firing_id IN (SELECT firing_id FROM finished)
     ON CONFLICT (firing_id, number) DO NOTHING
 )
