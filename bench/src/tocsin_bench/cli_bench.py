@@ -91,6 +91,14 @@ def _burst(kinds: Any) -> None:
     _firing_options(parser)
     parser.add_argument("--reminders", type=int, default=100_000)
     parser.add_argument("--spread", type=int, default=1, help="seconds the due times cover")
+    parser.add_argument(
+        "--among",
+        type=int,
+        default=0,
+        metavar="N",
+        help="save N reminders due in 2-30 days interleaved with the due ones, so that "
+        "those lie scattered over the table as in one of long standing",
+    )
     parser.set_defaults(handler=_handler(_run_burst))
 
 
@@ -212,6 +220,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         db=args.db,
         reminders=args.reminders,
         spread=args.spread,
+        among=args.among,
         workers=1 if args.db == "sqlite" else args.workers,
         channel=args.channel,
         pg_url=args.pg_url,

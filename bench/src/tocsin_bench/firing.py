@@ -23,7 +23,7 @@ from typing import Any
 import asyncpg
 
 from tocsin.channels.signing import new_secret
-from tocsin.domain import Channel
+from tocsin.domain import Channel, Reminder
 from tocsin.scheduler.loader import LoadTuning
 from tocsin.store import Store
 from tocsin.store.ports import ReminderStore
@@ -68,6 +68,9 @@ class FiringSpec:
     db: str  # "sqlite" or "postgres"
     reminders: int
     spread: int  # seconds the due instants cover
+    # Reminders as people save them (due in 2-30 days), saved interleaved with the due ones:
+    # the due rows then lie scattered over the table's pages, as in a table of long standing.
+    among: int = 0
     workers: int
     channel: str  # "null", "webhook", "apns", "email" or "inapp"
     owners: int | None = None  # apns, email, inapp: how many owners (else the default)
@@ -92,6 +95,8 @@ class FiringSpec:
             "workers": self.workers,
             "channel": self.channel,
         }
+        if self.among:
+            shown["among"] = self.among
         if self.rate is not None:
             shown["rate_per_s"] = self.rate
         if self.channel == "inapp" and self.db == "postgres":
@@ -160,7 +165,14 @@ async def _run(
     if peer is not None:
         stats = peer.stats()
     report = await _report(
-        spec, url, finished=finished, save=save, rss=rss, stats=stats, window=window
+        spec,
+        url,
+        finished=finished,
+        save=save,
+        rss=rss,
+        stats=stats,
+        window=window,
+        last_bucket=int(last_due.timestamp()) // 60,
     )
     if beside_report is not None:
         report["beside"] = beside_report
@@ -177,12 +189,13 @@ async def _report(
     rss: list[int],
     stats: dict[str, Any] | None,
     window: costs.Window | None,
+    last_bucket: int,
 ) -> dict[str, Any]:
     """What the database says of the run, with what the engine and the peer reported, and
     on PostgreSQL what a ring cost."""
     if window is not None:
         await window.close()  # before the outcome's reads, which prune pages (WAL)
-    report = await outcome.read_outcome(url)
+    report = await outcome.read_outcome(url, last_bucket)
     if window is not None:
         writes = report["row_writes"]["per_ring"]
         report["cost_per_ring"] = window.per_ring(report["firings"], writes)
@@ -309,7 +322,7 @@ def _first_due(spec: FiringSpec) -> datetime:
     """The start of the first minute far enough ahead for the save to end before the
     workers read the minute ahead."""
     now = datetime.now(UTC)
-    saving = timedelta(seconds=spec.reminders / spec.save_rate_guess)
+    saving = timedelta(seconds=(spec.reminders + spec.among) / spec.save_rate_guess)
     if spec.due_in is not None:
         # Mid-minute, in a bucket read already: the sweep, not the read-ahead, finds these.
         return (now + saving + timedelta(seconds=spec.due_in + 1)).replace(microsecond=0)
@@ -334,10 +347,13 @@ async def _save(spec: FiringSpec, store: ReminderStore, start: datetime) -> dict
         channel=Channel(spec.channel) if named else Channel.WEBHOOK,
         owners=[owner_name(n) for n in range(_owners(spec))] if named else (),
     )
+    if spec.among:
+        made = _interleaved(made, population.mixed(spec.among), spec.among / spec.reminders)
+    total = spec.reminders + spec.among
     in_store = 0.0
     began = time.perf_counter()
-    with Progress(f"{spec.scenario}: saving", total=spec.reminders, unit="reminders") as bar:
-        left = spec.reminders
+    with Progress(f"{spec.scenario}: saving", total=total, unit="reminders") as bar:
+        left = total
         while left > 0:
             batch = [next(made) for _ in range(min(SAVE_BATCH, left))]
             tick = time.perf_counter()
@@ -351,10 +367,24 @@ async def _save(spec: FiringSpec, store: ReminderStore, start: datetime) -> dict
         note(f"warning: the save ended only {margin:.1f} s before the first due instant")
     return {
         "seconds": round(in_store, 3),
-        "per_s": round(rate(spec.reminders, in_store), 1),
-        "with_generation_per_s": round(rate(spec.reminders, overall), 1),
+        "per_s": round(rate(total, in_store), 1),
+        "with_generation_per_s": round(rate(total, overall), 1),
         "margin_before_due_s": round(margin, 1),
     }
+
+
+def _interleaved(
+    due: Iterator[Reminder], others: Iterator[Reminder], ratio: float
+) -> Iterator[Reminder]:
+    """The due reminders, each followed by its share (`ratio`) of the others, then the rest."""
+    owed = 0.0
+    for reminder in due:
+        yield reminder
+        owed += ratio
+        while owed >= 1:
+            yield next(others)
+            owed -= 1
+    yield from others
 
 
 async def _wait_for_leases(url: str, workers: list[Process]) -> None:

@@ -35,7 +35,9 @@ FROM firings
 """
 _SQLITE_FIRINGS = "SELECT due_at / 1e6, created_at / 1e6, sent_at / 1e6, state FROM firings"
 
-# Reminders that never got a firing. PostgreSQL answers this with one hash anti-join.
+# Reminders that never got a firing, but those still pending after the run's last bucket ($1:
+# the reminders `--among` saved beside the burst, due days later). PostgreSQL answers this
+# with one hash anti-join.
 # SQLite has no index on firings.reminder_id, so the same query would scan every firing per
 # reminder (quadratic: 100,000 of each took longer than the run); a firing's id is its
 # reminder's id, a dot and the due instant (`tocsin.ids.firing_id`), so a range of the
@@ -43,10 +45,12 @@ _SQLITE_FIRINGS = "SELECT due_at / 1e6, created_at / 1e6, sent_at / 1e6, state F
 _PG_LOST = """
 SELECT count(*) FROM reminders AS r
 WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.reminder_id = r.id)
+  AND NOT (r.status = 'pending' AND r.bucket > $1)
 """
 _SQLITE_LOST = """
 SELECT count(*) FROM reminders AS r
 WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id > r.id || '.' AND f.id < r.id || '/')
+  AND NOT (r.status = 'pending' AND r.bucket > ?)
 """
 _REPEATED_SENDS = """
 SELECT count(*) - count(DISTINCT firing_id) FROM attempts WHERE outcome = 'sent'
@@ -102,18 +106,19 @@ async def unfinished(url: str, last_bucket: int) -> Unfinished:
     return Unfinished(record[0], record[1], record[2])
 
 
-async def read_outcome(url: str) -> dict[str, Any]:
-    """Lateness (due→claimed, due→sent; seconds), rates, states, lost and repeated sends."""
+async def read_outcome(url: str, last_bucket: int) -> dict[str, Any]:
+    """Lateness (due→claimed, due→sent; seconds), rates, states, lost and repeated sends, of
+    the reminders due by `last_bucket` (UTC epoch minute)."""
     if url.startswith("sqlite:"):
         with sqlite3.connect(_sqlite_path(url), timeout=30) as connection:
             rows = connection.execute(_SQLITE_FIRINGS).fetchall()
-            lost = connection.execute(_SQLITE_LOST).fetchone()[0]
+            lost = connection.execute(_SQLITE_LOST, (last_bucket,)).fetchone()[0]
             repeated = connection.execute(_REPEATED_SENDS).fetchone()[0]
     else:
         connection_pg = await asyncpg.connect(url)
         try:
             rows = [tuple(r) for r in await connection_pg.fetch(_PG_FIRINGS)]
-            lost = await connection_pg.fetchval(_PG_LOST)
+            lost = await connection_pg.fetchval(_PG_LOST, last_bucket)
             repeated = await connection_pg.fetchval(_REPEATED_SENDS)
             writes = await _row_writes(connection_pg)
         finally:

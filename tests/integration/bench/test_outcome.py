@@ -1,10 +1,12 @@
 """The report of a firing benchmark, read from a real database: lost reminders are counted
 right, and on SQLite in one pass (the count once scanned every firing per reminder, so a
-100,000-reminder run never finished: at the size here that would outlast the test's timeout)."""
+100,000-reminder run never finished: at the size here that would outlast the test's timeout),
+and a reminder due after the run (`bench burst --among`) is not lost."""
 
 from __future__ import annotations
 
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from tests.integration.store.factories import LEASE, NOW, claim, reminder
 from tests.support.keys import TEST_KEYRING
 from tocsin.store import open_store
+from tocsin.store.codec import bucket_of
 from tocsin_bench.outcome import read_outcome
 
 REMINDERS = 100_000
@@ -27,11 +30,12 @@ async def test_lost_reminders_are_counted_in_one_pass_on_sqlite(tmp_path: Path) 
         model = reminder()
         await store.add_reminders([model])
         await store.claim([claim(model)], sender="bench", now=NOW, lease=LEASE)
+        await store.add_reminders([reminder(due_at=NOW + timedelta(days=3))])  # not due yet
     finally:
         await store.close()
     _copy_the_model(tmp_path / "bench.db", model.id)
 
-    outcome = await read_outcome(url)
+    outcome = await read_outcome(url, bucket_of(model.due_at or NOW))
 
     assert outcome["firings"] == REMINDERS - LOST
     assert outcome["lost"] == LOST
