@@ -28,6 +28,7 @@ from typing import Any
 import asyncpg
 
 from tocsin.store.base import FEED_WAITING
+from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
 from tocsin_bench import costs
 from tocsin_bench.databases import migrated_store, throwaway
@@ -230,6 +231,9 @@ async def _measured(
     return rings, seconds, (before, after)
 
 
+_NO_EARLIER = json_rows([[]] * 8)  # no attempts at other destinations
+
+
 def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...]]:
     """The CLAIM arguments of every batch, made before the clock starts."""
     ids = sorted(prefix + format(n, "x").rjust(15, "0") for n in range(1, spec.rows + 1))
@@ -238,8 +242,8 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
     for start in range(0, len(ids), spec.batch):
         chunk = ids[start : start + spec.batch]
         size = len(chunk)
-        batches.append(
-            (
+        claims = json_rows(
+            [
                 chunk,
                 [due] * size,
                 [1] * size,  # the version loaded
@@ -249,11 +253,16 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
                 [0] * size,  # the part, held at epoch 1 (_LEASE)
                 [1] * size,
                 [None] * size,
+                ["pending"] * size,  # the status each was loaded in
+            ]
+        )
+        batches.append(
+            (
+                claims,
                 now,
                 _SENDER,
                 now + timedelta(seconds=20),
                 1,
-                ["pending"] * size,  # the status each was loaded in
                 FEED_WAITING,  # the note of a ring for the in-app feed (none here)
             )
         )
@@ -286,22 +295,23 @@ async def _loop(
         if not rows:
             continue
         size, now = len(rows), datetime.now(UTC)
-        done += await connection.fetchval(
-            INSERT_FIRINGS,
-            *(list(column) for column in zip(*(row[:10] for row in rows), strict=True)),
-            [now] * size,  # created at the claim
-            ["sent"] * size,
-            [None] * size,
-            [1] * size,
-            [now] * size,
-            ["webhook"] * size,
-            ["sent"] * size,
-            [None] * size,
-            [None] * size,
-            ["app:limit"] * size,  # the destination: the app's endpoint
-            [None] * size,
-            ["app:limit"] * size,  # a first try accepted: kept on the firing row
-            *([[]] * 8),  # no other destinations
-            [None] * size,  # urgent
+        firings = json_rows(
+            [
+                *(list(column) for column in zip(*(row[:10] for row in rows), strict=True)),
+                [now] * size,  # created at the claim
+                ["sent"] * size,
+                [None] * size,
+                [1] * size,
+                [now] * size,
+                ["webhook"] * size,
+                ["sent"] * size,
+                [None] * size,
+                [None] * size,
+                ["app:limit"] * size,  # the destination: the app's endpoint
+                [None] * size,
+                ["app:limit"] * size,  # a first try accepted: kept on the firing row
+                [None] * size,  # urgent
+            ]
         )
+        done += await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER)
     return done

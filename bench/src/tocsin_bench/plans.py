@@ -31,6 +31,7 @@ import asyncpg
 
 from tocsin.ids import LANE_WIDTH
 from tocsin.store.base import FEED_WAITING
+from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS
 from tocsin_bench.databases import migrated_store, throwaway
 from tocsin_bench.progress import note
@@ -208,45 +209,45 @@ class _Batches:
 def _claim_args(rows: list[asyncpg.Record], busy: datetime) -> tuple[Any, ...]:
     """CLAIM's arguments, as `PostgresStore.claim` makes them (a lease of 16 parts)."""
     nexts = [row["due_at"] + timedelta(days=1) if row["series"] else None for row in rows]
-    return (
-        [row["id"] for row in rows],
-        [row["due_at"] for row in rows],
-        [row["version"] for row in rows],
-        nexts,
-        [int(n.timestamp()) // 60 if n else None for n in nexts],
-        ["sending"] * len(rows),
-        [row["shard"] // LANE_WIDTH for row in rows],
-        [1] * len(rows),
-        [None] * len(rows),
-        busy,
-        "bench",
-        busy + timedelta(seconds=30),
-        16,
-        ["pending"] * len(rows),
-        FEED_WAITING,
+    claims = json_rows(
+        [
+            [row["id"] for row in rows],
+            [row["due_at"] for row in rows],
+            [row["version"] for row in rows],
+            nexts,
+            [int(n.timestamp()) // 60 if n else None for n in nexts],
+            ["sending"] * len(rows),
+            [row["shard"] // LANE_WIDTH for row in rows],
+            [1] * len(rows),
+            [None] * len(rows),
+            ["pending"] * len(rows),
+        ]
     )
+    return (claims, busy, "bench", busy + timedelta(seconds=30), 16, FEED_WAITING)
 
 
 def _result_args(ids: list[str], busy: datetime) -> tuple[Any, ...]:
     """RECORD_ATTEMPTS' arguments for first tries accepted (`PostgresStore.record_attempts`)."""
     size = len(ids)
-    return (
-        ids,
-        ["bench"] * size,
-        ["sent"] * size,
-        [None] * size,
-        [1] * size,
-        [busy] * size,
-        ["webhook"] * size,
-        ["sent"] * size,
-        [None] * size,
-        [None] * size,
-        ["app:x"] * size,
-        [None] * size,
-        *([[]] * 8),
-        ["app:x"] * size,
-        ["sending"] * size,
+    results = json_rows(
+        [
+            ids,
+            ["bench"] * size,
+            ["sent"] * size,
+            [None] * size,
+            [1] * size,
+            [busy] * size,
+            ["webhook"] * size,
+            ["sent"] * size,
+            [None] * size,
+            [None] * size,
+            ["app:x"] * size,
+            [None] * size,
+            ["app:x"] * size,
+            ["sending"] * size,
+        ]
     )
+    return (results, json_rows([[]] * 8))
 
 
 async def _measure(
