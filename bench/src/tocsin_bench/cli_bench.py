@@ -83,6 +83,14 @@ def _firing_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a setting for the workers (TOCSIN_NAME), e.g. --set sweep_seconds=30",
     )
+    parser.add_argument(
+        "--pg-set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="PostgreSQL: a setting for every session of the throw-away database (ALTER "
+        "DATABASE ... SET), e.g. --pg-set wal_compression=lz4",
+    )
 
 
 def _burst(kinds: Any) -> None:
@@ -228,6 +236,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         owners=args.owners,
         api_workers=args.api_workers,
         worker_settings=_settings(args.set),
+        database_settings=_settings(args.pg_set, flag="--pg-set"),
     )
     return await run_firing(spec)
 
@@ -248,16 +257,17 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         owners=args.owners,
         api_workers=args.api_workers,
         worker_settings=_settings(args.set),
+        database_settings=_settings(args.pg_set, flag="--pg-set"),
     )
     return await run_firing(spec)
 
 
-def _settings(pairs: list[str]) -> tuple[tuple[str, str], ...]:
+def _settings(pairs: list[str], *, flag: str = "--set") -> tuple[tuple[str, str], ...]:
     settings = []
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise SystemExit(f"tocsin bench: --set takes NAME=VALUE, not {pair!r}")
+            raise SystemExit(f"tocsin bench: {flag} takes NAME=VALUE, not {pair!r}")
         settings.append((name.strip().lower(), value.strip()))
     return tuple(settings)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -80,6 +81,8 @@ class FiringSpec:
     save_rate_guess: float = 10_000.0  # reminders/s, to plan when the first is due
     due_in: float | None = None  # first due this long after the save, not at a minute start
     worker_settings: tuple[tuple[str, str], ...] = ()  # extra TOCSIN_* settings of workers
+    # PostgreSQL settings of the throw-away database's sessions (ALTER DATABASE ... SET)
+    database_settings: tuple[tuple[str, str], ...] = ()
     # Fills the migrated database (by URL) before the engine starts.
     prepare: Callable[[str], Coroutine[Any, Any, None]] | None = None
     # Runs beside the rings from the engine's start, until it returns (awaited before the
@@ -103,6 +106,8 @@ class FiringSpec:
             shown["api_processes"] = self.api_workers
         for name, value in self.worker_settings:
             shown[name] = value
+        for name, value in self.database_settings:
+            shown[f"pg:{name}"] = value
         return shown
 
 
@@ -112,6 +117,8 @@ async def run_firing(spec: FiringSpec) -> dict[str, Any]:
         raise ValueError("SQLite runs one process: use --workers 1")
     async with throwaway(spec.db, pg_url=spec.pg_url) as url:
         store = await migrated_store(costs.tagged(url) if spec.db == "postgres" else url)
+        if spec.database_settings:
+            await _set_database(url, spec)
         if spec.prepare is not None:
             await spec.prepare(url)
         logs = Path(tempfile.mkdtemp(prefix="tocsin-bench-logs-"))
@@ -318,6 +325,9 @@ def _duplicates(stats: dict[str, Any] | None, report: dict[str, Any]) -> int:
     return int(report["repeated_sends"])
 
 
+_SETTING_NAME = re.compile(r"[a-z_][a-z0-9_.]*")
+
+
 def _first_due(spec: FiringSpec) -> datetime:
     """The start of the first minute far enough ahead for the save to end before the
     workers read the minute ahead."""
@@ -371,6 +381,22 @@ async def _save(spec: FiringSpec, store: ReminderStore, start: datetime) -> dict
         "with_generation_per_s": round(rate(total, overall), 1),
         "margin_before_due_s": round(margin, 1),
     }
+
+
+async def _set_database(url: str, spec: FiringSpec) -> None:
+    """Give the throw-away database `spec.database_settings`, before any worker connects."""
+    if spec.db != "postgres":
+        raise ValueError("--pg-set is for PostgreSQL")
+    connection = await asyncpg.connect(url)
+    try:
+        database = await connection.fetchval("SELECT current_database()")
+        for name, value in spec.database_settings:
+            if not _SETTING_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a PostgreSQL setting's name")
+            quoted = "'" + value.replace("'", "''") + "'"
+            await connection.execute(f'ALTER DATABASE "{database}" SET {name} = {quoted}')
+    finally:
+        await connection.close()
 
 
 def _interleaved(
