@@ -10,6 +10,7 @@ every minute beside the load it measures); a `reading` also scans every table an
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import asyncpg
@@ -130,10 +131,16 @@ async def _index(
     shape = await connection.fetchrow(_PGSTATINDEX, index["index_name"]) if measured else None
     return {
         "mb": _mb(index["bytes"]),
-        "leaf_density_pct": None if shape is None else round(shape["avg_leaf_density"], 1),
-        "fragmentation_pct": None if shape is None else round(shape["leaf_fragmentation"], 1),
+        "leaf_density_pct": None if shape is None else _share(shape["avg_leaf_density"]),
+        "fragmentation_pct": None if shape is None else _share(shape["leaf_fragmentation"]),
         "deleted_pages": None if shape is None else shape["deleted_pages"],
     }
+
+
+def _share(percent: float) -> float | None:
+    """A pgstatindex share, rounded; None for an index with no leaf page yet (NaN), such as
+    reminders_finished while only rings have finished reminders."""
+    return None if math.isnan(percent) else round(percent, 1)
 
 
 async def _pgstattuple(connection: asyncpg.Connection) -> bool:

@@ -54,15 +54,17 @@ _SEED_ATTEMPTS = """
 INSERT INTO attempts (at, number, firing_id, channel, outcome, destination)
 SELECT due_at, 1, id, channel, 'sent', 'app' FROM firings;
 """
-# The fired one-off each seeded firing rang for, last changed when it rang: retention deletes
-# it once its firing is gone, as it would an app's one-off (the churn run).
+# The fired one-off each seeded firing rang for, as its claim left it (last changed when it
+# rang, keeping the instant it rang at in `due_at` and `rang_due_at`): retention deletes it
+# with its firing, as it would an app's one-off (the churn run).
 _SEED_REMINDERS = """
 INSERT INTO reminders (
-    created_at, updated_at, freshness, version, shard, id, owner, status, channel, text, zone,
-    anchor, at
+    created_at, updated_at, due_at, rang_due_at, freshness, version, shard, id, owner, status,
+    channel, text, zone, anchor, at
 )
-SELECT due_at - interval '1 hour', due_at, 600, 2, shard, reminder_id, owner, 'fired', channel,
-    text, 'UTC', to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || '+00:00',
+SELECT due_at - interval '1 hour', due_at, due_at, due_at, 600, 2, shard, reminder_id, owner,
+    'fired', channel, text, 'UTC',
+    to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || '+00:00',
     to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 FROM firings;
 """

@@ -53,7 +53,12 @@ def _optional(value: Any, instant: Instant) -> datetime | None:
 
 
 def reminder_from(row: Row, instant: Instant) -> Reminder:
+    """A stored reminder, with its last firing when the row has one. `due_at` is None unless
+    it is pending: a reminder its ring finished keeps that ring's instant in the column (it
+    then goes with its ring's firing instead of through reminders_finished), which is no next
+    ring to show."""
     columns = row.keys()  # `in` on an sqlite3.Row looks at values, not names
+    status = ReminderStatus(row["status"])
     last = None
     if "last_id" in columns and row["last_id"] is not None:
         last = FiringSummary(
@@ -72,8 +77,8 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         ),
         at=row["at"],
         repeat=row["repeat"],
-        status=ReminderStatus(row["status"]),
-        due_at=_optional(row["due_at"], instant),
+        status=status,
+        due_at=_optional(row["due_at"], instant) if status is ReminderStatus.PENDING else None,
         freshness=row["freshness"],
         metadata=codec.load_json(row["metadata"]),
         source=row["source"],

@@ -168,27 +168,48 @@ async def test_schema_migrations_records_name_and_time(pg_migrated_url: str) -> 
     assert rows[0]["applied_at"] is not None
 
 
+# docs/storage.md's way to change an index of reminders on a large live database, for each
+# migration that changes one: the migration, the index, the name its new version is built
+# under first, and its definition.
+_BUILT_BEFOREHAND = [
+    (
+        "due_by_lane",
+        "reminders_due",
+        "reminders_due_by_lane",
+        "ON reminders ((shard / 64), bucket, due_at, id, shard) WHERE status = 'pending'",
+    ),
+    (
+        "finished_by_firings",
+        "reminders_finished",
+        "reminders_finished_without_due",
+        "ON reminders (updated_at) WHERE status <> 'pending' AND due_at IS NULL",
+    ),
+]
+
+
 @pytest.mark.postgres
-async def test_a_due_index_built_concurrently_beforehand_is_taken_over(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("migration", "index", "built_as", "definition"), _BUILT_BEFOREHAND)
+async def test_an_index_built_concurrently_beforehand_is_taken_over(
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    migration: str,
+    index: str,
+    built_as: str,
+    definition: str,
 ) -> None:
-    """docs/storage.md's way to change reminders_due on a large live database: the new index,
-    built CONCURRENTLY under another name before `migrate`, becomes reminders_due, and the
-    schema is the snapshot's."""
-    lane = next(m for m in migrations_for("postgres") if m.name == "due_by_lane")
-    earlier = [m for m in migrations_for("postgres") if m.version < lane.version]
+    """The new index, built CONCURRENTLY under another name before `migrate`, takes the old
+    one's name (renamed, not built again), and the schema is the snapshot's."""
+    changing = next(m for m in migrations_for("postgres") if m.name == migration)
+    earlier = [m for m in migrations_for("postgres") if m.version < changing.version]
     monkeypatch.setattr("tocsin.store.postgres.store.migrations_for", lambda name: earlier)
     await migrate_database(pg_url)
     monkeypatch.undo()
     connection = await asyncpg.connect(pg_url)
     try:
-        await connection.execute(
-            "CREATE INDEX CONCURRENTLY reminders_due_by_lane"
-            " ON reminders ((shard / 64), bucket, due_at, id, shard) WHERE status = 'pending'"
-        )
-        built = await connection.fetchval("SELECT 'reminders_due_by_lane'::regclass::oid")
+        await connection.execute(f"CREATE INDEX CONCURRENTLY {built_as} {definition}")
+        built = await connection.fetchval(f"SELECT '{built_as}'::regclass::oid")
         await migrate_database(pg_url)
-        kept = await connection.fetchval("SELECT 'reminders_due'::regclass::oid")
+        kept = await connection.fetchval(f"SELECT '{index}'::regclass::oid")
     finally:
         await connection.close()
 

@@ -4,9 +4,15 @@ one worker at a time holds the retention chore; `Retention` runs passes under it
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta
 
-from tests.integration.store.factories import LEASE, NOW, claim, reminder, result
+import asyncpg
+import pytest
+
+from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder, result
+from tests.integration.store.test_plans import _nodes
+from tests.support.raw import raw_execute
 from tocsin.clock import FakeClock
 from tocsin.domain import Firing, FiringState, IdempotencyRecord, Reminder, ReminderStatus
 from tocsin.scheduler.retention import Retention, RetentionTuning
@@ -18,15 +24,53 @@ KEEP = 30 * DAY
 CUTOFF = NOW - KEEP
 
 
-async def _rung(store: Store, due: datetime, *, state: FiringState) -> tuple[Reminder, Firing]:
-    """A one-off due at `due`, claimed then, its firing left in `state` (with one attempt
-    unless queued)."""
+async def _rung(
+    store: Store, due: datetime, *, state: FiringState, claimed: datetime | None = None
+) -> tuple[Reminder, Firing]:
+    """A one-off due at `due`, claimed then (or at `claimed`), its firing left in `state`
+    (with one attempt unless queued or still being sent)."""
     one_off = reminder(due_at=due, created_at=due - DAY)
     await store.add_reminders([one_off])
-    [firing] = await store.claim([claim(one_off)], sender="worker-1", now=due, lease=LEASE)
+    return one_off, await _ring(store, one_off, state=state, now=claimed or due)
+
+
+async def _ring(
+    store: Store,
+    target: Reminder,
+    *,
+    state: FiringState,
+    now: datetime,
+    next_due_at: datetime | None = None,
+) -> Firing:
+    """`target`'s ring at its due time, claimed at `now` (the series moving on to
+    `next_due_at`), its firing left in `state`."""
+    [firing] = await store.claim(
+        [claim(target, next_due_at=next_due_at)], sender="worker-1", now=now, lease=LEASE
+    )
     if state is not FiringState.SENDING:
-        await store.record_attempts([result(firing, state=state, at=due)])
-    return one_off, firing
+        await store.record_attempts([result(firing, state=state, at=now)])
+    return firing
+
+
+async def _series(store: Store, *rings: tuple[datetime, FiringState]) -> Reminder:
+    """A daily series that rang at each due time of `rings`, its firing left in that ring's
+    state, and ended with the last."""
+    series = reminder(due_at=rings[0][0], rule="FREQ=DAILY", created_at=rings[0][0] - DAY)
+    await store.add_reminders([series])
+    following = [due for due, _ in rings[1:]] + [None]
+    for (due, state), next_due_at in zip(rings, following, strict=True):
+        current = await store.get_reminder(series.id)
+        assert current is not None
+        await _ring(store, current, state=state, now=due, next_due_at=next_due_at)
+    return series
+
+
+async def _text_edited(store: Store, target: Reminder, *, at: datetime, **changes: object) -> None:
+    """`target` saved again at `at` with a new text (and `changes`), as an app's edit does."""
+    current = await store.get_reminder(target.id)
+    assert current is not None
+    changed = edited(current, text="Water the tomatoes", updated_at=at, **changes)
+    assert await store.update_reminder(changed, expected_version=current.version) is not None
 
 
 def _key(name: str, created_at: datetime) -> IdempotencyRecord:
@@ -40,13 +84,18 @@ def _key(name: str, created_at: datetime) -> IdempotencyRecord:
     )
 
 
-async def _prune(store: Store, *, limit: int = 100) -> Pruned:
+async def _prune(store: Store, *, limit: int = 100, now: datetime = NOW) -> Pruned:
     return await store.prune(
-        firings_before=CUTOFF,
-        reminders_before=CUTOFF,
-        keys_before=NOW - DAY,
+        firings_before=now - KEEP,
+        reminders_before=now - KEEP,
+        keys_before=now - DAY,
         limit=limit,
     )
+
+
+def _pruned(*, firings: int = 0, reminders: int = 0) -> Pruned:
+    """What a batch deleted: firings with one attempt each, reminders and no keys."""
+    return Pruned(firings=firings, attempts=firings, reminders=reminders, idempotency_keys=0)
 
 
 async def test_prune_deletes_old_done_rows_and_keeps_the_rest(store: Store) -> None:
@@ -134,3 +183,144 @@ async def test_retention_passes_in_batches_only_while_it_holds_the_chore(store: 
         assert await store.get_reminder(one_off.id) is None
     await first.release()
     assert await store.hold_chore("retention", worker="w2", ttl=LEASE)
+
+
+async def test_a_fired_one_off_goes_with_its_firing_even_when_claimed_late(store: Store) -> None:
+    """A one-off its ring finished is in no age index of reminders: it goes with its ring's
+    record, whenever its ring was claimed (here after the cutoff, its last change)."""
+    late, _ = await _rung(
+        store, CUTOFF - DAY, state=FiringState.SENT, claimed=CUTOFF + timedelta(hours=1)
+    )
+    young, _ = await _rung(store, CUTOFF + DAY, state=FiringState.SENT)
+
+    assert await _prune(store) == _pruned(firings=1, reminders=1)
+    assert await store.get_reminder(late.id) is None
+    assert await store.get_reminder(young.id) is not None
+
+
+async def test_an_ended_series_goes_only_with_its_last_firing(store: Store) -> None:
+    series = await _series(
+        store, (CUTOFF - 3 * DAY, FiringState.SENT), (CUTOFF - 2 * DAY, FiringState.SENT)
+    )
+
+    assert await _prune(store, limit=1) == _pruned(firings=1)  # the first ring's
+    ended = await store.get_reminder(series.id)
+    assert ended is not None
+    assert ended.status is ReminderStatus.ENDED
+    assert ended.due_at is None  # the instant it keeps is no next ring
+    assert await _prune(store, limit=1) == _pruned(firings=1, reminders=1)
+    assert await store.get_reminder(series.id) is None
+
+
+async def test_an_ended_series_goes_with_whichever_firing_is_its_last(store: Store) -> None:
+    """An older ring not final yet (queued for a retry) outlives the last one: the series
+    goes with it."""
+    series = await _series(
+        store, (CUTOFF - 3 * DAY, FiringState.QUEUED), (CUTOFF - 2 * DAY, FiringState.SENT)
+    )
+
+    assert await _prune(store) == _pruned(firings=1)
+    assert await store.get_reminder(series.id) is not None
+    # Taken after its deadline: it expires.
+    await store.take_deliveries(sender="worker-1", shards=None, now=NOW, lease=LEASE, limit=9)
+    assert await _prune(store) == _pruned(firings=1, reminders=1)
+    assert await store.get_reminder(series.id) is None
+
+
+async def test_a_series_whose_last_ring_is_on_its_way_stays(store: Store) -> None:
+    """Its old rings go; the series waits for its last ring's record (on PostgreSQL not
+    written yet while it is being sent)."""
+    series = await _series(
+        store, (CUTOFF - DAY, FiringState.SENT), (NOW - timedelta(minutes=1), FiringState.SENDING)
+    )
+
+    assert await _prune(store) == _pruned(firings=1)
+    kept = await store.get_reminder(series.id)
+    assert kept is not None
+    assert kept.status is ReminderStatus.ENDED
+
+
+async def test_a_fired_one_off_edited_later_goes_by_its_last_change(store: Store) -> None:
+    """Saved again after its ring (its text only: it stays fired), a one-off is a finished
+    reminder like a cancelled one: it goes once its last change is old, not with its ring."""
+    one_off, _ = await _rung(store, CUTOFF - DAY, state=FiringState.SENT)
+    edit = CUTOFF + DAY
+    await _text_edited(store, one_off, at=edit)
+
+    assert await _prune(store) == _pruned(firings=1)
+    kept = await store.get_reminder(one_off.id)
+    assert kept is not None
+    assert (kept.status, kept.text) == (ReminderStatus.FIRED, "Water the tomatoes")
+    assert await _prune(store, now=edit + KEEP) == _pruned()  # not before its last change
+    assert await _prune(store, now=edit + KEEP + DAY) == _pruned(reminders=1)
+    assert await store.get_reminder(one_off.id) is None
+
+
+async def test_a_fired_one_off_edited_back_to_pending_stays(store: Store) -> None:
+    one_off, _ = await _rung(store, CUTOFF - DAY, state=FiringState.SENT)
+    await _text_edited(store, one_off, at=CUTOFF, status=ReminderStatus.PENDING, due_at=NOW + DAY)
+
+    assert await _prune(store) == _pruned(firings=1)
+    assert await _prune(store, now=NOW + KEEP) == _pruned()
+    again = await store.get_reminder(one_off.id)
+    assert again is not None
+    assert (again.status, again.due_at) == (ReminderStatus.PENDING, NOW + DAY)
+
+
+async def test_a_cancelled_series_goes_by_its_last_change(store: Store) -> None:
+    series = reminder(due_at=CUTOFF - DAY, rule="FREQ=DAILY", created_at=CUTOFF - 2 * DAY)
+    await store.add_reminders([series])
+    await _ring(store, series, state=FiringState.SENT, now=CUTOFF - DAY, next_due_at=NOW + DAY)
+    cancel = CUTOFF + DAY
+    await store.cancel_reminder(series.id, now=cancel)
+
+    assert await _prune(store) == _pruned(firings=1)
+    assert await store.get_reminder(series.id) is not None
+    assert await _prune(store, now=cancel + KEEP + DAY) == _pruned(reminders=1)
+    assert await store.get_reminder(series.id) is None
+
+
+async def test_a_one_off_an_earlier_version_fired_goes_by_its_last_change(
+    store: Store, migrated_db_url: str
+) -> None:
+    """Before migration 0017 a ring left `due_at` NULL: such a reminder is in
+    reminders_finished, and goes once its last change (its ring's claim) is old."""
+    one_off, _ = await _rung(
+        store, CUTOFF - DAY, state=FiringState.SENT, claimed=CUTOFF + timedelta(hours=1)
+    )
+    await raw_execute(migrated_db_url, "UPDATE reminders SET due_at = NULL WHERE status = 'fired'")
+
+    assert await _prune(store) == _pruned(firings=1)
+    assert await store.get_reminder(one_off.id) is not None
+    assert await _prune(store, now=NOW + timedelta(hours=2)) == _pruned(reminders=1)
+
+
+# The reminders reminders_finished holds, read through it alone (on a table this small the
+# planner would read the table instead, which says nothing about the index).
+_THROUGH_FINISHED = """
+SELECT id FROM reminders WHERE status <> 'pending' AND due_at IS NULL ORDER BY updated_at
+"""
+
+
+@pytest.mark.postgres
+async def test_a_ring_that_finishes_a_reminder_enters_no_finished_index(
+    pg_store: Store, pg_migrated_url: str
+) -> None:
+    await _rung(pg_store, NOW - DAY, state=FiringState.SENT)
+    await _series(pg_store, (NOW - 2 * DAY, FiringState.SENT), (NOW - DAY, FiringState.SENT))
+    cancelled = reminder()
+    await pg_store.add_reminders([cancelled])
+    await pg_store.cancel_reminder(cancelled.id, now=NOW)
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        async with connection.transaction():
+            await connection.execute("SET LOCAL enable_seqscan = off")
+            await connection.execute("SET LOCAL enable_bitmapscan = off")
+            plan = await connection.fetchval("EXPLAIN (FORMAT JSON) " + _THROUGH_FINISHED)
+            held = [row["id"] for row in await connection.fetch(_THROUGH_FINISHED)]
+    finally:
+        await connection.close()
+
+    scans = [n for n in _nodes(json.loads(plan)[0]["Plan"]) if "Index Name" in n]
+    assert [n["Index Name"] for n in scans] == ["reminders_finished"], plan
+    assert held == [cancelled.id]

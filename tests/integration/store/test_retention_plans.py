@@ -25,8 +25,10 @@ FROM generate_series(1, 20000) AS n;
 ANALYZE;
 """
 
+# PRUNE_FIRINGS also finds the reminders its rings finished by their key, and their other
+# firings by a probe of the firings' key.
 _PG_PRUNES = {
-    "PRUNE_FIRINGS": {"firings_due", "attempts_pkey"},
+    "PRUNE_FIRINGS": {"firings_due", "attempts_pkey", "reminders_pkey", "firings_pkey"},
     "PRUNE_REMINDERS": {"reminders_finished", "reminders_pkey", "firings_pkey"},
     "PRUNE_IDEMPOTENCY_KEYS": {"idempotency_keys_age"},
 }
@@ -77,8 +79,19 @@ async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
         plans["PRUNE_IDEMPOTENCY_KEYS"] = _sqlite_plan(
             connection, lite.PRUNE_IDEMPOTENCY_KEYS, params
         )
+        by_ring = _sqlite_plan(
+            connection, lite.PRUNE_FINISHED_BY_RING, {"before": 0, "reminders": '["a", "b"]'}
+        )
     finally:
         connection.close()
+
+    # The reminders of the firings deleted, by key, and their other firings by a probe of it:
+    # only the batch itself is scanned.
+    assert "SEARCH reminders USING INDEX sqlite_autoindex_reminders_1 (id=?)" in by_ring
+    assert any("sqlite_autoindex_firings_1 (id>? AND id<?)" in line for line in by_ring)
+    assert [line for line in by_ring if line.startswith("SCAN")] == [
+        "SCAN json_each VIRTUAL TABLE INDEX 1:"
+    ]
 
     assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["PRUNE_FIRINGS"])
     assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["PRUNE_ATTEMPTS"])

@@ -73,11 +73,15 @@ class UpkeepStore(Protocol):
     ) -> Pruned:
         """One retention batch, oldest first, each part its own short transaction: at most
         `limit` final firings (`sent`, `failed`, `expired`) due before `firings_before`, with
-        their attempts; at most `limit` reminders no longer pending whose last change was
-        before `reminders_before` (on SQLite their firings go with them); at most `limit`
-        idempotency keys created before `keys_before`. Each an index range scan from the old
-        end (`firings_due`, `reminders_finished`, `idempotency_keys_age`) that stops at
-        `limit`, so a batch costs the same however large the tables are."""
+        their attempts and the reminders their rings finished (a fired one-off, a series its
+        last ring ended: the claim kept that ring's instant as their `due_at`) that keep no
+        other firing, once the ring that finished them is due before `firings_before` too; at
+        most `limit` reminders finished otherwise (cancelled, or edited since: `due_at`
+        NULL) whose last change was before `reminders_before` and whose firings are gone; at
+        most `limit` idempotency keys created before `keys_before`. `reminders` counts both
+        kinds of reminder. Each an index range scan from the old end (`firings_due`,
+        `reminders_finished`, `idempotency_keys_age`) that stops at `limit`, so a batch costs
+        the same however large the tables are."""
 
     @abstractmethod
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:

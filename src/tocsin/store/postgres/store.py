@@ -804,7 +804,7 @@ class PostgresStore(Store):
         return Pruned(
             firings=firings["firings"],
             attempts=firings["attempts"],
-            reminders=reminders,
+            reminders=firings["reminders"] + reminders,
             idempotency_keys=keys,
         )
 

@@ -324,11 +324,15 @@ SET LOCAL enable_sort = off
 -- loaded version (an edit, snooze or cancel since
 -- the load bumped it: the claim loses, and the scheduler rings the new version instead). A
 -- series moves on to its next due time, computed from the rule of that version; a one-off or
--- finished series ends; either keeps the due instant it rang at (`rang_due_at`). With $5
--- (the part count) set, a claim applies only while its part's lease is held by the sender
--- $3 at the epoch the sender believes it holds (the row's `epoch`): a worker whose lease ran
--- out and was taken over changes nothing (the fencing token). A claim with an `error` records a ring
--- that could not be planned: `failed`, with the error as its last_error. Each row it moved
+-- finished series ends; either keeps the due instant it rang at (`rang_due_at`). One that
+-- ends keeps it in `due_at` too, so the row its ring finished stays out of
+-- reminders_finished (`due_at IS NULL`: its entry was ~70 B of a ring's WAL) and goes with
+-- its ring's record instead (PRUNE_FIRINGS); readers see `due_at` only while pending
+-- (`rows.reminder_from`). With $5 (the part count) set, a claim applies only while its part's
+-- lease is held by the sender $3 at the epoch the sender believes it holds (the row's
+-- `epoch`): a worker whose lease ran out and was taken over changes nothing (the fencing
+-- token). A claim with an `error` records a ring that could not be planned: `failed`, with
+-- the error as its last_error. Each row it moved
 -- rings once under its delivery identity (`<reminder id>.<due epoch second>`, made here:
 -- tocsin.ids.firing_id): one whose firing is written already (a series edited back to an
 -- instant that rang) rings no more. $2: now; $4: the sender's hold.
@@ -359,7 +363,7 @@ WITH claim AS (
             WHEN r.rule IS NULL THEN 'fired'
             ELSE 'ended'
         END,
-        due_at = claim.next_due_at,
+        due_at = coalesce(claim.next_due_at, claim.due_at),
         bucket = claim.next_bucket,
         version = r.version + 1,
         updated_at = $2,
@@ -761,7 +765,17 @@ SELECT count(*) FROM sent
 -- name: PRUNE_FIRINGS
 -- One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
 -- firings_due from its old end; a ring still being delivered is never old enough, and one a
--- statement holds is skipped, never waited for), and their attempts, by primary key.
+-- statement holds is skipped, never waited for), their attempts, by primary key, and the
+-- reminders their rings finished, by primary key. Such a reminder (a fired one-off, a series
+-- its last ring ended) kept that ring's due instant in `due_at` (CLAIM), so it is not in
+-- reminders_finished: it goes with the last of its firings, once the ring that finished it
+-- is due before $1 too (a series whose last ring is on its way, its firing not written yet,
+-- stays) and no other firing is left (a probe of firings_pkey, `<id>.` to `<id>/`, which
+-- still shows the firings this statement deletes: a statement does not see its own changes,
+-- so they are named). The delete checks the row again as it is when it gets to it: an edit
+-- that made the reminder pending again, or saved it with `due_at` NULL (it is in
+-- reminders_finished then, PRUNE_REMINDERS), wins. It waits for a reminder an edit holds
+-- rather than skipping it: skipped, it would have no firing left to go with.
 WITH gone AS (
     DELETE FROM firings
     WHERE id = ANY(ARRAY(
@@ -771,29 +785,40 @@ WITH gone AS (
         LIMIT $2
         FOR UPDATE SKIP LOCKED
     ))
-    RETURNING id
+    RETURNING id, reminder_id
 ), attempts_gone AS (
     DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
+), reminders_gone AS (
+    DELETE FROM reminders AS r
+    WHERE id = ANY(ARRAY(SELECT reminder_id FROM gone))
+      AND status <> 'pending' AND due_at < $1
+      AND NOT EXISTS (
+          SELECT 1 FROM firings
+          WHERE id > r.id || '.' AND id < r.id || '/' AND id NOT IN (SELECT id FROM gone)
+      )
+    RETURNING 1
 )
-SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts
+SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts,
+    (SELECT count(*) FROM reminders_gone) AS reminders
 
 -- name: PRUNE_REMINDERS
--- One batch of finished reminders (not pending) last changed before $1, at most $2, oldest
--- first: a range scan of the partial index reminders_finished. A reminder goes only once its
--- firings have (a probe of the firings' primary key: ids `<reminder id>.<due second>`), so a
--- ring's record never outlives its reminder.
+-- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
+-- `due_at` NULL, not pending) last changed before $1, at most $2, oldest first: a range scan
+-- of the partial index reminders_finished, whose predicate this one repeats. A reminder goes
+-- only once its firings have (a probe of the firings' primary key: ids `<reminder id>.<due
+-- second>`), so a ring's record never outlives its reminder.
 WITH gone AS (
     DELETE FROM reminders
     WHERE id = ANY(ARRAY(
         SELECT id FROM reminders AS r
-        WHERE status <> 'pending' AND updated_at < $1
+        WHERE status <> 'pending' AND due_at IS NULL AND updated_at < $1
           AND NOT EXISTS (
               SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/'
           )
         ORDER BY updated_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED
-    )) AND status <> 'pending'
+    )) AND status <> 'pending' AND due_at IS NULL
     RETURNING 1
 )
 SELECT count(*) FROM gone

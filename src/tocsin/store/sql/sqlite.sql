@@ -230,14 +230,15 @@ FROM json_each(:firings)
 -- name: CLAIM_REMINDERS
 -- The conditional update that starts a ring, for each claim of the batch: only while the row
 -- is still what was loaded, under the same fence as CLAIMABLE. Moves a series on to its next
--- due time; ends a one-off or a finished series.
+-- due time; ends a one-off or a finished series, keeping the due instant it rang at in
+-- `due_at`: out of reminders_finished, it goes with its ring's firing (PostgreSQL's CLAIM).
 UPDATE reminders
 SET status = CASE
         WHEN json_extract(c.value, '$[4]') IS NOT NULL THEN 'pending'
         WHEN reminders.rule IS NULL THEN 'fired'
         ELSE 'ended'
     END,
-    due_at = json_extract(c.value, '$[4]'),
+    due_at = coalesce(json_extract(c.value, '$[4]'), json_extract(c.value, '$[2]')),
     bucket = json_extract(c.value, '$[5]'),
     version = reminders.version + 1,
     updated_at = :now
@@ -448,21 +449,37 @@ DELETE FROM attempts WHERE firing_id IN (
 )
 
 -- name: PRUNE_FIRINGS
--- One batch of old firings: the same oldest final firings.
+-- One batch of old firings: the same oldest final firings; each one's reminder id, for
+-- PRUNE_FINISHED_BY_RING.
 DELETE FROM firings WHERE id IN (
     SELECT id FROM firings
     WHERE due_at < :before AND state IN ('sent', 'failed', 'expired')
     ORDER BY due_at
     LIMIT :limit
 )
+RETURNING reminder_id
+
+-- name: PRUNE_FINISHED_BY_RING
+-- The reminders of the firings just deleted (:reminders, one JSON array of their ids), by
+-- primary key, that their ring finished (not pending, `due_at` kept: not in
+-- reminders_finished), once that ring is due before :before too and they have no firing left
+-- (a probe of the firings' primary key): PostgreSQL's PRUNE_FIRINGS says why. Run after
+-- PRUNE_FIRINGS in the same write.
+DELETE FROM reminders
+WHERE id IN (SELECT value FROM json_each(:reminders))
+  AND status <> 'pending' AND due_at < :before
+  AND NOT EXISTS (
+      SELECT 1 FROM firings WHERE id > reminders.id || '.' AND id < reminders.id || '/'
+  )
 
 -- name: PRUNE_REMINDERS
--- One batch of finished reminders (not pending) last changed before :before, at most :limit,
--- oldest first (reminders_finished), each only once its firings have gone (a probe of the
--- firings' primary key: ids `<reminder id>.<due second>`).
+-- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
+-- `due_at` NULL, not pending) last changed before :before, at most :limit, oldest first
+-- (reminders_finished, whose predicate this one repeats), each only once its firings have
+-- gone (a probe of the firings' primary key: ids `<reminder id>.<due second>`).
 DELETE FROM reminders WHERE id IN (
     SELECT id FROM reminders AS r
-    WHERE status <> 'pending' AND updated_at < :before
+    WHERE status <> 'pending' AND due_at IS NULL AND updated_at < :before
       AND NOT EXISTS (SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/')
     ORDER BY updated_at
     LIMIT :limit

@@ -754,20 +754,26 @@ class SqliteStore(Store):
     ) -> Pruned:
         rings = {"before": _us(firings_before), "limit": limit}
 
-        def firings(connection: sqlite3.Connection) -> tuple[int, int]:
+        def firings(connection: sqlite3.Connection) -> tuple[int, int, int]:
             attempts = connection.execute(q.PRUNE_ATTEMPTS, rings).rowcount
-            return connection.execute(q.PRUNE_FIRINGS, rings).rowcount, attempts
+            rang_for = [row[0] for row in connection.execute(q.PRUNE_FIRINGS, rings)]
+            finished = {"reminders": orjson.dumps(rang_for).decode(), "before": rings["before"]}
+            reminders = connection.execute(q.PRUNE_FINISHED_BY_RING, finished).rowcount
+            return len(rang_for), attempts, reminders
 
         def deleted(sql: str, before: datetime) -> Callable[[sqlite3.Connection], int]:
             params = {"before": _us(before), "limit": limit}
             return lambda connection: connection.execute(sql, params).rowcount
 
         # Three writes, not one: the writer thread is free between them.
-        pruned_firings, attempts = await self._db.write(firings)
+        pruned_firings, attempts, rung_out = await self._db.write(firings)
         reminders = await self._db.write(deleted(q.PRUNE_REMINDERS, reminders_before))
         keys = await self._db.write(deleted(q.PRUNE_IDEMPOTENCY_KEYS, keys_before))
         return Pruned(
-            firings=pruned_firings, attempts=attempts, reminders=reminders, idempotency_keys=keys
+            firings=pruned_firings,
+            attempts=attempts,
+            reminders=rung_out + reminders,
+            idempotency_keys=keys,
         )
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:

@@ -151,6 +151,7 @@ CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
 
 CREATE INDEX reminders_due ON reminders (bucket, due_at, id, shard) WHERE status = 'pending';
 
-CREATE INDEX reminders_finished ON reminders (updated_at) WHERE status <> 'pending';
+CREATE INDEX reminders_finished ON reminders (updated_at)
+    WHERE status <> 'pending' AND due_at IS NULL;
 
 CREATE INDEX reminders_owner ON reminders (owner, id);
