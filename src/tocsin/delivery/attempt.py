@@ -75,8 +75,10 @@ class Deliverer:
         self._clock = clock
         self._sender = sender
 
-    async def deliver(self, firing: Firing) -> AttemptResult:
-        now = self._clock.now()
+    async def deliver(self, firing: Firing, now: datetime | None = None) -> AttemptResult:
+        """One round at `firing`; `now` when the caller has just read the clock."""
+        if now is None:
+            now = self._clock.now()
         if firing.deadline - now < MIN_TIME_LEFT:
             # Checked right before sending: nothing goes out after its deadline. No attempt
             # was made, so none is recorded.
@@ -213,11 +215,12 @@ class Deliverer:
         slots = self._isolation.slot(key)
         await slots.acquire(firing.priority.rank)  # an urgent ring waits ahead of bulk ones
         try:
-            if firing.deadline - self._clock.now() < MIN_TIME_LEFT:
+            now = self._clock.now()  # after the wait for a slot
+            if firing.deadline - now < MIN_TIME_LEFT:
                 # The deadline came while the send waited for a slot: it is not made (pickup
                 # records the firing expired at once).
                 return DeliveryResult.refused_here(DEADLINE_IN_LINE, wait=0.0)
-            left = self._time_left(firing)
+            left = self._time_left(firing, now)
             if left is None:
                 ENGINE.retried(channel, instruments.RETRY_NO_TIME_IN_HOLD)
                 return DeliveryResult.refused_here(NO_TIME_IN_HOLD, wait=0.0)
@@ -237,10 +240,9 @@ class Deliverer:
             ENGINE.retried(channel, reason)
         return result
 
-    def _time_left(self, firing: Firing) -> float | None:
-        """Seconds a send may take now: to the deadline, and to the end of the hold (less
-        its margin); None when the hold ends before a send could time out."""
-        now = self._clock.now()
+    def _time_left(self, firing: Firing, now: datetime) -> float | None:
+        """Seconds a send may take at `now`: to the deadline, and to the end of the hold
+        (less its margin); None when the hold ends before a send could time out."""
         to_deadline = (firing.deadline - now).total_seconds()
         if firing.lease_until is None:
             return to_deadline

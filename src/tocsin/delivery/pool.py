@@ -162,10 +162,11 @@ class DeliveryPool:
                 await asyncio.sleep(0)
 
     async def _deliver(self, firing: Firing) -> None:
-        if firing.lease_until is not None and firing.lease_until <= self._clock.now():
+        now = self._clock.now()
+        if firing.lease_until is not None and firing.lease_until <= now:
             logger.warning("lease ran out before sending", extra={"firing_id": firing.id})
             return
-        result = await self._deliverer.deliver(firing)
+        result = await self._deliverer.deliver(firing, now)
         self._recorder.add(result)
         self.delivered += 1
         state = result.state
