@@ -225,18 +225,10 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
 
     spec = FiringSpec(
         scenario="burst",
-        db=args.db,
         reminders=args.reminders,
         spread=args.spread,
         among=args.among,
-        workers=1 if args.db == "sqlite" else args.workers,
-        channel=args.channel,
-        pg_url=args.pg_url,
-        due_in=args.due_in,
-        owners=args.owners,
-        api_workers=args.api_workers,
-        worker_settings=_settings(args.set),
-        database_settings=_settings(args.pg_set, flag="--pg-set"),
+        **_firing_fields(args),
     )
     return await run_firing(spec)
 
@@ -246,20 +238,27 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
 
     spec = FiringSpec(
         scenario="steady",
-        db=args.db,
         reminders=args.rate * args.duration,
         spread=args.duration,
-        workers=1 if args.db == "sqlite" else args.workers,
-        channel=args.channel,
-        pg_url=args.pg_url,
         rate=args.rate,
-        due_in=args.due_in,
-        owners=args.owners,
-        api_workers=args.api_workers,
-        worker_settings=_settings(args.set),
-        database_settings=_settings(args.pg_set, flag="--pg-set"),
+        **_firing_fields(args),
     )
     return await run_firing(spec)
+
+
+def _firing_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The FiringSpec fields of the options `burst` and `steady` share (`_firing_options`)."""
+    return {
+        "db": args.db,
+        "workers": 1 if args.db == "sqlite" else args.workers,
+        "channel": args.channel,
+        "pg_url": args.pg_url,
+        "due_in": args.due_in,
+        "owners": args.owners,
+        "api_workers": args.api_workers,
+        "worker_settings": _settings(args.set),
+        "database_settings": _settings(args.pg_set, flag="--pg-set"),
+    }
 
 
 def _settings(pairs: list[str], *, flag: str = "--set") -> tuple[tuple[str, str], ...]:
