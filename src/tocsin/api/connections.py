@@ -1,5 +1,6 @@
 """Limits on connections, below HTTP: a deadline for each request's head and for its body,
-and a cap on the connections one client address holds open.
+a size for each head (`tocsin.heads`), and a cap on the connections one client address holds
+open.
 
 uvicorn reads a request as slowly as its client sends it, and has no deadline for either
 part: 400 sockets sending a header or a body a byte a second stayed open 30-40 s and were
@@ -13,6 +14,10 @@ still has `more_body` and its answer `response_complete`. After every read:
   answer), the head deadline runs;
 - from a complete head until its body is, the body deadline runs;
 - an answer that stays open (the in-app feed) has neither: its request was complete.
+
+The same `cycle` says where a body is, so that the heads alone are measured. Where a body
+ends inside a read, what follows it there (a pipelined head) is passed on unmeasured: at most
+one read (256 KiB), and measured again from the next read on.
 
 Idle connections between requests are uvicorn's to close (its keep-alive timeout, 5 s).
 The cap counts the transport's peer, never a forwarded header (no header is read yet when a
@@ -34,6 +39,7 @@ from uvicorn.protocols.utils import get_remote_addr
 from uvicorn.server import ServerState
 
 from tocsin.api.proxies import TrustedProxies
+from tocsin.heads import HEAD_LIMITS, HeadGuard, HeadLimits, HeadTooLarge
 from tocsin.settings import Settings
 
 log = logging.getLogger("tocsin.api.connections")
@@ -50,6 +56,7 @@ class ConnectionLimits:
     body_seconds: float
     per_address: int  # 0: no cap
     uncapped: Callable[[str], bool] = lambda host: False  # peers not counted (trusted proxies)
+    head: HeadLimits = HEAD_LIMITS
 
     @classmethod
     def of(cls, settings: Settings) -> ConnectionLimits:
@@ -119,57 +126,57 @@ def guarded(
     return Guarded
 
 
-class GuardedConnection(asyncio.Protocol):
+class GuardedConnection(HeadGuard):
     """One connection: passes everything to uvicorn's protocol (`inner`), and closes the
-    connection when a deadline of `limits` passes or its address is over the cap."""
+    connection when a deadline of `limits` passes, a head is too large or its address is
+    over the cap."""
 
     def __init__(
         self, inner: asyncio.Protocol, limits: ConnectionLimits, book: OpenConnections
     ) -> None:
-        self._inner = inner
+        super().__init__(inner, limits.head)
         self._limits = limits
         self._book = book
-        self._transport: asyncio.Transport | None = None
-        self._host = "-"  # the peer's address
         self._counted = False
         self._request: _Request | None = None  # the last request whose head was complete
         self._deadline: asyncio.TimerHandle | None = None
         self._waiting_for = HEAD
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport (uvloop's are not subclasses of asyncio's, hence no check).
-        self._transport = cast(asyncio.Transport, transport)
-        self._inner.connection_made(transport)
-        peer = get_remote_addr(self._transport)
+        super().connection_made(transport)
+        peer = get_remote_addr(cast(asyncio.Transport, transport))
         self._host = peer[0] if peer is not None else "-"
         if peer is not None and not self._limits.uncapped(self._host):
             if not self._book.admit(self._host):
-                self._transport.close()
+                transport.close()
                 return
             self._counted = True
         self._arm(HEAD)
 
-    def data_received(self, data: bytes) -> None:
-        self._inner.data_received(data)
-        self._follow()
-
-    def eof_received(self) -> bool | None:
-        return self._inner.eof_received()
-
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         try:
-            self._inner.connection_lost(exc)
+            super().connection_lost(exc)
         finally:
             if self._counted:
                 self._book.release(self._host)
                 self._counted = False
 
-    def pause_writing(self) -> None:
-        self._inner.pause_writing()
+    def _in_body(self) -> bool:
+        request: _Request | None = getattr(self._inner, "cycle", None)
+        return request is not None and request.more_body
 
-    def resume_writing(self) -> None:
-        self._inner.resume_writing()
+    def _answering(self) -> bool:
+        request: _Request | None = getattr(self._inner, "cycle", None)
+        return request is not None and not request.response_complete
+
+    def _pass(self, data: bytes) -> None:
+        super()._pass(data)
+        self._follow()
+
+    def _refuse(self, error: HeadTooLarge) -> None:
+        self._disarm()
+        super()._refuse(error)
 
     def _follow(self) -> None:
         """Sets the deadline for what the client is to send next, after a read."""

@@ -35,6 +35,7 @@ from tocsin.errors import (
     StoreError,
     StoreUnavailable,
 )
+from tocsin.heads import HEAD_LIMITS
 from tocsin.keyfile import load_keyring
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.rezone import note_zone_data
@@ -211,6 +212,9 @@ async def serve_api(
             server_header=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             http=guarded(ConnectionLimits.of(settings)),
+            # Where h11 is the parser (no httptools), its own cap (16 KiB) would refuse a head
+            # that the guard's limit allows, with a 400.
+            h11_max_incomplete_event_size=HEAD_LIMITS.head_bytes,
             # No route is a WebSocket, and an upgraded connection would leave the guard.
             ws="none",
             # Forwarding headers are read by `tocsin.api.proxies`, from trusted proxies only.

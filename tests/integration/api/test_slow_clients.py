@@ -26,6 +26,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from tests.support.processes import clean_env, running
 from tocsin.api.connections import ConnectionLimits, guarded
+from tocsin.heads import HEAD_LIMITS
 
 pytestmark = [
     pytest.mark.slow,
@@ -251,7 +252,8 @@ class _Server(uvicorn.Server):
 
 @asynccontextmanager
 async def serving(base: Callable[..., asyncio.Protocol], cap: int) -> AsyncIterator[int]:
-    """A uvicorn server over `base` under 2 s deadlines and `cap`; its port."""
+    """A uvicorn server over `base` under 2 s deadlines, `cap` and the heads' limits, as
+    `tocsin serve` runs it; its port."""
     limits = ConnectionLimits(head_seconds=2, body_seconds=2, per_address=cap)
     config = uvicorn.Config(
         _app,
@@ -260,6 +262,7 @@ async def serving(base: Callable[..., asyncio.Protocol], cap: int) -> AsyncItera
         proxy_headers=False,
         ws="none",
         http=guarded(limits, base),
+        h11_max_incomplete_event_size=HEAD_LIMITS.head_bytes,  # as `tocsin serve` sets it
         timeout_graceful_shutdown=1,
     )
     server = _Server(config)
