@@ -32,13 +32,13 @@ from tocsin.channels.push import (
     contact_strings,
     deadline_epoch,
     json_object,
-    short_text,
     utc_text,
 )
 from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
+from tocsin.outside import MAX_ID, outside_text
 from tocsin.settings_core import CaFile, CoreSettings, ReadableFile
 
 KIND = Channel.APNS
@@ -254,7 +254,9 @@ class ApnsSender(DestinationSender):
         except TimeoutError:
             return DeliveryResult.retry("timeout")
         except (HTTP2Error, OSError) as error:
-            return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
+            return DeliveryResult.retry(
+                f"connection error: {type(error).__name__}: {outside_text(error)}"
+            )
         return classify(answer)
 
     async def _post(self, origin: Origin, path: str, headers: list[Header], body: bytes) -> Answer:
@@ -262,11 +264,12 @@ class ApnsSender(DestinationSender):
         response = await origin.request(
             "POST", path, [*headers, ("authorization", f"bearer {token}")], body
         )
-        reason = json_object(response.body).get("reason") or short_text(response.body)
+        reason = json_object(response.body).get("reason") or response.body
+        apns_id = response.headers.get("apns-id")  # read as latin-1: any byte, NUL included
         answer = Answer(
             status=response.status,
-            reason=str(reason),
-            apns_id=response.headers.get("apns-id"),
+            reason=outside_text(reason),
+            apns_id=outside_text(apns_id, MAX_ID) if apns_id else None,
             retry_after=parse_retry_after(response.headers.get("retry-after")),
         )
         if answer.reason == "ExpiredProviderToken":

@@ -33,13 +33,13 @@ from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
+from tocsin.outside import outside_text
 from tocsin.settings_core import CoreSettings
 
 KIND = Channel.APPRISE
 ENABLED_BY = "TOCSIN_APPRISE_ENABLED=true"
 
 MAX_URL_LENGTH = 2048
-MAX_REASON = 200
 TITLE = "Reminder"
 MASK = "***"
 # Services that notify the machine Tocsin runs on (its desktop, its syslog, a USB light),
@@ -214,7 +214,7 @@ def mask(message: str, url: str) -> str:
         if len(piece) < 8:
             pattern = rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])"
         message = re.sub(pattern, MASK, message)
-    return message[:MAX_REASON]
+    return outside_text(message)  # masked first: a piece of the URL is found as it was written
 
 
 def _secrets(rest: str) -> Iterable[str]:

@@ -31,6 +31,7 @@ from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
+from tocsin.outside import outside_text
 from tocsin.settings_core import CaFile, CoreSettings
 
 KIND = Channel.EMAIL
@@ -38,7 +39,6 @@ ENABLED_BY = "TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM"
 
 FIELDS = frozenset({"address"})
 SUBJECT_LENGTH = 120  # characters of the reminder text in the Subject; the body has it all
-MAX_ERROR = 200
 # A kept connection idle longer than this is closed rather than reused: servers drop idle
 # clients (RFC 5321 asks for at least 5 minutes; many hosted relays cut sooner), and a dead
 # connection costs a round trip to find out.
@@ -308,7 +308,7 @@ class EmailSender(DestinationSender):
                 reply = await self._pool.send(self._sender.address, recipient, message)
         except Exception as error:  # every failure is classified, none escapes
             return classify(error, limit)
-        return DeliveryResult.sent(reply[:MAX_ERROR] or None)
+        return DeliveryResult.sent(outside_text(reply) or None)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -403,37 +403,41 @@ def classify(error: Exception, limit: float) -> DeliveryResult:
     try; 5xx and configuration mistakes are not."""
     if isinstance(error, aiosmtplib.SMTPRecipientsRefused):
         refused = error.recipients[0]
-        return _by_code(refused.code, f"recipient refused: {refused.code} {refused.message}")
+        return _by_code(
+            refused.code, f"recipient refused: {refused.code} {outside_text(refused.message)}"
+        )
     if isinstance(error, aiosmtplib.SMTPAuthenticationError) and error.code >= 500:
         return DeliveryResult.failed(
-            f"SMTP login refused ({error.code} {_cut(error.message)}): "
+            f"SMTP login refused ({error.code} {outside_text(error.message)}): "
             "check TOCSIN_SMTP_USERNAME and TOCSIN_SMTP_PASSWORD"
         )
     if isinstance(error, aiosmtplib.SMTPSenderRefused) and error.code >= 500:
         return DeliveryResult.failed(
-            f"sender refused: {error.code} {_cut(error.message)} (check TOCSIN_SMTP_FROM)"
+            f"sender refused: {error.code} {outside_text(error.message)} (check TOCSIN_SMTP_FROM)"
         )
     if isinstance(error, aiosmtplib.SMTPResponseException):
-        return _by_code(error.code, f"SMTP {error.code} {_cut(error.message)}")
+        return _by_code(error.code, f"SMTP {error.code} {outside_text(error.message)}")
     if isinstance(error, TimeoutError):  # aiosmtplib's timeouts are TimeoutErrors too
         return DeliveryResult.retry(f"timeout after {limit:g} s")
     certificate = _certificate_error(error)
     if certificate is not None:
         return DeliveryResult.failed(
-            f"the SMTP server's TLS certificate is not trusted ({certificate}); "
+            f"the SMTP server's TLS certificate is not trusted ({outside_text(certificate)}); "
             "for a private CA set TOCSIN_SMTP_CA_FILE"
         )
     if isinstance(error, ConnectionError | OSError):
-        return DeliveryResult.retry(f"connection error: {type(error).__name__}: {_cut(error)}")
+        return DeliveryResult.retry(
+            f"connection error: {type(error).__name__}: {outside_text(error)}"
+        )
     # The rest is a mismatch with the server (no STARTTLS offered, no AUTH, no SMTPUTF8 for
     # this address): trying again changes nothing until its configuration does.
-    return DeliveryResult.failed(f"SMTP: {type(error).__name__}: {_cut(error)}")
+    return DeliveryResult.failed(f"SMTP: {type(error).__name__}: {outside_text(error)}")
 
 
 def _by_code(code: int, text: str) -> DeliveryResult:
     if 400 <= code < 500:
-        return DeliveryResult.retry(_cut(text))
-    return DeliveryResult.failed(_cut(text))
+        return DeliveryResult.retry(text)
+    return DeliveryResult.failed(text)
 
 
 def _certificate_error(error: BaseException) -> ssl.SSLCertVerificationError | None:
@@ -444,8 +448,3 @@ def _certificate_error(error: BaseException) -> ssl.SSLCertVerificationError | N
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-def _cut(value: object) -> str:
-    text = str(value)
-    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…"

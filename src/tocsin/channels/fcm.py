@@ -27,13 +27,11 @@ from pydantic import Field
 
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.push import (
-    MAX_REASON,
     alert_title,
     contact_strings,
     deadline_epoch,
     json_object,
     seconds_left,
-    short_text,
     utc_text,
 )
 from tocsin.channels.sessions import http_session, trusting
@@ -41,6 +39,7 @@ from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
+from tocsin.outside import MAX_ID, outside_text
 from tocsin.settings_core import CaFile, CoreSettings, ReadableFile
 
 KIND = Channel.FCM
@@ -227,8 +226,8 @@ class AccessToken:
 
 def _token_error(status: int, answer: bytes, headers: Mapping[str, str]) -> TokenError:
     document = json_object(answer)
-    what = document.get("error_description") or document.get("error") or short_text(answer)
-    message = f"OAuth2 token endpoint: HTTP {status}: {what}"[:MAX_REASON]
+    what = document.get("error_description") or document.get("error") or answer
+    message = f"OAuth2 token endpoint: HTTP {status}: {outside_text(what)}"
     retry_after = parse_retry_after(headers.get("retry-after"))
     return TokenError(message, retry=status == 429 or status >= 500, retry_after=retry_after)
 
@@ -285,9 +284,13 @@ class FcmSender(DestinationSender):
                 return DeliveryResult.retry(str(error), error.retry_after)
             return DeliveryResult.failed(str(error))
         except aiohttp.ClientConnectorCertificateError as error:
-            return DeliveryResult.retry(f"{error} (for a private CA set TOCSIN_FCM_CA_FILE)")
+            return DeliveryResult.retry(
+                f"{outside_text(error)} (for a private CA set TOCSIN_FCM_CA_FILE)"
+            )
         except aiohttp.ClientError as error:
-            return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
+            return DeliveryResult.retry(
+                f"connection error: {type(error).__name__}: {outside_text(error)}"
+            )
         return classify(answer)
 
     async def _post(self, body: bytes) -> Answer:
@@ -346,12 +349,12 @@ def classify(answer: Answer) -> DeliveryResult:
     """FCM's answer, by its v1 error JSON: `error.status` and `details[].errorCode`."""
     if answer.status == 200:
         name = answer.body.get("name")
-        return DeliveryResult.sent(name if isinstance(name, str) else None)
+        return DeliveryResult.sent(outside_text(name, MAX_ID) if isinstance(name, str) else None)
     error = answer.body.get("error")
     error = error if isinstance(error, dict) else {}
     codes = _error_codes(answer.body)
-    code = next(iter(codes), None) or str(error.get("status") or "")
-    text = f"FCM {answer.status} {code}: {error.get('message') or ''}".rstrip(": ")[:MAX_REASON]
+    code = outside_text(next(iter(codes), None) or error.get("status") or "")
+    text = f"FCM {answer.status} {code}: {outside_text(error.get('message') or '')}".rstrip(": ")
     if "UNREGISTERED" in codes or (code == "INVALID_ARGUMENT" and _token_invalid(error)):
         return DeliveryResult.destination_gone(text)
     if code in RETRY_CODES or answer.status == 429 or answer.status >= 500:

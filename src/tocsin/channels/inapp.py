@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.domain import Firing
 from tocsin.errors import TocsinError
+from tocsin.outside import outside_text
 from tocsin.store.ports.feed import FEED_WAITING
 
 Announce = Callable[[Sequence[tuple[str, str]]], Awaitable[None]]
@@ -48,7 +49,9 @@ class InappSender(DestinationSender):
         except TimeoutError:
             return DeliveryResult.retry("announcing to the in-app feed timed out")
         except TocsinError as error:
-            return DeliveryResult.retry(f"could not announce to the in-app feed: {error}")
+            return DeliveryResult.retry(
+                f"could not announce to the in-app feed: {outside_text(error)}"
+            )
         return DeliveryResult.held_until_deadline(FEED_WAITING)
 
     def _queue(self, firing: Firing) -> asyncio.Future[None]:

@@ -1,5 +1,5 @@
 """What the mobile push channels (`apns`, `fcm`) share: the alert, the deadline, the contact's
-fields and the provider's error text."""
+fields and the provider's JSON answer."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from tocsin.errors import InvalidInput
 
 DEFAULT_TITLE = "Reminder"
 MAX_TITLE = 100  # a lock screen shows a line or two; longer titles are cut by the phone anyway
-MAX_REASON = 200  # of a provider's error text kept in an attempt's error
 
 
 def alert_title(firing: Firing) -> str:
@@ -65,8 +64,3 @@ def json_object(body: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def short_text(body: bytes) -> str:
-    """The start of a provider's answer, for an error message."""
-    return body[:MAX_REASON].decode("utf-8", "replace").strip()

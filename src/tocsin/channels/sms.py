@@ -26,6 +26,7 @@ from tocsin.channels.webhook import parse_retry_after
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
+from tocsin.outside import MAX_ID, outside_text
 from tocsin.settings_core import CaFile, CoreSettings
 
 KIND = Channel.SMS
@@ -39,7 +40,6 @@ E164 = re.compile(r"\+[1-9][0-9]{7,14}")  # `+`, then 8 to 15 ASCII digits, the 
 SEPARATORS = str.maketrans("", "", " -.()")  # how people write numbers: +1 (415) 555-0100
 MAX_VALIDITY = 36_000  # seconds: Twilio refuses a ValidityPeriod outside 1..36,000 (21624)
 MAX_BODY = 1_600  # characters: Twilio refuses a longer body (21617)
-MAX_ERROR = 200
 # Twilio error codes that mean the number itself will not take messages from us until its
 # owner acts: 21610, "Attempt to send to unsubscribed recipient" (they replied STOP).
 GONE_CODES = frozenset({21610})
@@ -189,9 +189,13 @@ class SmsSender(DestinationSender):
         except TimeoutError:
             return DeliveryResult.retry(f"timeout after {limit.total:g} s")
         except aiohttp.ClientConnectorCertificateError as error:
-            return DeliveryResult.retry(f"{error} (for a private CA set TOCSIN_SMS_CA_FILE)")
+            return DeliveryResult.retry(
+                f"{outside_text(error)} (for a private CA set TOCSIN_SMS_CA_FILE)"
+            )
         except aiohttp.ClientError as error:
-            return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
+            return DeliveryResult.retry(
+                f"connection error: {type(error).__name__}: {outside_text(error)}"
+            )
 
     async def close(self) -> None:
         if self._session is not None:
@@ -210,7 +214,9 @@ def classify(status: int, headers: Mapping[str, str], answer: bytes) -> Delivery
     """What the Messages API's answer comes to (see the module's docstring)."""
     if 200 <= status < 300:
         sid = _json(answer).get("sid")
-        return DeliveryResult.sent(sid if isinstance(sid, str) and sid else None)
+        return DeliveryResult.sent(
+            outside_text(sid, MAX_ID) if isinstance(sid, str) and sid else None
+        )
     code, message = _twilio_error(answer)
     error = f"HTTP {status}" + (f", Twilio error {code}" if code else "") + f": {message}"
     if status in (401, 403):
@@ -233,9 +239,8 @@ def _twilio_error(answer: bytes) -> tuple[int | None, str]:
     body = _json(answer)
     code = body.get("code")
     message = body.get("message")
-    if not isinstance(message, str):
-        message = answer[:MAX_ERROR].decode("utf-8", "replace")
-    return (code if isinstance(code, int) else None), message[:MAX_ERROR]
+    text = outside_text(message if isinstance(message, str) else answer)
+    return (code if isinstance(code, int) else None), text
 
 
 def _json(answer: bytes) -> dict[str, Any]:

@@ -24,11 +24,10 @@ from tocsin.clock import Clock, SystemClock
 from tocsin.domain import Firing
 from tocsin.errors import InvalidInput
 from tocsin.outbound import GuardedResolver, check_url, refused_by_policy, refused_url
+from tocsin.outside import MAX_ID, outside_text
 from tocsin.settings_core import CoreSettings
 
 logger = logging.getLogger(__name__)
-
-MAX_ERROR_BODY = 200
 
 
 class WebhookSettings(CoreSettings):
@@ -116,12 +115,14 @@ class WebhookSender(DestinationSender):
         except TimeoutError:
             return DeliveryResult.retry("timeout")
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
-            return DeliveryResult.failed(f"bad webhook URL: {error}")
+            return DeliveryResult.failed(f"bad webhook URL: {outside_text(error)}")
         except aiohttp.ClientError as error:
             policy = refused_by_policy(error)
             if policy is not None:
-                return DeliveryResult.failed(str(policy))
-            return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
+                return DeliveryResult.failed(outside_text(policy))
+            return DeliveryResult.retry(
+                f"connection error: {type(error).__name__}: {outside_text(error)}"
+            )
 
     async def close(self) -> None:
         if self._session is not None:
@@ -141,9 +142,9 @@ class WebhookSender(DestinationSender):
 
 def _classify(status: int, headers: Mapping[str, str], answer: bytes) -> DeliveryResult:
     if 200 <= status < 300:
-        return DeliveryResult.sent(headers.get("x-message-id"))
-    text = answer[:MAX_ERROR_BODY].decode("utf-8", "replace")
-    error = f"HTTP {status}: {text}".rstrip(": ")
+        message_id = headers.get("x-message-id")
+        return DeliveryResult.sent(outside_text(message_id, MAX_ID) if message_id else None)
+    error = f"HTTP {status}: {outside_text(answer)}".rstrip(": ")
     if status == 410:
         return DeliveryResult.destination_gone(f"{error} (endpoint disabled)")
     if status in (408, 429) or status >= 500:
@@ -177,7 +178,7 @@ def parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²" is a digit to Python, not to float()
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

@@ -37,6 +37,7 @@ from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
 from tocsin.errors import InvalidInput
 from tocsin.outbound import GuardedResolver, refused_by_policy, refused_url
+from tocsin.outside import MAX_ID, outside_text
 from tocsin.settings_core import CaFile, CoreSettings, ReadableFile
 
 KIND = Channel.WEBPUSH
@@ -372,12 +373,16 @@ class WebPushSender(DestinationSender):
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError):
             return DeliveryResult.failed("bad push endpoint URL")
         except aiohttp.ClientConnectorCertificateError as error:
-            return DeliveryResult.retry(f"{error} (for a private CA set TOCSIN_WEBPUSH_CA_FILE)")
+            return DeliveryResult.retry(
+                f"{outside_text(error)} (for a private CA set TOCSIN_WEBPUSH_CA_FILE)"
+            )
         except aiohttp.ClientError as error:
             policy = refused_by_policy(error)
             if policy is not None:
-                return DeliveryResult.failed(str(policy))
-            return DeliveryResult.retry(f"connection error: {type(error).__name__}: {error}")
+                return DeliveryResult.failed(outside_text(policy))
+            return DeliveryResult.retry(
+                f"connection error: {type(error).__name__}: {outside_text(error)}"
+            )
 
     async def close(self) -> None:
         if self._session is not None:
@@ -404,9 +409,9 @@ class WebPushSender(DestinationSender):
 def classify(status: int, headers: Mapping[str, str], answer: bytes) -> DeliveryResult:
     """A push service's answer (RFC 8030 section 5 and the services' documented errors)."""
     if 200 <= status < 300:  # 201 Created (RFC 8030); some services answer 200 or 202
-        return DeliveryResult.sent(headers.get("location"))
-    text = answer.decode("utf-8", "replace").strip()
-    error = f"HTTP {status}: {text}".rstrip(": ")
+        location = headers.get("location")
+        return DeliveryResult.sent(outside_text(location, MAX_ID) if location else None)
+    error = f"HTTP {status}: {outside_text(answer)}".rstrip(": ")
     if status in (404, 410):
         return DeliveryResult.destination_gone(f"{error} (the subscription expired or was removed)")
     if status in (408, 429) or status >= 500:

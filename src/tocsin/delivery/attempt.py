@@ -18,6 +18,7 @@ from tocsin.domain import Attempt, AttemptResult, Channel, Firing, FiringState, 
 from tocsin.errors import StoreError
 from tocsin.metrics import instruments
 from tocsin.metrics.instruments import ENGINE
+from tocsin.outside import outside_text
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class Deliverer:
         return sender, await self._destinations.of(firing, channel)
 
     def _lookup_failed(self, firing: Firing, now: datetime, error: StoreError) -> AttemptResult:
-        retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
+        retry = DeliveryResult.retry(f"could not look the destinations up: {outside_text(error)}")
         ENGINE.retried(firing.channel, instruments.RETRY_LOOKUP)
         decision = self._decide(retry, firing, now)
         return self._unsent(firing, decision.state, retry.error, decision.next_attempt_at)
@@ -145,7 +146,9 @@ class Deliverer:
         try:
             targets = await self._targets(firing, step, settled, trail, now)
         except StoreError as error:
-            retry = DeliveryResult.retry(f"could not look the destinations up: {error}")
+            retry = DeliveryResult.retry(
+                f"could not look the destinations up: {outside_text(error)}"
+            )
             return self._decide(retry, firing, now)
         open_ = [target for target in targets if target[2].id not in settled]
         results = await self._send_all(firing, open_, now)
@@ -229,7 +232,9 @@ class Deliverer:
             except Exception as error:
                 # A bug in one channel must not stop the pool; the firing is retried.
                 logger.exception("channel %s raised", channel, extra={"firing_id": firing.id})
-                result = DeliveryResult.retry(f"internal error: {type(error).__name__}: {error}")
+                result = DeliveryResult.retry(
+                    f"internal error: {type(error).__name__}: {outside_text(error)}"
+                )
         finally:
             slots.release()
         self._isolation.record(key, result)

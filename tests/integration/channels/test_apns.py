@@ -210,6 +210,16 @@ async def test_without_a_topic_the_send_fails_and_says_which_setting(
         (403, "InvalidProviderToken", None, DeliveryResult.failed("APNs 403 InvalidProviderToken")),
         (400, "BadCollapseId", None, DeliveryResult.failed("APNs 400 BadCollapseId")),
         (413, "PayloadTooLarge", None, DeliveryResult.failed("APNs 413 PayloadTooLarge")),
+        # Whatever a peer says is kept as text the store and the log can hold.
+        (
+            410,
+            "Gone\x00\n2026-12-04T00:00:00.000Z ERROR tocsin.fake FORGED",
+            None,
+            DeliveryResult.destination_gone(
+                "APNs 410 Gone\ufffd 2026-12-04T00:00:00.000Z ERROR tocsin.fake FORGED"
+            ),
+        ),
+        (500, "x" * 1000, None, DeliveryResult.retry("APNs 500 " + "x" * 199 + "…")),
     ],
 )
 async def test_apples_answers_are_classified(

@@ -13,13 +13,16 @@ from typing import Any
 import pytest
 
 from tests.integration.channels.firing_factory import DUE, destination, firing
+from tests.integration.store.factories import LEASE, NOW, claim, reminder
 from tests.support.peers.smtp import PASSWORD, USERNAME, Certificates, SmtpPeer, Tls, smtp_peer
 from tocsin.channels import email as email_channel
 from tocsin.channels.base import DeliveryResult
 from tocsin.channels.email import EmailSender
 from tocsin.clock import SystemClock
-from tocsin.domain import Channel, Outcome
+from tocsin.delivery.attempt import attempt_of
+from tocsin.domain import AttemptResult, Channel, FiringState, Outcome
 from tocsin.settings import Settings
+from tocsin.store import Store
 
 FROM = "Tocsin <alerts@tocsin.example.com>"
 ADA = "ada@example.com"
@@ -184,6 +187,45 @@ async def test_a_refusal_by_reply_class(
     peer.data_reply = None
     assert (await send(sender, "bob@example.com")).outcome is Outcome.SENT
     assert peer.connections == 1
+
+
+@pytest.mark.parametrize(
+    ("stage", "reply", "kept"),
+    [
+        ("DATA", b"250 2.0.0 queued as \xff\xfe\x00Q1", "2.0.0 queued as \ufffd\ufffd\ufffdQ1"),
+        ("DATA", b"451 4.3.0 try \xe9 later\x00", "SMTP 451 4.3.0 try \ufffd later\ufffd"),
+        ("DATA", b"554 5.7.1 refus\xe9 \x1b[2J", "SMTP 554 5.7.1 refus\ufffd \ufffd[2J"),
+        ("RCPT", b"550 5.1.1 \xff\x00", "recipient refused: 550 5.1.1 \ufffd\ufffd"),
+    ],
+)
+async def test_a_reply_that_is_not_utf_8_is_recorded_as_clean_text(
+    sender: EmailSender, peer: SmtpPeer, store: Store, stage: str, reply: bytes, kept: str
+) -> None:
+    """aiosmtplib keeps the bytes of a reply that is not UTF-8 as lone surrogates, which no
+    JSON batch can carry (nor a NUL PostgreSQL's jsonb): the result holds clean text, and the
+    store records it."""
+    if stage == "RCPT":
+        peer.refuse[ADA] = reply
+    else:
+        peer.data_reply = reply
+
+    outcome = await send(sender)
+    target = reminder()
+    await store.add_reminders([target])
+    [rung] = await store.claim([claim(target)], sender="worker-1", now=NOW, lease=LEASE)
+    to_ada = destination(Channel.EMAIL, address=ADA)
+    attempt = attempt_of(1, NOW, Channel.EMAIL, to_ada, outcome)
+    state = FiringState.SENT if outcome.outcome is Outcome.SENT else FiringState.FAILED
+    written = AttemptResult(
+        rung.id, "worker-1", state, attempt, firing=None if rung.stored else rung
+    )
+    recorded = await store.record_attempts([written])
+    [firing_] = await store.list_firings(target.id)
+
+    assert (outcome.provider_id or outcome.error) == kept
+    assert recorded == 1
+    assert firing_.state is state
+    assert (firing_.provider_id or firing_.last_error) == kept
 
 
 async def test_a_wrong_password_fails_as_a_configuration_error(

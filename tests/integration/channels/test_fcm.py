@@ -231,6 +231,11 @@ BAD_TTL = "Invalid value at 'message.android.ttl'"
             fcm_error(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", NOT_VALID),
             DeliveryResult.failed(f"FCM 400 INVALID_ARGUMENT: {NOT_VALID}"),
         ),
+        # Whatever a peer says is kept as text the store and the log can hold.
+        (
+            fcm_error(500, "INTERNAL", "INTER\x00NAL", "bad\x00body\n2026-12-04 ERROR forged"),
+            DeliveryResult.retry("FCM 500 INTER\ufffdNAL: bad\ufffdbody 2026-12-04 ERROR forged"),
+        ),
     ],
 )
 async def test_fcms_answers_are_classified(

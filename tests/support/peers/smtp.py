@@ -1,5 +1,6 @@
 """A real SMTP server for the email channel's tests: aiosmtpd on loopback, with STARTTLS or
-implicit TLS under a throw-away CA, AUTH required, and 4xx/5xx replies on demand.
+implicit TLS under a throw-away CA, AUTH required, and 4xx/5xx replies on demand (as text, or
+as raw bytes: a server whose replies are not UTF-8).
 
 It runs in the test's event loop (`smtp_peer`), or alone in its own process for a
 measurement (`python -m tests.support.peers.smtp`, which prints its port and the CA file).
@@ -79,8 +80,8 @@ class SmtpPeer:
         self.certificates = certificates
         self.port = 0
         self.received: list[Received] = []
-        self.refuse: dict[str, str] = {}  # recipient -> the reply to its RCPT
-        self.data_reply: str | None = None  # the reply to DATA instead of 250, when set
+        self.refuse: dict[str, str | bytes] = {}  # recipient -> the reply to its RCPT
+        self.data_reply: str | bytes | None = None  # the reply to DATA instead of 250, when set
         self.data_delay = 0.0  # seconds to wait before answering DATA
         self.connections = 0
         self._protocols: list[SMTP] = []
@@ -131,7 +132,7 @@ class _Handler:
         envelope: Envelope,
         address: str,
         rcpt_options: list[str],
-    ) -> str:
+    ) -> str | bytes:
         refusal = self._peer.refuse.get(address)
         if refusal is not None:
             return refusal
@@ -140,7 +141,7 @@ class _Handler:
 
     async def handle_DATA(  # noqa: N802 (aiosmtpd's hook name)
         self, server: SMTP, session: Session, envelope: Envelope
-    ) -> str:
+    ) -> str | bytes:
         if self._peer.data_delay:
             await asyncio.sleep(self._peer.data_delay)
         if self._peer.data_reply is not None:
