@@ -7,7 +7,8 @@ Run it as its own process — the real peer of the engine's tests and of the ben
 Every POST is one delivery attempt: its `webhook-id` and arrival time are recorded, and it
 is answered 204 — or `--status` (503 unless told) while failing: for the first `--fail-first`
 attempts of each id, and for everything before the epoch second `--fail-until` (and from
-`--fail-from`, when given: a window of failure that starts after the receiver did). With
+`--fail-from`, when given: a window of failure that starts after the receiver did), with the
+body `--body` (bytes, backslash escapes read: `--body 'bad\\x00body'`), empty unless told. With
 `--secret`, a request whose Standard Webhooks signature does not verify is answered 401 and
 counted `invalid`. With `--delay`, every delivery is counted when it arrives and answered that
 many seconds later: a slow peer, whose 2xx may come back after the sender gave up.
@@ -56,6 +57,7 @@ class Behaviour:
     retry_after: str | None = None
     keep_bodies: bool = False
     delay: float = 0.0  # seconds between a delivery's arrival and its answer
+    body: bytes = b""  # of the failing answers
 
 
 @dataclass
@@ -121,7 +123,8 @@ class Receiver:
             extra = []
             if status >= 500 and self.behaviour.retry_after is not None:
                 extra.append((b"retry-after", self.behaviour.retry_after.encode()))
-            await _answer(send, status, headers=extra)
+            body = self.behaviour.body if status == self.behaviour.status else b""
+            await _answer(send, status, body, headers=extra)
         else:
             await _answer(send, 404)
 
@@ -206,7 +209,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--retry-after", help="Retry-After header sent with 5xx answers")
     parser.add_argument("--keep-bodies", action="store_true", help="keep each id's last body")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="answer late")
+    parser.add_argument(
+        "--body",
+        type=escaped_bytes,
+        default=b"",
+        metavar="BYTES",
+        help=r"the failing answers' body, backslash escapes read (bad\x00body)",
+    )
     return parser.parse_args(argv)
+
+
+def escaped_bytes(value: str) -> bytes:
+    """The bytes `value` spells, its backslash escapes (`\\x00`, `\\n`, `\\xff`) read: a
+    command line cannot carry a NUL itself. Other characters stand for their UTF-8 bytes."""
+    return value.encode("utf-8").decode("unicode_escape").encode("latin-1")
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -219,6 +235,7 @@ async def serve(args: argparse.Namespace) -> None:
         retry_after=args.retry_after,
         keep_bodies=args.keep_bodies,
         delay=args.delay,
+        body=args.body,
     )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
