@@ -19,6 +19,7 @@ SHARDS = 1024
 LANES = 16
 LANE_WIDTH = SHARDS // LANES
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
+_ID_CHARS = frozenset(_ALPHABET)
 _ID_LENGTH = 20  # 100 bits: 48 of milliseconds, 10 of shard, 42 random
 _RANDOM_BITS = 42  # a batch of 100,000 saved in one millisecond still collides ~never
 
@@ -40,6 +41,13 @@ def new_reminder_id(shard: int, now: datetime) -> str:
         chars.append(_ALPHABET[value & 31])
         value >>= 5
     return "".join(reversed(chars))
+
+
+def is_id(text: str) -> bool:
+    """Whether `text` has the shape of the ids `new_reminder_id` makes (a reminder's, a
+    contact's). What has not names nothing stored, and need not be looked up: a NUL in it
+    is an error of PostgreSQL's, not a row that is missing."""
+    return len(text) == _ID_LENGTH and set(text) <= _ID_CHARS
 
 
 def shard_of_id(reminder_id: str) -> int:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tocsin.ids import (
     SHARDS,
     firing_id,
+    is_id,
     new_reminder_id,
     part_of_shard,
     part_shards,
@@ -48,10 +49,23 @@ def test_a_large_batch_in_one_millisecond_does_not_collide() -> None:
     assert len(ids) == 100_000
 
 
-@pytest.mark.parametrize("text", ["", "short", "I" * 20, "0123456789abcdefghj!"])
+@pytest.mark.parametrize(
+    "text", ["", "short", "I" * 20, "0123456789abcdefghj!", "0123456789abcdefghj\x00"]
+)
 def test_something_else_is_not_an_id(text: str) -> None:
+    assert not is_id(text)
     with pytest.raises(ValueError, match="not a reminder id"):
         shard_of_id(text)
+
+
+@given(st.integers(min_value=0, max_value=SHARDS - 1), st.text(max_size=40))
+def test_what_is_an_id_has_a_shard_and_every_made_id_is_one(shard: int, text: str) -> None:
+    assert is_id(new_reminder_id(shard, NOW))
+    if is_id(text):
+        assert 0 <= shard_of_id(text) < SHARDS
+    else:
+        with pytest.raises(ValueError, match="not a reminder id"):
+            shard_of_id(text)
 
 
 def test_a_firing_id_is_derived_from_reminder_and_due_instant() -> None:

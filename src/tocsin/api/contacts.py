@@ -16,7 +16,7 @@ from tocsin.channels.contacts import check_outbound, validate_contact
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Contact
 from tocsin.errors import InvalidInput
-from tocsin.ids import new_reminder_id, shard_of
+from tocsin.ids import is_id, new_reminder_id, shard_of
 from tocsin.store.ports import ContactStore
 
 
@@ -102,6 +102,8 @@ class ContactService:
 
     async def get(self, principal: Principal, owner: str, contact_id: str) -> Contact:
         _may_manage(principal, owner)
+        if not is_id(contact_id):
+            raise _not_found(contact_id)
         found = await self.store.get_contact(contact_id)
         tenant = principal.tenant
         if found is None or found.owner != owner or tenant not in (None, found.source):
@@ -133,11 +135,27 @@ class ContactService:
         """The kind's fields, validated, with what the server would call (a webhook's `url`,
         a Web Push `endpoint`, where an Apprise URL connects) held to the outbound URL policy."""
         try:
+            _refuse_nul(fields)
             address = validate_contact(kind, fields)
             check_outbound(kind, address, allow_private=self.allow_private_urls)
         except InvalidInput as error:
             raise invalid([FieldError(error.field, error.message)]) from None
         return address
+
+
+def _refuse_nul(value: object, field: str = "") -> None:
+    """`InvalidInput` naming the first field (`subscription.endpoint`) whose text holds a
+    NUL, which PostgreSQL cannot keep; each kind's validator need not look for one."""
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidInput(field, "must not contain NUL characters")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            name = f"{field}.{key}" if field else str(key)
+            _refuse_nul(key, name)
+            _refuse_nul(item, name)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_nul(item, f"{field}[{index}]")
 
 
 def _may_manage(principal: Principal, owner: str) -> None:

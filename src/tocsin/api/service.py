@@ -33,6 +33,7 @@ from tocsin.channels import CONTACT_MODULES
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route
 from tocsin.errors import CapReached, ExpansionBudgetExceeded
+from tocsin.ids import is_id
 from tocsin.store.ports import ContactStore, ReminderStore
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
@@ -196,6 +197,8 @@ class ReminderService:
 
     async def get(self, principal: Principal, reminder_id: str) -> Reminder:
         """The reminder, or 404 when it does not exist or the caller may not see it."""
+        if not is_id(reminder_id):
+            raise Problem(404, "not-found", f"no reminder {reminder_id}")
         found = await self.store.get_reminder(reminder_id, now=self.clock.now())
         if found is None or not principal.may_see_reminder(found):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
