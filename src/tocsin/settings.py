@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tocsin.channels import ChannelSettings
+from tocsin.masking import masked
 from tocsin.settings_core import SettingsInvalid
 
 __all__ = ["Settings", "SettingsInvalid", "env_name", "is_secret", "load_settings"]
@@ -50,4 +51,4 @@ def _problem(detail: Any) -> str:
     given = detail.get("input")
     field = str(detail["loc"][0])
     shown = "" if isinstance(given, dict) or is_secret(field) else f" (got {given!r})"
-    return f"{env_name(field)}: {message}{shown}"
+    return masked(f"{env_name(field)}: {message}{shown}")

@@ -7,13 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
+from tocsin.masking import MASK, masked
 from tocsin.settings import Settings, env_name, is_secret, load_settings
 
-MASK = "********"
 BEGIN = "<!-- settings: begin (written by `tocsin config --markdown FILE`; do not edit) -->"
 END = "<!-- settings: end -->"
 
@@ -54,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def effective(settings: Settings) -> dict[str, str]:
-    """Each setting's environment variable and its value as text, secrets masked."""
+    """Each setting's environment variable and its value as text, secrets masked: a
+    secret's whole value, and the credentials in any other (a URL's password, user part and
+    query, a keyword database URL's password: `tocsin.masking`)."""
     shown: dict[str, str] = {}
     for field in Settings.model_fields:
         value = getattr(settings, field)
@@ -62,10 +63,8 @@ def effective(settings: Settings) -> dict[str, str]:
             text = ""
         elif is_secret(field):
             text = MASK
-        elif field == "database_url":
-            text = _without_password(str(value))
         else:
-            text = _text(value)
+            text = masked(_text(value))
         shown[env_name(field)] = text
     return shown
 
@@ -100,20 +99,3 @@ def _text(value: object) -> str:
     if isinstance(value, SecretStr):
         return MASK
     return str(value)
-
-
-# Query parameters of a database URL that carry a password (libpq's and asyncpg's names).
-_PASSWORD_PARAMETERS = frozenset({"password", "passwd", "pwd", "sslpassword"})
-
-
-def _without_password(url: str) -> str:
-    """`url` with the password masked, in its user part and in its query string."""
-    parts = urlsplit(url)
-    if parts.password is not None:
-        host = parts.netloc.rpartition("@")[2]
-        parts = parts._replace(netloc=f"{parts.username}:{MASK}@{host}")
-    if parts.query:
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        masked = [(k, MASK if k.lower() in _PASSWORD_PARAMETERS else v) for k, v in pairs]
-        parts = parts._replace(query=urlencode(masked, safe="*"))
-    return urlunsplit(parts)

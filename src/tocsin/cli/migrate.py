@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from tocsin.errors import StoreError
+from tocsin.masking import masked
 from tocsin.settings import load_settings
 from tocsin.store import open_store
 from tocsin.store.migrations import migrations_for
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         applied = asyncio.run(_migrate(url))
     except (StoreError, ValueError) as error:
-        print(f"tocsin migrate: {error}", file=sys.stderr)
+        # The message may quote the URL it was given (a keyword string, unsupported).
+        print(f"tocsin migrate: {masked(str(error))}", file=sys.stderr)
         return 1
     if applied:
         backend = "postgres" if url.startswith(("postgresql:", "postgres:")) else "sqlite"

@@ -38,6 +38,7 @@ from tocsin.errors import (
 from tocsin.heads import HEAD_LIMITS
 from tocsin.keyfile import load_keyring
 from tocsin.logging import FORMATS, configure_logging
+from tocsin.masking import masked
 from tocsin.rezone import note_zone_data
 from tocsin.settings import Settings, load_settings
 from tocsin.store import Store, open_store
@@ -256,16 +257,14 @@ async def open_ready_store(
             break
         except StoreUnavailable as error:
             if not wait:
-                raise StartupError(
-                    f"cannot reach the database {_redacted(url)}: {error}"
-                ) from error
+                raise StartupError(f"cannot reach the database {masked(url)}: {error}") from error
             # A worker started during a database restart or failover waits for it rather
             # than exit: its parts are waiting too.
             log.warning("cannot reach the database yet (%s); trying again in %.1f s", error, pause)
             await asyncio.sleep(pause)
             pause = min(pause * 2, _MAX_PAUSE)
-        except ValueError as error:
-            raise StartupError(str(error)) from error
+        except ValueError as error:  # a URL it cannot use, quoted: its credentials masked
+            raise StartupError(masked(str(error))) from error
     try:
         await _ready_schema(store, settings, migrate=migrate)
         await _check_secret_key(store, seal_all=made)
@@ -295,7 +294,7 @@ async def _ready_schema(store: Store, settings: Settings, *, migrate: bool) -> N
             "run that version (or a newer one), or restore the backup taken before it migrated"
         ) from error
     except StoreUnavailable as error:
-        url = _redacted(settings.database_url)
+        url = masked(settings.database_url)
         raise StartupError(f"cannot reach the database {url}: {error}") from error
     except StoreError as error:
         raise StartupError(
@@ -389,12 +388,3 @@ class _Server(uvicorn.Server):
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
-
-
-def _redacted(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    credentials, _, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}@{host}"

@@ -11,7 +11,8 @@ import pytest
 
 from tests.support.processes import clean_env, tocsin
 from tocsin.cli import main
-from tocsin.cli.config import MASK, reference_table, section_of
+from tocsin.cli.config import reference_table, section_of
+from tocsin.masking import MASK
 from tocsin.settings import Settings, env_name
 
 SERVER_COMMANDS = [
