@@ -17,13 +17,13 @@ from tocsin.channels import Channels, build_channels
 from tocsin.clock import Clock, DatabaseClock, SystemClock
 from tocsin.delivery import Delivery, DeliveryTuning, RetryPolicy
 from tocsin.delivery.destinations import Destinations
-from tocsin.domain import HeldParts
+from tocsin.domain import HeldParts, Priority
 from tocsin.errors import StoreError
 from tocsin.ids import part_of_shard, part_shards
 from tocsin.metrics.instruments import ENGINE
 from tocsin.scheduler.claimer import Claimer
 from tocsin.scheduler.leases import LeaseKeeper
-from tocsin.scheduler.loader import LoadTuning, PartLoader
+from tocsin.scheduler.loader import LoadTuning, PartLoader, PartWatermark
 from tocsin.scheduler.retention import Retention, RetentionTuning
 from tocsin.scheduler.ticker import Ticker
 from tocsin.scheduler.timeline import Timeline
@@ -136,7 +136,8 @@ class Engine:
                 tuning.retention, lease=timedelta(seconds=settings.retention_lease_seconds)
             ),
         )
-        self._loaders: dict[int, tuple[PartLoader, asyncio.Task[None]]] = {}
+        # Each held part's loaders, one for each priority, and their tasks.
+        self._loaders: dict[int, list[tuple[PartLoader, asyncio.Task[None]]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._unlisten: list[Callable[[], None]] = []
 
@@ -175,7 +176,7 @@ class Engine:
         The parts go as soon as the last claim has drained, before delivery finishes: what
         this worker claimed is fenced by each firing's sender and hold, so the next holder
         may claim the rest of the parts' rings at once, not after a slow channel's sends."""
-        loading = [task for _, task in self._loaders.values()]
+        loading = [task for loaders in self._loaders.values() for _, task in loaders]
         for part in list(self._loaders):
             self._drop(part)
         await _cancel(*self._tasks, *loading)
@@ -201,28 +202,33 @@ class Engine:
             self._take(part, held.watermarks.get(part))
 
     def _take(self, part: int, watermark: int | None) -> None:
-        loader = PartLoader(
-            part,
-            part_shards(part, self._settings.parts),
-            self._store,
-            self.timeline,
-            self._clock,
-            worker=self.worker_id,
-            watermark=watermark,
-            tuning=self._load,
-        )
-        task = asyncio.create_task(loader.run(), name=f"part-{part}")
-        self._loaders[part] = (loader, task)
+        shared = PartWatermark(self._store, part=part, worker=self.worker_id, watermark=watermark)
+        loaders = []
+        for priority in Priority:
+            loader = PartLoader(
+                part,
+                part_shards(part, self._settings.parts),
+                self._store,
+                self.timeline,
+                self._clock,
+                priority=priority.rank,
+                watermark=shared,
+                tuning=self._load,
+            )
+            task = asyncio.create_task(loader.run(), name=f"part-{part}-{priority}")
+            loaders.append((loader, task))
+        self._loaders[part] = loaders
 
     def _drop(self, part: int) -> None:
-        _, task = self._loaders.pop(part)
-        task.cancel()
+        for _, task in self._loaders.pop(part):
+            task.cancel()
         self.timeline.drop_part(part)
 
     def _on_due(self, shard: int, due_at: datetime) -> None:
-        held = self._loaders.get(part_of_shard(shard, self._settings.parts))
-        if held is not None:
-            held[0].wake(due_at)
+        # A wake-up does not say the reminder's priority: both loaders look (a re-read of a
+        # bucket is one range scan of that priority's rows).
+        for loader, _ in self._loaders.get(part_of_shard(shard, self._settings.parts), ()):
+            loader.wake(due_at)
 
 
 async def _cancel(*tasks: asyncio.Task[None]) -> None:

@@ -1,11 +1,21 @@
 """Loading one held part: catch-up from its watermark, the next minute ahead of time,
 reloads on wake-ups, and the sweep that catches anything due and unclaimed.
 
-How a part's rows are held, in the order the store reads them (due time, then id):
+A part has two loaders, one for its urgent rows and one for its bulk rows, each reading only
+its own (the store's due index is keyed by priority after the lane) into room of its own in
+the timeline. So however many bulk rows a minute holds, and however far behind they are,
+an urgent row is read as early as it would be with no bulk at all; the claimer, the delivery
+line and the senders then put it ahead of them (docs/api.md, "Urgent ahead of bulk"). The
+two share the part's watermark (`PartWatermark`): a bucket is finished when neither has a
+pending row in it.
+
+How one loader's rows are held, in the order the store reads them (due time, then id):
 
 - **Read.** Buckets before `_next` are read completely: every pending row of them was held
   when it was read, or came later and is reported by its wake-up or found by the sweep. The
   bucket `_next` may be read in part, up to `_cursor` (the last row read, keyset paging).
+  A wake-up re-reads only what was read already; a row saved into a bucket not read yet is
+  taken in its turn, so a part behind catches up oldest first.
 - **Reading ahead.** The loader reads `_next …` the bucket `lead` ahead of now, page by page.
 - **Full.** At `max_held` entries it stops reading ahead, and reads on when claims drain the
   part to `low_water` (the timeline calls it).
@@ -28,10 +38,11 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
-from tocsin.domain import DueRing
+from tocsin.domain import PRIORITY_RANKS, DueRing
 from tocsin.errors import StoreError
 from tocsin.scheduler.timeline import Entry, Timeline, bucket_of
 from tocsin.store.ports import SchedulerStore
@@ -54,8 +65,52 @@ class LoadTuning:
     retry: timedelta = timedelta(seconds=1)  # wait after a failed read
 
 
+class Cursor(NamedTuple):
+    """Where reading ahead stopped: it pages through buckets `first` … (the bucket ahead of
+    now), and has read every row up to (due_at, id) = `after`, which lies in `first` or a
+    later bucket of that range (`bucket`)."""
+
+    first: int
+    after: tuple[datetime, str]
+
+    @property
+    def bucket(self) -> int:
+        """The bucket of the last row read."""
+        return bucket_of(self.after[0])
+
+    def passed(self, order: tuple[datetime, str]) -> bool:
+        """Whether a row sorting at `order` in the range lies at or before the last row read."""
+        return order <= self.after
+
+
+class PartWatermark:
+    """A part's watermark: the last bucket with nothing pending left in it, moved by the
+    sweeps of the part's loaders, one for each priority. Each says up to where its own rows
+    are finished; the watermark moves to the earliest of those once every loader has said."""
+
+    def __init__(
+        self, store: SchedulerStore, *, part: int, worker: str, watermark: int | None
+    ) -> None:
+        self._store = store
+        self._part = part
+        self._worker = worker
+        self.value = watermark
+        self._finished: dict[int, int] = {}
+
+    async def finished(self, priority: int, bucket: int) -> None:
+        """The loader of `priority` has nothing pending up to `bucket`."""
+        self._finished[priority] = bucket
+        if len(self._finished) < len(PRIORITY_RANKS):
+            return
+        bucket = min(self._finished.values())
+        if bucket < 0 or (self.value is not None and bucket <= self.value):
+            return
+        if await self._store.advance_watermark(self._worker, part=self._part, bucket=bucket):
+            self.value = bucket
+
+
 class PartLoader:
-    """Keeps one part's coming rings in the timeline.
+    """Keeps one part's coming rings of one priority in the timeline.
 
     `_next` is the first bucket not yet read completely: every pending row of an earlier
     bucket was in memory when it was read (what arrived since is reported by `wake` or found
@@ -71,22 +126,22 @@ class PartLoader:
         timeline: Timeline,
         clock: Clock,
         *,
-        worker: str,
-        watermark: int | None,
+        priority: int,
+        watermark: PartWatermark,
         tuning: LoadTuning,
     ) -> None:
         self.part = part
+        self.priority = priority
         self._shards = shards
         self._store = store
         self._timeline = timeline
         self._clock = clock
-        self._worker = worker
         self._watermark = watermark
         self._tuning = tuning
-        self._next = 0 if watermark is None else watermark + 1
+        self._next = 0 if watermark.value is None else watermark.value + 1
         self._dirty: set[int] = set()
-        # (first bucket, last row) of the read-ahead range being paged, to continue after it.
-        self._cursor: tuple[int, tuple[datetime, str]] | None = None
+        # The read-ahead range being paged (its first bucket), to continue after its last row.
+        self._cursor: Cursor | None = None
         self._wake = asyncio.Event()
         # Reading stopped with rows left to read because memory was full: the timeline
         # draining to `low_water` wakes the loader then, and only then (at the end of a
@@ -94,17 +149,17 @@ class PartLoader:
         self._waiting_for_room = False
         self._next_sweep = clock.now()
         self._last_sweep = clock.now()
-        timeline.on_drained(part, tuning.low_water, self._drained)
-
-    @property
-    def watermark(self) -> int | None:
-        return self._watermark
+        timeline.on_drained(part, tuning.low_water, self._drained, priority)
 
     def wake(self, due_at: datetime) -> None:
-        """A reminder of this part became due at `due_at`: re-read its bucket if it is one
-        already read (a later bucket will be read in its time anyway)."""
+        """A reminder of this part became due at `due_at`: re-read its bucket if the read
+        passed it already — a bucket before `_next`, or `_next` itself when the cursor in it
+        lies at or after `due_at`. A bucket not read that far is read in its turn anyway: a
+        part behind takes its backlog oldest first, and a wake-up for the current minute
+        does not jump the rows due before it."""
         bucket = bucket_of(due_at)
-        if bucket < self._next or bucket <= bucket_of(self._clock.now()):
+        cursor = self._reading()
+        if bucket < self._next or (cursor is not None and due_at <= cursor.after[0]):
             self._dirty.add(bucket)
             self._wake.set()
 
@@ -146,12 +201,12 @@ class PartLoader:
         """Sweep when no claim of the part is under way (rows being claimed are still
         pending: a sweep would read them all for nothing), or when sweeps fell far behind."""
         overdue = now - self._last_sweep >= self._tuning.sweep * SWEEP_OVERDUE
-        return overdue or not self._timeline.taken(self.part)
+        return overdue or not self._timeline.taken(self.part, self.priority)
 
     def _next_wake(self) -> datetime:
         """The sweep, or when the next bucket comes within the lead (when memory has room;
         else the timeline wakes the loader as it drains)."""
-        if self._timeline.held(self.part) >= self._tuning.max_held:
+        if self._timeline.held(self.part, self.priority) >= self._tuning.max_held:
             return self._next_sweep
         ahead = datetime.fromtimestamp(self._next * 60, UTC) - self._tuning.lead
         return min(self._next_sweep, max(ahead, self._clock.now() + timedelta(seconds=0.05)))
@@ -163,19 +218,24 @@ class PartLoader:
         (or the sweep) brings it in."""
         target = bucket_of(now + self._tuning.lead)
         while self._next <= target:
-            room = self._tuning.max_held - self._timeline.held(self.part)
+            room = self._tuning.max_held - self._timeline.held(self.part, self.priority)
             if room <= 0:
                 break
             limit = min(self._tuning.page, room)
-            after = self._cursor if self._cursor and self._cursor[0] == self._next else None
-            rows = await self._page(self._next, target, limit, after and after[1])
+            cursor = self._reading()
+            rows = await self._page(self._next, target, limit, cursor and cursor.after)
             if len(rows) == limit:
                 last = rows[-1]
-                self._cursor = (self._next, (last.due_at, last.reminder_id))
+                self._cursor = Cursor(self._next, (last.due_at, last.reminder_id))
                 continue  # more to read in this range, as far as memory allows
             self._cursor = None
             self._next = target + 1
         self._waiting_for_room = self._next <= target
+
+    def _reading(self) -> Cursor | None:
+        """Where reading ahead stopped within the range from `_next`, if it started it."""
+        cursor = self._cursor
+        return cursor if cursor is not None and cursor.first == self._next else None
 
     async def _page(
         self, first: int, last: int, limit: int, after: tuple[datetime, str] | None
@@ -183,7 +243,12 @@ class PartLoader:
         """Admit the next `limit` pending rows of buckets first..last after `after`."""
         mark = self._timeline.mark()
         rows = await self._store.load_due(
-            shards=self._shards, first_bucket=first, last_bucket=last, limit=limit, after=after
+            shards=self._shards,
+            first_bucket=first,
+            last_bucket=last,
+            limit=limit,
+            after=after,
+            priority=self.priority,
         )
         self._admit([Entry.of(row, self.part) for row in rows], since=mark)
         return rows
@@ -191,21 +256,21 @@ class PartLoader:
     async def _read(self, first: int, last: int) -> bool:
         """Admit every pending row of buckets first..last not held yet, one page more than
         held at most; return whether that was all of them."""
-        limit = self._timeline.count(self.part, first, last) + self._tuning.page
+        limit = self._timeline.count(self.part, first, last, self.priority) + self._tuning.page
         return len(await self._page(first, last, limit, None)) < limit
 
     def _admit(self, entries: list[Entry], *, since: int) -> int:
         """Hold `entries` (in due order) as far as there is room and, beyond it, those that
         sort before the part's latest waiting entry, which are pushed out to make room for
         them; return how many were new."""
-        timeline, part = self._timeline, self.part
-        room = self._tuning.max_held - timeline.held(part)
+        timeline, part, priority = self._timeline, self.part, self.priority
+        room = self._tuning.max_held - timeline.held(part, priority)
         if len(entries) <= room:
             return timeline.add(entries, since=since)
         entries = [entry for entry in entries if not timeline.holds(entry)]
         if len(entries) <= room:
             return timeline.add(entries, since=since)
-        tail = timeline.latest_waiting(part)
+        tail = timeline.latest_waiting(part, priority)
         take = max(room, 0)
         if tail is not None:
             bound = tail.order()
@@ -216,7 +281,7 @@ class PartLoader:
         if take:
             admitted = entries[:take]
             added = timeline.add(admitted, since=since)
-            over = timeline.held(part) - self._tuning.max_held
+            over = timeline.held(part, priority) - self._tuning.max_held
             if over > 0:
                 out = timeline.evict_latest(part, over, after=admitted[-1])[:1] or out
         if out:
@@ -227,24 +292,28 @@ class PartLoader:
         """Mark the rows from `first_out` on as not read (they were pushed out), so reading
         ahead takes them in again once there is room."""
         due_at, reminder_id = first_out.order()
-        if first_out.bucket > self._next:
-            return  # beyond what was read
-        if first_out.bucket == self._next:
-            cursor = self._cursor[1] if self._cursor and self._cursor[0] == self._next else None
-            if cursor is None or (due_at, reminder_id) > cursor:
+        if first_out.bucket >= self._next:
+            cursor = self._reading()
+            if cursor is None or not cursor.passed((due_at, reminder_id)):
+                # Reading ahead has not reached it (the sweep let it in, due and missed):
+                # it is read in its turn.
                 return
         self._next = first_out.bucket
-        self._cursor = (first_out.bucket, (due_at, just_before(reminder_id)))
+        self._cursor = Cursor(first_out.bucket, (due_at, just_before(reminder_id)))
         self._waiting_for_room = True
 
     async def _sweep(self, now: datetime) -> None:
         """Hold what is due and pending but was missed; move the watermark past buckets
         with nothing pending left."""
         current = bucket_of(now)
-        limit = self._timeline.taken(self.part) + self._tuning.sweep_page
+        limit = self._timeline.taken(self.part, self.priority) + self._tuning.sweep_page
         mark = self._timeline.mark()
         rows = await self._store.load_due(  # from bucket 0: the oldest pending row on
-            shards=self._shards, first_bucket=0, last_bucket=current, limit=limit
+            shards=self._shards,
+            first_bucket=0,
+            last_bucket=current,
+            limit=limit,
+            priority=self.priority,
         )
         missed = self._missed(rows, now)
         if self._admit(missed, since=mark):
@@ -252,7 +321,7 @@ class PartLoader:
         finished = current - 1
         if rows:
             finished = min(finished, bucket_of(rows[0].due_at) - 1)
-        await self._advance(finished)
+        await self._watermark.finished(self.priority, finished)
 
     def _missed(self, rows: list[DueRing], now: datetime) -> list[Entry]:
         """The rows read by the sweep that are due (or behind the read-ahead) and not held.
@@ -266,12 +335,6 @@ class PartLoader:
                 if not self._timeline.holds(entry):
                     missed.append(entry)
         return missed
-
-    async def _advance(self, bucket: int) -> None:
-        if bucket < 0 or (self._watermark is not None and bucket <= self._watermark):
-            return
-        if await self._store.advance_watermark(self._worker, part=self.part, bucket=bucket):
-            self._watermark = bucket
 
 
 def just_before(reminder_id: str) -> str:

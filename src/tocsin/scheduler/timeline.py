@@ -2,9 +2,11 @@
 
 Buckets only say which rows to look at; the timeline keeps what was loaded from them until it
 is claimed. It holds each ring once per version of its row: an edit since the load is held
-beside the old entry, which then loses its claim. It counts, per part and bucket, what it
-holds (including entries taken out to be claimed, until `release`), so a loader can ask the
-store for "what I have plus one page" and bound its memory.
+beside the old entry, which then loses its claim. It counts, per part, priority and bucket,
+what it holds (including entries taken out to be claimed, until `release`), so a loader can
+ask the store for "what I have plus one page" and bound its memory. A part's urgent and bulk
+entries are counted apart (a `Slot`): each has its own loader and its own room, so a full
+part of bulk rings never keeps an urgent one from being read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from tocsin.domain import DueRing, Schedule
 from tocsin.ids import firing_id
 
 RELEASED_KEPT = 200_000  # keys of claims remembered, far more than land during one read
+
+Slot = tuple[int, int]  # (part, priority rank): what one loader reads and counts
 
 
 class Entry(NamedTuple):
@@ -92,6 +96,11 @@ class Entry(NamedTuple):
     def bucket(self) -> int:
         return self.second // 60
 
+    @property
+    def slot(self) -> Slot:
+        """The loader this entry belongs to: its part's, for its priority."""
+        return self.part, self.priority
+
 
 def bucket_of(instant: datetime) -> int:
     """The bucket of an instant: its UTC epoch minute."""
@@ -105,10 +114,10 @@ class Timeline:
         self._seconds: dict[int, list[Entry]] = {}
         self._heap: list[int] = []  # the seconds in `_seconds`, earliest first
         self._keys: set[tuple[str, int]] = set()  # identities held
-        self._buckets: Counter[tuple[int, int]] = Counter()  # (part, bucket) -> held
-        self._parts: Counter[int] = Counter()  # part -> held
-        self._taken: Counter[int] = Counter()  # part -> taken out, not yet released
-        self._drained: dict[int, tuple[int, Callable[[], None]]] = {}
+        self._buckets: Counter[tuple[Slot, int]] = Counter()  # (slot, bucket) -> held
+        self._slots: Counter[Slot] = Counter()  # slot -> held
+        self._taken: Counter[Slot] = Counter()  # slot -> taken out, not yet released
+        self._drained: dict[Slot, tuple[int, Callable[[], None]]] = {}
         # Identities released lately, with the release's number: a read that began before a
         # claim landed may return the claimed row, and must not load it again.
         self._released: OrderedDict[tuple[str, int], int] = OrderedDict()
@@ -139,8 +148,8 @@ class Timeline:
                 heapq.heappush(self._heap, second)
             else:
                 bucket.append(entry)
-            self._buckets[entry.part, entry.bucket] += 1
-            self._parts[entry.part] += 1
+            self._buckets[entry.slot, entry.bucket] += 1
+            self._slots[entry.slot] += 1
             added += 1
             if first is None or second < first:
                 first = second
@@ -158,14 +167,14 @@ class Timeline:
         while self._heap and self._heap[0] <= limit:
             due.extend(self._seconds.pop(heapq.heappop(self._heap)))
         for entry in due:
-            self._taken[entry.part] += 1
+            self._taken[entry.slot] += 1
         return due
 
     def release(self, entries: Iterable[Entry]) -> None:
         """Forget entries taken out with `take_due`, once their claim is over."""
         self._releases += 1
         for entry in entries:
-            self._taken[entry.part] -= 1
+            self._taken[entry.slot] -= 1
             self._forget(entry)
             self._released[entry.identity] = self._releases
         while len(self._released) > RELEASED_KEPT:
@@ -187,26 +196,28 @@ class Timeline:
         self._heap = list(self._seconds)
         heapq.heapify(self._heap)
 
-    def latest_waiting(self, part: int) -> Entry | None:
-        """The part's waiting entry (not taken out) latest in due order, or None."""
+    def latest_waiting(self, part: int, priority: int = 0) -> Entry | None:
+        """The slot's waiting entry (not taken out) latest in due order, or None."""
+        slot = (part, priority)
         for second in sorted(self._seconds, reverse=True):
-            entries = [entry for entry in self._seconds[second] if entry.part == part]
+            entries = [entry for entry in self._seconds[second] if entry.slot == slot]
             if entries:
                 return max(entries, key=Entry.order)
         return None
 
     def evict_latest(self, part: int, count: int, *, after: Entry) -> list[Entry]:
-        """Forget up to `count` of the part's waiting entries, latest in due order first,
-        none earlier than or equal to `after`; return them, earliest first. Entries taken
-        out to be claimed are never evicted."""
+        """Forget up to `count` of the waiting entries of `after`'s slot (`part` and its
+        priority), latest in due order first, none earlier than or equal to `after`; return
+        them, earliest first. Entries taken out to be claimed are never evicted."""
         evicted: list[Entry] = []
         floor = after.order()
+        slot = (part, after.priority)
         for second in sorted(self._seconds, reverse=True):
             if len(evicted) >= count or second < after.second:
                 break
             entries = self._seconds[second]
             mine = sorted(
-                (entry for entry in entries if entry.part == part and entry.order() > floor),
+                (entry for entry in entries if entry.slot == slot and entry.order() > floor),
                 key=Entry.order,
                 reverse=True,
             )[: count - len(evicted)]
@@ -231,35 +242,39 @@ class Timeline:
         """Whether this entry (this ring at this version) is held, waiting or being claimed."""
         return entry.identity in self._keys
 
-    def held(self, part: int) -> int:
-        """Entries of `part` held, including those taken out and not yet released."""
-        return self._parts[part]
+    def held(self, part: int, priority: int = 0) -> int:
+        """Entries of the slot held, including those taken out and not yet released."""
+        return self._slots[part, priority]
 
-    def taken(self, part: int) -> int:
-        """Entries of `part` taken out to be claimed and not yet released."""
-        return self._taken[part]
+    def taken(self, part: int, priority: int = 0) -> int:
+        """Entries of the slot taken out to be claimed and not yet released."""
+        return self._taken[part, priority]
 
-    def count(self, part: int, first_bucket: int, last_bucket: int) -> int:
-        """Entries of `part` held in buckets first..last."""
+    def count(self, part: int, first_bucket: int, last_bucket: int, priority: int = 0) -> int:
+        """Entries of the slot held in buckets first..last."""
+        slot = (part, priority)
         if last_bucket - first_bucket > 120:
             return sum(
                 held
-                for (p, bucket), held in self._buckets.items()
-                if p == part and first_bucket <= bucket <= last_bucket
+                for (s, bucket), held in self._buckets.items()
+                if s == slot and first_bucket <= bucket <= last_bucket
             )
-        return sum(self._buckets[part, b] for b in range(first_bucket, last_bucket + 1))
+        return sum(self._buckets[slot, b] for b in range(first_bucket, last_bucket + 1))
 
-    def on_drained(self, part: int, low_water: int, listener: Callable[[], None]) -> None:
-        """Call `listener` whenever the part's held entries fall to `low_water` or below."""
-        self._drained[part] = (low_water, listener)
+    def on_drained(
+        self, part: int, low_water: int, listener: Callable[[], None], priority: int = 0
+    ) -> None:
+        """Call `listener` whenever the slot's held entries fall to `low_water` or below."""
+        self._drained[part, priority] = (low_water, listener)
 
     def _forget(self, entry: Entry) -> None:
         self._keys.discard(entry.identity)
-        key = (entry.part, entry.bucket)
+        slot = entry.slot
+        key = (slot, entry.bucket)
         self._buckets[key] -= 1
         if not self._buckets[key]:
             del self._buckets[key]
-        self._parts[entry.part] -= 1
-        watch = self._drained.get(entry.part)
-        if watch is not None and self._parts[entry.part] <= watch[0]:
+        self._slots[slot] -= 1
+        watch = self._drained.get(slot)
+        if watch is not None and self._slots[slot] <= watch[0]:
             watch[1]()

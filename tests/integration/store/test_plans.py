@@ -54,7 +54,7 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
         connection.execute("ANALYZE")
         plan = _sqlite_plan(
             connection,
-            lite.LOAD_DUE,
+            lite.load_due((0,)),
             {
                 "first_bucket": bucket_of(NOW),
                 "last_bucket": bucket_of(NOW) + 1,
@@ -68,7 +68,7 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
         )
         paged = _sqlite_plan(
             connection,
-            lite.LOAD_DUE,
+            lite.load_due((1,)),
             {
                 "first_bucket": bucket_of(NOW),
                 "last_bucket": bucket_of(NOW) + 1,
@@ -78,6 +78,20 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
                 "after_due": 0,
                 "after_id": "x",
                 "after_bucket": 0,
+            },
+        )
+        both = _sqlite_plan(
+            connection,
+            lite.load_due((0, 1)),
+            {
+                "first_bucket": bucket_of(NOW),
+                "last_bucket": bucket_of(NOW) + 1,
+                "first_shard": 64,
+                "last_shard": 127,
+                "limit": 1000,
+                "after_due": None,
+                "after_id": None,
+                "after_bucket": None,
             },
         )
         queue = _sqlite_plan(
@@ -99,6 +113,9 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
         assert any(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in one)
         assert not any(line.startswith("SCAN reminders") for line in one)
         assert not any("TEMP B-TREE" in line for line in one), one  # in index order, no sort
+    # Every priority: one range scan of each, the two merged.
+    assert sum(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in both) == 2
+    assert not any(line.startswith("SCAN reminders") for line in both), both
     assert any("USING INDEX firings_queued" in line for line in queue)
     assert any("USING INDEX firings_sending" in line for line in queue)
     assert not any(line.startswith("SCAN firings") for line in queue)
@@ -206,7 +223,7 @@ async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: st
     try:
         plans = [
             await connection.fetchval(
-                "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes),
+                "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes, ranks),
                 busy,
                 busy,
                 *part,
@@ -215,6 +232,7 @@ async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: st
                 lane,
             )
             for lanes, part, lane in ((1, (448, 511), 7), (2, (384, 511), 6))  # 7 of 16; 3 of 8
+            for ranks in ((0,), (1,), (0, 1))  # a loader's priority, and every one
             for limit in (1000, 10_000)
             for after in ((None, None, None), (BUSY_MINUTE, "x", busy))
         ]
@@ -228,6 +246,7 @@ async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: st
         assert scans, plan
         assert all(n["Index Name"] == "reminders_due" for n in scans), plan
         assert all(re.match(r"\(\(\(shard / 64\) = \d+\)", n["Index Cond"]) for n in scans)
+        assert all("COALESCE" in n["Index Cond"] for n in scans), plan  # its priority's range
 
 
 @pytest.mark.postgres
@@ -244,14 +263,15 @@ async def test_postgres_pages_a_part_in_index_order(busy_pg: str) -> None:
             await connection.execute(pg.LOAD_PLANNING)
             plans = [
                 await connection.fetchval(
-                    "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes), *part, *after, lane
+                    "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes, ranks), *part, *after, lane
                 )
                 for lanes, part, lane in ((1, one, 7), (2, two, 6))
+                for ranks in ((0,), (0, 1))
                 for after in ((None, None, None), (BUSY_MINUTE, "x", busy))
             ]
             await connection.execute(
                 "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz,"
-                " text, integer, integer) AS " + pg.load_due(1)
+                " text, integer, integer) AS " + pg.load_due(1, (0,))
             )
             await connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             plans.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from tocsin.domain import PRIORITY_RANKS
 from tocsin.ids import LANE_WIDTH, LANES
 from tocsin.store import sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
@@ -33,7 +34,9 @@ GET_REMINDER = _TEXT["GET_REMINDER"].format(last_firing=_last_firing("r", "$2"))
 LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(last_firing=_last_firing("r", "$6"))
 UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(last_firing=_last_firing("saved", "$16"))
 CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(last_firing=_last_firing("cancelled", "$2"))
-OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(last_lane=LANES - 1, lane_width=LANE_WIDTH)
+OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
+    last_lane=LANES - 1, lane_width=LANE_WIDTH, last_rank=len(PRIORITY_RANKS) - 1
+)
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_seconds=FEED_REPLAY_SLACK_SECONDS)
 _EARLIER = _TEXT["_EARLIER_ATTEMPTS"]
 INSERT_FIRINGS = _TEXT["_INSERT_FIRINGS"].format(conflict="", earlier=_EARLIER)
@@ -47,13 +50,15 @@ RECORD_ATTEMPTS = _TEXT["RECORD_ATTEMPTS"].format(earlier=_EARLIER)
 
 
 @cache
-def load_due(lanes: int) -> str:
-    """Pending reminders of a part that spans `lanes` lanes from lane $9, in due order, $5 at
-    most: one `_LOAD_LANE` scan per lane, merged. With the default 16 parts a part is one
-    lane, and this is one range scan."""
+def load_due(lanes: int, ranks: tuple[int, ...] = (0, 1)) -> str:
+    """Pending reminders of a part that spans `lanes` lanes from lane $9, at the priority
+    `ranks`, in due order, $5 at most: one `_LOAD_LANE` scan per lane and rank, merged. A
+    loader reads one priority, and with the default 16 parts a part is one lane: one range
+    scan."""
     lane = _TEXT["_LOAD_LANE"]
-    branches = " UNION ALL ".join(f"({lane.format(offset=n)})" for n in range(lanes))
-    return _TEXT["_LOAD_DUE"].format(branches=branches)
+    branches = [lane.format(offset=n, rank=rank) for n in range(lanes) for rank in ranks]
+    joined = " UNION ALL ".join(f"({branch})" for branch in branches)
+    return _TEXT["_LOAD_DUE"].format(branches=joined)
 
 
 def __getattr__(name: str) -> str:

@@ -13,6 +13,7 @@ import asyncpg
 from asyncpg import Record
 
 from tocsin.domain import (
+    PRIORITY_RANKS,
     App,
     Attempt,
     AttemptResult,
@@ -560,6 +561,7 @@ class PostgresStore(Store):
         last_bucket: int,
         limit: int,
         after: tuple[datetime, str] | None = None,
+        priority: int | None = None,
     ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
@@ -567,8 +569,9 @@ class PostgresStore(Store):
         after_bucket = _opt_bucket(after_due)
         bounds = (first_bucket, last_bucket, shards.start, shards[-1], limit)
         lanes = lanes_of(shards)
+        ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
         rows = await self._planned_fetch(
-            q.load_due(len(lanes)),
+            q.load_due(len(lanes), ranks),
             *bounds,
             after_due,
             after_id,

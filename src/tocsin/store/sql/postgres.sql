@@ -216,13 +216,14 @@ ORDER BY c.id
 -- -- metrics --------------------------------------------------------------------------------------
 
 -- name: OLDEST_PENDING
--- The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
--- The due time of the oldest pending reminder: the first entry of each lane of reminders_due
--- (keyed by lane first), then the earliest of those.
+-- The due time of the oldest pending reminder: the first entry of each lane and priority of
+-- reminders_due (keyed by lane, then priority rank), then the earliest of those.
 SELECT min(first.due_at) FROM generate_series(0, {last_lane}) AS lanes (lane),
+    generate_series(0, {last_rank}) AS ranks (rank),
 LATERAL (
     SELECT due_at FROM reminders
     WHERE status = 'pending' AND shard / {lane_width} = lanes.lane
+      AND coalesce(priority, 0) = ranks.rank
     ORDER BY bucket, due_at
     LIMIT 1
 ) AS first
@@ -271,21 +272,24 @@ RETURNING secrets.name
 -- -- the scheduler ----------------------------------------------------------------------------
 
 -- name: _LOAD_LANE
--- Pending reminders of one lane's bucket range and shard range, in due order: one range scan
--- of reminders_due, keyed ((shard / 64), bucket, due_at, id, shard) — the lane $9 first, then
--- reading order — that tests the shard range on each entry and reads no other lane's entry;
+-- Pending reminders of one lane's bucket range and shard range at one priority, in due order:
+-- one range scan of reminders_due, keyed ((shard / 64), coalesce(priority, 0), bucket,
+-- due_at, id, shard) — the lane $9 and the priority rank {rank} first, then reading order —
+-- that tests the shard range on each entry and reads no other lane's or priority's entry;
 -- with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8: the next page,
 -- which starts where the last one stopped.
 SELECT id, due_at, freshness, zone, anchor, rule, version, priority, bucket FROM reminders
 WHERE status = 'pending' AND shard / 64 = $9::integer + {offset}
+  AND coalesce(priority, 0) = {rank}
   AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
   AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
 ORDER BY bucket, due_at, id
 LIMIT $5
 
 -- name: _LOAD_DUE
--- Pending reminders of a part that spans several lanes: the {branches}, one `_LOAD_LANE` scan
--- per lane, merged (a Merge Append, which stops at the limit). `queries.load_due` builds it.
+-- Pending reminders of a part that spans several lanes or priorities: the {branches}, one
+-- `_LOAD_LANE` scan per lane and priority, merged (a Merge Append, which stops at the limit).
+-- `queries.load_due` builds it.
 SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM ({branches}) AS due
 ORDER BY bucket, due_at, id LIMIT $5
 
@@ -901,32 +905,35 @@ ORDER BY holder, part
 
 -- name: COUNT_DUE
 -- Pending reminders due in each bucket of [$1, $2], each counted up to $3: one range scan of
--- `reminders_due` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES) and
--- bucket, each stopped at the cap; the lanes' counts add up to the bucket's, capped again.
+-- `reminders_due` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES),
+-- priority (its second, urgent 0 and bulk 1) and bucket, each stopped at the cap; their
+-- counts add up to the bucket's, capped again.
 SELECT buckets.bucket, least($3::bigint, (
     SELECT sum((
         SELECT count(*) FROM (
             SELECT 1 FROM reminders
             WHERE status = 'pending' AND shard / 64 = lanes.lane
+              AND coalesce(priority, 0) = ranks.rank
               AND reminders.bucket = buckets.bucket
             LIMIT $3
         ) AS capped
     ))::bigint
-    FROM generate_series(0, 15) AS lanes (lane)
+    FROM generate_series(0, 15) AS lanes (lane), generate_series(0, 1) AS ranks (rank)
 )) AS due
 FROM generate_series($1::integer, $2::integer) AS buckets (bucket)
 
 -- name: COUNT_OVERDUE
 -- Pending reminders due before bucket $1, counted up to $2 (the sweep keeps them few): one
--- range scan of `reminders_due` per lane, as COUNT_DUE.
+-- range scan of `reminders_due` per lane and priority, as COUNT_DUE.
 SELECT least($2::bigint, sum((
     SELECT count(*) FROM (
         SELECT 1 FROM reminders
-        WHERE status = 'pending' AND shard / 64 = lanes.lane AND bucket < $1
+        WHERE status = 'pending' AND shard / 64 = lanes.lane
+          AND coalesce(priority, 0) = ranks.rank AND bucket < $1
         LIMIT $2
     ) AS capped
 ))::bigint)
-FROM generate_series(0, 15) AS lanes (lane)
+FROM generate_series(0, 15) AS lanes (lane), generate_series(0, 1) AS ranks (rank)
 
 -- name: SAMPLE_RINGS
 -- The firings due in each minute of [$1, $2] (UTC epoch minutes), the $3 earliest of a

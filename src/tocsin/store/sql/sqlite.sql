@@ -127,8 +127,15 @@ ORDER BY c.id
 -- -- metrics --------------------------------------------------------------------------------------
 
 -- name: OLDEST_PENDING
--- The oldest pending reminder's due time: the first entry of reminders_due (bucket, due_at).
-SELECT due_at FROM reminders WHERE status = 'pending' ORDER BY bucket, due_at LIMIT 1
+-- The oldest pending reminder's due time: the first entry of each priority of reminders_due
+-- (keyed by the priority's rank, then bucket, due_at), the earlier of the two.
+SELECT min(due_at) FROM (
+    SELECT * FROM (SELECT due_at FROM reminders
+        WHERE status = 'pending' AND coalesce(priority, 0) = 0 ORDER BY bucket, due_at LIMIT 1)
+    UNION ALL
+    SELECT * FROM (SELECT due_at FROM reminders
+        WHERE status = 'pending' AND coalesce(priority, 0) = 1 ORDER BY bucket, due_at LIMIT 1)
+)
 
 -- name: DISABLE_WEBHOOK
 UPDATE apps SET webhook_disabled = 1 WHERE name = ?
@@ -154,17 +161,24 @@ UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 
 -- -- the scheduler ----------------------------------------------------------------------------
 
--- name: LOAD_DUE
--- Pending reminders of a bucket range and a shard range, in due order: a range scan of
--- reminders_due, keyed in this order (bucket, due_at, id); with :after_due/:after_id/
--- :after_bucket, only those after that (due_at, id), in that bucket: the next page.
+-- name: _LOAD_RANK
+-- Pending reminders of a bucket range and a shard range at one priority, in due order: a range
+-- scan of reminders_due, keyed in this order (coalesce(priority, 0), bucket, due_at, id) —
+-- the priority rank {rank} first; with :after_due/:after_id/:after_bucket, only those after
+-- that (due_at, id), in that bucket: the next page.
 SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM reminders
-WHERE status = 'pending'
+WHERE status = 'pending' AND coalesce(priority, 0) = {rank}
   AND bucket BETWEEN :first_bucket AND :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
   AND (:after_due IS NULL OR (bucket, due_at, id) > (:after_bucket, :after_due, :after_id))
 ORDER BY bucket, due_at, id
 LIMIT :limit
+
+-- name: _LOAD_DUE
+-- Pending reminders of every priority: the {urgent} and {bulk} `_LOAD_RANK` scans, merged
+-- (in due order: the bucket is the due time's minute).
+SELECT * FROM (SELECT * FROM ({urgent}) UNION ALL SELECT * FROM ({bulk}))
+ORDER BY due_at, id LIMIT :limit
 
 -- A batch of claims travels as one JSON array (`:claims`) of one array per claim: [0] firing
 -- id, then the columns of `batches.ClaimColumns`: [1] reminder id, [2] due_at, [3] the loaded
@@ -536,24 +550,41 @@ ORDER BY holder, part
 
 -- name: COUNT_DUE
 -- Pending reminders due in each bucket of [:first, :last], each counted up to :cap: one range
--- scan of `reminders_due` per bucket, stopped at the cap.
+-- scan of `reminders_due` per priority and bucket, each stopped at the cap, then capped again.
 WITH RECURSIVE buckets (bucket) AS (
     SELECT :first UNION ALL SELECT bucket + 1 FROM buckets WHERE bucket < :last
 )
-SELECT buckets.bucket, (
+SELECT buckets.bucket, min(:cap, (
     SELECT count(*) FROM (
         SELECT 1 FROM reminders
-        WHERE status = 'pending' AND reminders.bucket = buckets.bucket
+        WHERE status = 'pending' AND coalesce(priority, 0) = 0
+          AND reminders.bucket = buckets.bucket
         LIMIT :cap
     )
-) AS due
+) + (
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND coalesce(priority, 0) = 1
+          AND reminders.bucket = buckets.bucket
+        LIMIT :cap
+    )
+)) AS due
 FROM buckets
 
 -- name: COUNT_OVERDUE
--- Pending reminders due before bucket :first, counted up to :cap (the sweep keeps them few).
-SELECT count(*) FROM (
-    SELECT 1 FROM reminders WHERE status = 'pending' AND bucket < :first LIMIT :cap
-)
+-- Pending reminders due before bucket :first, counted up to :cap (the sweep keeps them few):
+-- one range scan of `reminders_due` per priority.
+SELECT min(:cap, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND coalesce(priority, 0) = 0 AND bucket < :first LIMIT :cap
+    )
+) + (
+    SELECT count(*) FROM (
+        SELECT 1 FROM reminders
+        WHERE status = 'pending' AND coalesce(priority, 0) = 1 AND bucket < :first LIMIT :cap
+    )
+))
 
 -- name: SAMPLE_RINGS
 -- The firings due in one minute [:start, :end) (microseconds), the :limit earliest at most,

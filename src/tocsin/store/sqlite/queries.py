@@ -6,6 +6,8 @@ Instants are INTEGER microseconds since the Unix epoch (UTC); see migrations/sql
 
 from __future__ import annotations
 
+from functools import cache
+
 from tocsin.store import sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
 
@@ -14,6 +16,17 @@ _TEXT = sql.SQLITE
 globals().update(_TEXT)
 
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_us=FEED_REPLAY_SLACK_SECONDS * 1_000_000)
+
+
+@cache
+def load_due(ranks: tuple[int, ...]) -> str:
+    """Pending reminders of a bucket range at the priority `ranks` (one, or urgent and
+    bulk), in due order, :limit at most: one `_LOAD_RANK` scan per rank."""
+    scans = [_TEXT["_LOAD_RANK"].format(rank=rank) for rank in ranks]
+    if len(scans) == 1:
+        return scans[0]
+    urgent, bulk = scans
+    return _TEXT["_LOAD_DUE"].format(urgent=urgent, bulk=bulk)
 
 
 def __getattr__(name: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import orjson
 
 from tocsin.domain import (
+    PRIORITY_RANKS,
     App,
     Attempt,
     AttemptResult,
@@ -451,9 +452,12 @@ class SqliteStore(Store):
         last_bucket: int,
         limit: int,
         after: tuple[datetime, str] | None = None,
+        priority: int | None = None,
     ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
+        ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
+        statement = q.load_due(ranks)
         params = {
             "first_bucket": first_bucket,
             "last_bucket": last_bucket,
@@ -465,7 +469,7 @@ class SqliteStore(Store):
             "after_bucket": None if after is None else codec.bucket_of(after[0]),
         }
         rows = await self._db.read(
-            lambda connection: connection.execute(q.LOAD_DUE, params).fetchall()
+            lambda connection: connection.execute(statement, params).fetchall()
         )
         return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest in rows]
 

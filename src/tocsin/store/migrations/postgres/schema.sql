@@ -178,6 +178,6 @@ CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE 
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
-CREATE INDEX reminders_due ON public.reminders USING btree (((shard / 64)), bucket, due_at, id, shard) WHERE (status = 'pending'::text);
+CREATE INDEX reminders_due ON public.reminders USING btree (((shard / 64)), COALESCE((priority)::integer, 0), bucket, due_at, id, shard) WHERE (status = 'pending'::text);
 CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE ((status <> 'pending'::text) AND (due_at IS NULL));
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

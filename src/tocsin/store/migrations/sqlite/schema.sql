@@ -149,7 +149,8 @@ CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
 
-CREATE INDEX reminders_due ON reminders (bucket, due_at, id, shard) WHERE status = 'pending';
+CREATE INDEX reminders_due ON reminders (coalesce(priority, 0), bucket, due_at, id, shard)
+    WHERE status = 'pending';
 
 CREATE INDEX reminders_finished ON reminders (updated_at)
     WHERE status <> 'pending' AND due_at IS NULL;
