@@ -11,8 +11,17 @@ from datetime import timedelta
 import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, put_back, reminder, result
-from tests.support.raw import raw_pairs
-from tocsin.domain import Firing, FiringState, FiringSummary, Outcome, Reminder
+from tests.support.raw import raw_execute, raw_pairs
+from tocsin.domain import (
+    AttemptResult,
+    Channel,
+    Firing,
+    FiringState,
+    FiringSummary,
+    Outcome,
+    Reminder,
+    one,
+)
 from tocsin.ids import firing_id
 from tocsin.store import Store, open_store
 
@@ -27,6 +36,21 @@ async def _claimed(store: Store, *targets: Reminder, sender: str = "w1") -> list
     firings = await store.claim([claim(t) for t in targets], sender=sender, now=NOW, lease=LEASE)
     by_reminder = {f.reminder_id: f for f in firings}
     return [by_reminder[t.id] for t in targets]
+
+
+async def _claimed_series(store: Store) -> tuple[Reminder, Firing]:
+    """A daily series saved and its first ring claimed at NOW by w1: the series as saved and
+    the ring."""
+    series = reminder(rule="FREQ=DAILY")
+    await store.add_reminders([series])
+    assert series.due_at is not None
+    [ringing] = await store.claim(
+        [claim(series, next_due_at=series.due_at + timedelta(days=1))],
+        sender="w1",
+        now=NOW,
+        lease=LEASE,
+    )
+    return series, ringing
 
 
 async def _claims_left(url: str) -> int:
@@ -387,15 +411,7 @@ async def test_a_ring_in_flight_is_snoozed_once_its_firing_is_written(store: Sto
 
 
 async def test_a_ring_in_flight_shows_as_its_reminders_last_firing(store: Store) -> None:
-    series = reminder(rule="FREQ=DAILY")
-    await store.add_reminders([series])
-    assert series.due_at is not None
-    [ringing] = await store.claim(
-        [claim(series, next_due_at=series.due_at + timedelta(days=1))],
-        sender="w1",
-        now=NOW,
-        lease=LEASE,
-    )
+    series, ringing = await _claimed_series(store)
     in_flight = FiringSummary(id=ringing.id, due_at=series.due_at, state=FiringState.SENDING)
 
     got = await store.get_reminder(series.id, now=NOW)
@@ -456,3 +472,91 @@ async def test_a_later_ring_in_flight_shows_over_the_last_written_one(store: Sto
     assert got.last_firing == FiringSummary(
         id=second.id, due_at=next_due, state=FiringState.SENDING
     )
+
+
+A_HOOK = "https://a.example/hook"  # where the first sender sent the ring, on its webhook
+
+
+async def _claimed_then_edited(store: Store) -> tuple[Firing, Reminder]:
+    """A series claimed on the webhook at NOW, its ring left unwritten, then edited to email
+    with a freshness shorter than the ring's: the ring and the reminder as edited."""
+    series, ringing = await _claimed_series(store)
+    current = await store.get_reminder(series.id)
+    assert current is not None
+    edited = await store.update_reminder(
+        replace(current, channel=one(Channel.EMAIL), freshness=60, updated_at=NOW),
+        expected_version=current.version,
+    )
+    assert edited is not None
+    return ringing, edited
+
+
+def _sent_to_a_hook(ringing: Firing) -> AttemptResult:
+    """The first sender's result: `ringing` accepted at A_HOOK on its first try."""
+    accepted = result(ringing, sender="w1", at=AFTER)
+    assert accepted.attempt is not None
+    return accepted._replace(attempt=accepted.attempt._replace(destination=A_HOOK))
+
+
+async def test_a_ring_taken_over_goes_where_and_by_when_its_claim_said(store: Store) -> None:
+    """An edit after the claim changes the reminder's next rings, not the one on its way:
+    taken over after its hold, it goes on the channel it was claimed on, by its deadline."""
+    ringing, edited = await _claimed_then_edited(store)
+
+    await store.recover_claims(now=AFTER, limit=10)
+    [taken] = await store.take_deliveries(
+        sender="w2", shards=None, now=AFTER, lease=LEASE, limit=10
+    )
+
+    assert edited.channel == one(Channel.EMAIL)
+    assert (taken.id, taken.channel, taken.deadline) == (
+        ringing.id,
+        one(Channel.WEBHOOK),
+        ringing.due_at + timedelta(seconds=600),
+    )
+
+
+async def test_a_late_result_after_an_edit_is_written_on_the_claimed_channel(
+    store: Store,
+) -> None:
+    ringing, _ = await _claimed_then_edited(store)
+    await store.recover_claims(now=AFTER, limit=10)
+
+    applied = await store.record_attempts([_sent_to_a_hook(ringing)])
+
+    [sent] = await store.list_firings(ringing.reminder_id)
+    assert applied == 1
+    assert (sent.state, sent.channel, sent.deadline) == (
+        FiringState.SENT,
+        one(Channel.WEBHOOK),
+        ringing.deadline,
+    )
+    assert [(h.channel, h.destination) for h in sent.history] == [(Channel.WEBHOOK, A_HOOK)]
+
+
+@pytest.mark.postgres
+async def test_a_late_result_keeps_its_destination_off_a_ring_on_another_channel(
+    pg_migrated_url: str,
+) -> None:
+    """A claim of the release before kept no route: its ring is recovered on the row's
+    channel of then. The first sender's late result still counts (the ring was sent), but
+    the webhook's destination is an attempts row of its own, not the email firing's."""
+    store = await open_store(pg_migrated_url)
+    try:
+        ringing, _ = await _claimed_then_edited(store)
+        await raw_execute(
+            pg_migrated_url, "UPDATE claimed_rings SET routes = NULL, freshness = NULL"
+        )
+        await store.recover_claims(now=AFTER, limit=10)
+        applied = await store.record_attempts([_sent_to_a_hook(ringing)])
+        [sent] = await store.list_firings(ringing.reminder_id)
+        [on_row] = await raw_pairs(pg_migrated_url, "SELECT sent_to, channel FROM firings")
+    finally:
+        await store.close()
+
+    assert applied == 1
+    assert (sent.state, sent.channel) == (FiringState.SENT, one(Channel.EMAIL))
+    assert on_row == (None, "email")
+    assert [(h.number, h.channel, h.destination) for h in sent.history] == [
+        (1, Channel.WEBHOOK, A_HOOK)
+    ]

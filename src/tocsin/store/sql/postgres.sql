@@ -342,10 +342,12 @@ SET LOCAL enable_sort = off
 -- instant that rang) rings no more. $2: now; $4: the sender's hold.
 --
 -- A ring to send is not written here (`stored` false): the update of its reminder is the
--- claim's one row write, and the rings of the batch go, as two arrays in one row, into
--- `claimed_rings` under the sender's hold. Its firing is written once, with the outcome of
--- its first try (INSERT_FIRINGS); a claim whose sender never writes it is found by its hold
--- (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
+-- claim's one row write, and the rings of the batch go, as arrays in one row, into
+-- `claimed_rings` under the sender's hold: each ring's reminder, due instant, and the route
+-- and freshness it was claimed with (where it goes and by when are fixed here, whatever an
+-- edit changes before its firing is written). Its firing is written once, with the outcome
+-- of its first try (INSERT_FIRINGS); a claim whose sender never writes it is found by its
+-- hold (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
 -- `expired` ones, and the in-app feed's (below).
 --
 -- A ring for the in-app feed alone is not a worker's to send: its firing is inserted
@@ -388,7 +390,7 @@ WITH claim AS (
             ELSE claim.state END AS state,
         CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $6
             ELSE claim.error END AS error,
-        claim.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority
+        claim.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority, r.freshness
 ), ring AS (
     SELECT moved.*, state <> 'sending' AS stored FROM moved
     WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
@@ -404,8 +406,10 @@ WITH claim AS (
         GROUP BY chunk
     ) AS payloads
 ), held AS (
-    INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats)
-    SELECT $4, $3, array_agg(reminder_id), array_agg(due_at) FROM ring WHERE NOT stored
+    INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats, routes, freshness)
+    SELECT $4, $3, array_agg(reminder_id), array_agg(due_at), array_agg(channel),
+        array_agg(freshness)
+    FROM ring WHERE NOT stored
     HAVING count(*) > 0
 ), written AS (
     INSERT INTO firings (
@@ -479,11 +483,14 @@ SELECT count(*) FROM written
 -- write that committed but whose answer was lost. A result still applies to a firing that
 -- RECOVER_CLAIMS wrote and no sender has taken since (`queued`, untried): the ring was sent
 -- by its first sender after all, and is not sent again. Anything else keeps what it holds.
+-- The try's destination goes on the row only when the firing is on the route it was tried
+-- on (one recovered from a claim that kept no route is on the row's route of then): else it
+-- is an attempts row, named by its own channel.
 ON CONFLICT (id) DO UPDATE
     SET state = excluded.state, attempts = excluded.attempts,
         next_attempt_at = excluded.next_attempt_at, sent_at = excluded.sent_at,
         provider_id = excluded.provider_id, last_error = excluded.last_error,
-        sent_to = excluded.sent_to
+        sent_to = CASE WHEN f.channel = excluded.channel THEN excluded.sent_to END
     WHERE f.state = 'queued' AND f.attempts = 0 AND f.sender IS NULL AND f.sent_at IS NULL
 
 -- name: _UNLESS_WRITTEN
@@ -504,9 +511,11 @@ FROM jsonb_array_elements($2::jsonb) AS e
 -- Write, `queued` for any sender now ($1), the rings of up to $2 claims whose sender's hold
 -- ran out before it wrote their firings, and forget those claims. Each claim is taken by one
 -- caller (SKIP LOCKED); a ring whose firing is written (nearly all: their sender wrote them)
--- is left as it is. The firing is made from its reminder's row as it is now, at the due
--- instant the claim rang: an edit since then shows in it, an edit that can only have come
--- after its sender read the row.
+-- is left as it is. The firing goes where the claim sent it and keeps its deadline: the
+-- route and freshness the claim kept (a claim of a release before 0019 kept neither: the
+-- row's then), at the due instant it rang, so an edit since then cannot send the same
+-- identity somewhere else or past the deadline its sender had. Its words are the row's as
+-- it is now.
 WITH stale AS (
     DELETE FROM claimed_rings
     WHERE ctid = ANY(ARRAY(
@@ -514,19 +523,21 @@ WITH stale AS (
         ORDER BY hold_until LIMIT $2
         FOR UPDATE SKIP LOCKED
     ))
-    RETURNING reminder_ids, due_ats
+    RETURNING reminder_ids, due_ats, routes, freshness
 ), ring AS (
-    SELECT held.reminder_id, held.due_at,
+    SELECT held.reminder_id, held.due_at, held.route, held.freshness,
         held.reminder_id || '.' || floor(extract(epoch FROM held.due_at))::bigint AS firing_id
-    FROM stale, unnest(stale.reminder_ids, stale.due_ats) AS held (reminder_id, due_at)
+    FROM stale,
+        unnest(stale.reminder_ids, stale.due_ats, stale.routes, stale.freshness)
+            AS held (reminder_id, due_at, route, freshness)
 ), written AS (
     INSERT INTO firings (
         id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
         attempts, next_attempt_at, created_at, last_error, priority
     )
     SELECT ring.firing_id, r.id, r.owner, r.shard, ring.due_at,
-        ring.due_at + make_interval(secs => r.freshness), r.channel, r.text, r.metadata,
-        r.source, 'queued', 0, $1, $1,
+        ring.due_at + make_interval(secs => coalesce(ring.freshness, r.freshness)),
+        coalesce(ring.route, r.channel), r.text, r.metadata, r.source, 'queued', 0, $1, $1,
         'its sender did not record it before its hold ran out: sent again', r.priority
     FROM ring JOIN reminders AS r ON r.id = ring.reminder_id
     WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = ring.firing_id)
@@ -635,6 +646,13 @@ SET state = 'queued', next_attempt_at = $3, sender = NULL, lease_until = NULL
 WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
 
 -- -- leases -----------------------------------------------------------------------------------
+
+-- name: LOCK_RENEWALS
+-- Renewals take turns (released at commit), so that each counts the live workers with the
+-- heartbeats of those renewing beside it: two renewing at once (both back after an outage)
+-- each counted one live worker, and held the half that the other's locked rows left it
+-- ("holding 8 of 16 parts (1 live workers)").
+SELECT pg_advisory_xact_lock(119182682449267)  -- "leases" in ASCII
 
 -- name: DATABASE_NOW
 -- Leases are judged by the database's clock, never a worker's: a worker whose clock is off

@@ -42,7 +42,9 @@ CREATE TABLE claimed_rings (
     hold_until timestamp with time zone NOT NULL,
     sender text NOT NULL,
     reminder_ids text[] NOT NULL,
-    due_ats timestamp with time zone[] NOT NULL
+    due_ats timestamp with time zone[] NOT NULL,
+    routes text[],
+    freshness integer[]
 );
 
 CREATE TABLE contacts (

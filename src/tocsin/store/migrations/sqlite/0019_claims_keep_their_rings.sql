@@ -1,0 +1,5 @@
+-- PostgreSQL's claims keep each ring's route and freshness (and retention asks them which
+-- reminders they still owe a ring). SQLite's claim writes the firing `sending` in its own
+-- transaction, with the route and deadline of the row it claimed, so what is taken over is
+-- that firing and nothing here needs them. Nothing changes in this schema; the version keeps
+-- both backends' migrations numbered alike.
