@@ -86,6 +86,15 @@ class CoreSettings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="`sqlite:///path/to/file.db` or `postgresql://user@host/db`.",
     )
+    database_acquire_timeout_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="PostgreSQL: how long a request to `tocsin api` or `tocsin serve` waits "
+        "for one of its process's 10 pooled connections when all are busy before it is "
+        "answered 503 with Retry-After, rather than queue for as long as commits are slow (0: "
+        "as long as it takes). `tocsin worker` waits as long as it takes: no one waits on "
+        "its answers, and failing would only make it retry.",
+    )
     host: str = Field(
         default="127.0.0.1",
         description="The address `tocsin serve` and `tocsin api` listen on; anything but "

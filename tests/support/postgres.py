@@ -129,15 +129,17 @@ async def _migrate(url: str) -> None:
         await store.close()
 
 
-def _run_admin(url: str, sql: str) -> None:
-    async def run() -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
+async def execute(url: str, sql: str) -> None:
+    """Run `sql` on a connection of its own (an operator's session beside the one tested)."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
 
-    asyncio.run(run())
+
+def _run_admin(url: str, sql: str) -> None:
+    asyncio.run(execute(url, sql))
 
 
 def _reachable(url: str) -> bool:

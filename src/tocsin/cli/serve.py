@@ -250,10 +250,14 @@ async def open_ready_store(
         keyring, made = load_keyring(settings, make=make_key)
     except SecretKeyError as error:
         raise StartupError(str(error)) from error
+    # A worker (`wait`) waits for a pooled connection as long as it takes: nobody waits on
+    # its answers, and a call given up would only be retried.
+    waiting = settings.database_acquire_timeout_seconds
+    acquire_timeout = None if wait or not waiting else waiting
     pause = _FIRST_PAUSE
     while True:
         try:
-            store = await open_store(url, keyring=keyring)
+            store = await open_store(url, keyring=keyring, acquire_timeout=acquire_timeout)
             break
         except StoreUnavailable as error:
             if not wait:

@@ -8,11 +8,11 @@ import asyncio
 import logging
 from datetime import timedelta
 
-import asyncpg
 import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder
 from tests.support.postgres import PostgresServer
+from tests.support.postgres import execute as _admin
 from tocsin.clock import SystemClock
 from tocsin.domain import HeldParts
 from tocsin.errors import DatabaseReadOnly
@@ -21,14 +21,6 @@ from tocsin.scheduler.leases import LeaseKeeper
 from tocsin.store import Store, open_store
 
 pytestmark = pytest.mark.postgres
-
-
-async def _admin(url: str, sql: str) -> None:
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(sql)
-    finally:
-        await connection.close()
 
 
 async def test_a_read_only_database_stops_the_worker_and_readiness_says_why(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -34,14 +33,7 @@ from tocsin.domain import (
     RingMinute,
     WorkerState,
 )
-from tocsin.errors import (
-    CapReached,
-    DatabaseReadOnly,
-    DuplicateIdempotencyKey,
-    StoreError,
-    StoreUnavailable,
-    TocsinError,
-)
+from tocsin.errors import CapReached, StoreError
 from tocsin.ids import SHARDS, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import batches, codec
@@ -58,6 +50,8 @@ from tocsin.store.base import (
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
 from tocsin.store.postgres import queries as q
+from tocsin.store.postgres.failures import boundary
+from tocsin.store.postgres.pool import CONNECT_TIMEOUT, Pool
 from tocsin.store.postgres.wakeups import Wakeups
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
@@ -80,14 +74,8 @@ from tocsin.store.rows import (
 T = TypeVar("T")
 
 
-_POOL_MIN = 2
-_POOL_MAX = 10
-_CONNECT_TIMEOUT = 10.0
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
-_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300"}  # shutdown, crash, starting, full
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
-_READ_ONLY_STATE = "25006"  # read_only_sql_transaction: the server is (now) a standby
-_CLOSED = "connection is closed"  # asyncpg's InterfaceError on a connection already lost
 _UNIQUE_VIOLATION = "23505"
 # Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
 _SEALED_QUERIES = {
@@ -96,60 +84,6 @@ _SEALED_QUERIES = {
     "contacts.address": (q.shared.SEALED_CONTACT_ADDRESSES, q.RESEAL_CONTACT_ADDRESSES),
     "secrets.value": (q.shared.SEALED_SHARED_VALUES, q.RESEAL_SHARED_VALUES),
 }
-
-
-def translate(error: BaseException) -> StoreError:
-    """The Tocsin error for a driver or network error (raise it `from` the original)."""
-    if isinstance(error, asyncpg.PostgresError):
-        state = getattr(error, "sqlstate", None) or ""
-        if state == _READ_ONLY_STATE:
-            return DatabaseReadOnly(f"PostgreSQL is read-only (a standby now?): {error}")
-        if isinstance(error, asyncpg.PostgresConnectionError) or state in _UNAVAILABLE_STATES:
-            return StoreUnavailable(f"PostgreSQL unavailable: {error}")
-        return StoreError(f"PostgreSQL: {error}")
-    if isinstance(error, OSError | TimeoutError | asyncpg.InternalClientError):
-        # InternalClientError: a connection the server dropped mid-conversation, or no host
-        # of a multi-host URL that is writable (TargetServerAttributeNotMatched: a failover
-        # is under way).
-        return StoreUnavailable(f"PostgreSQL unreachable: {error!r}")
-    if isinstance(error, asyncpg.InterfaceError) and _CLOSED in str(error):
-        # A pooled connection whose server went away between two statements.
-        return StoreUnavailable(f"PostgreSQL unreachable: {error}")
-    return StoreError(f"PostgreSQL client: {error}")
-
-
-_DRIVER_ERRORS = (
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    OSError,
-    TimeoutError,
-)
-
-
-@contextmanager
-def boundary() -> Iterator[None]:
-    """Wrap driver errors raised inside, once, as Tocsin errors."""
-    try:
-        yield
-    except TocsinError:
-        raise
-    except asyncpg.UniqueViolationError as error:
-        if error.constraint_name == "idempotency_keys_pkey":
-            raise DuplicateIdempotencyKey("the idempotency key was used already") from error
-        raise translate(error) from error
-    except _DRIVER_ERRORS as error:
-        raise translate(error) from error
-
-
-async def _keep_session(connection: asyncpg.Connection) -> None:
-    """A pooled connection's reset on release: nothing beyond asyncpg's own (rolling back a
-    transaction left open). Its default also sends `SELECT pg_advisory_unlock_all(); CLOSE
-    ALL; UNLISTEN *; RESET ALL`, a second round trip after every statement (a single save
-    took 389 µs instead of 272 µs, docs/benchmarks.md), for session state no store method
-    leaves behind: settings are `SET LOCAL` inside transactions, LISTEN has a connection of
-    its own (`Wakeups`), and `migrate` releases its advisory lock itself. A method that sets
-    session state must undo it."""
 
 
 def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
@@ -174,66 +108,36 @@ def _as_is(value: datetime) -> datetime:
 class PostgresStore(Store):
     """`Store` on PostgreSQL. Wake-ups reach listeners in every process (LISTEN/NOTIFY)."""
 
-    def __init__(self, pool: asyncpg.Pool, url: str, keyring: Keyring) -> None:
+    def __init__(self, pool: Pool, keyring: Keyring) -> None:
         self._pool = pool
         self._keyring = keyring
-        self._expiring: asyncio.Task[None] | None = None
-        self._wakeups = Wakeups(lambda: asyncpg.connect(url, timeout=_CONNECT_TIMEOUT))
+        self._wakeups = Wakeups(lambda: pool.hosts.connect(timeout=CONNECT_TIMEOUT))
 
     @classmethod
-    async def connect(cls, url: str, *, keyring: Keyring) -> PostgresStore:
+    async def connect(
+        cls, url: str, *, keyring: Keyring, acquire_timeout: float | None = None
+    ) -> PostgresStore:
         """Open a connection pool to `postgresql://user@host:port/database`; stored secrets
-        are sealed and opened with `keyring`."""
-        with boundary():
-            pool = await asyncpg.create_pool(
-                url,
-                min_size=_POOL_MIN,
-                max_size=_POOL_MAX,
-                timeout=_CONNECT_TIMEOUT,
-                reset=_keep_session,
-            )
-        return cls(pool, url, keyring)
+        are sealed and opened with `keyring`. A call that waits longer than `acquire_timeout`
+        seconds for a pooled connection fails with `StoreUnavailable` (None: it waits)."""
+        return cls(await Pool.open(url, acquire_timeout=acquire_timeout), keyring)
 
     # -- plumbing ------------------------------------------------------------------------------
 
     async def _fetch(self, sql: str, *args: Any) -> list[Record]:
-        with self._following():
-            rows: list[Record] = await self._pool.fetch(sql, *args)
-            return rows
+        with boundary():
+            return await self._pool.fetch(sql, *args)
 
     async def _fetchrow(self, sql: str, *args: Any) -> Record | None:
-        with self._following():
-            row: Record | None = await self._pool.fetchrow(sql, *args)
-            return row
-
-    @contextmanager
-    def _following(self) -> Iterator[None]:
-        """`boundary`, and after a read-only answer, every pooled connection made again.
-
-        A connection is judged writable when it is made (`target_session_attrs=read-write`
-        in the URL): one made to a primary that has since become a standby (a switchover
-        that demoted it without a restart, or a URL naming a single host) keeps answering,
-        read-only. Expired, the pool's connections are made again through the URL's hosts
-        as each is next acquired, so they follow the primary wherever it went."""
-        try:
-            with boundary():
-                yield
-        except DatabaseReadOnly:
-            self._expire_soon()
-            raise
-
-    def _expire_soon(self) -> None:
-        if self._expiring is None or self._expiring.done():
-            self._expiring = asyncio.get_running_loop().create_task(
-                self._pool.expire_connections(), name="tocsin-pool-expire"
-            )
+        with boundary():
+            return await self._pool.fetchrow(sql, *args)
 
     async def _retried(self, run: Callable[[], Awaitable[T]]) -> T:
         """`run`, again when it lost a deadlock or a serialization race (each run all or
         nothing); driver errors come out as Tocsin errors."""
         for attempt in range(_RETRIES):
             try:
-                with self._following():
+                with boundary():
                     return await run()
             except StoreError as error:
                 cause = error.__cause__
@@ -287,7 +191,7 @@ class PostgresStore(Store):
                     await connection.execute(q.UNLOCK_MIGRATIONS, q.MIGRATION_LOCK_KEY)
 
     async def check_schema(self) -> None:
-        with self._following():
+        with boundary():
             async with self._pool.acquire() as connection:
                 applied = await _applied_versions(connection)
                 if await connection.fetchval(q.READ_ONLY):
@@ -947,6 +851,7 @@ async def _renew(
     breakers: Sequence[str],
 ) -> HeldParts:
     s = q.shared
+    await connection.execute(q.LOCK_RENEWALS)
     now: datetime = await connection.fetchval(q.DATABASE_NOW)
     joined = await connection.fetchval(*s.WAS_LIVE.bind(worker=worker, since=now - ttl)) is None
     await connection.execute(*s.BEAT.bind(worker=worker, at=now, breakers=breakers_value(breakers)))

@@ -5,7 +5,11 @@ revoked) — each channel only once this process listens to it, so an API proces
 feed and revocations alone and a worker neither.
 
 The connection is made when the first listener subscribes, pinged every few seconds, and made
-again (with growing pauses) whenever it is lost, e.g. when the database restarts. Wake-ups
+again (with growing pauses) whenever it is lost, e.g. when the database restarts, or when its
+server no longer takes writes. NOTIFY is heard only on the server it was sent on, the
+primary: a connection left on a demoted or fenced one (pg_auto_failover's read-only primary)
+still answers a ping, but hears nothing, so the ping asks whether the server takes writes
+and a connection is only kept on one that does. Wake-ups
 sent while it was down are missed: the scheduler's periodic sweep catches those reminders,
 and feed listeners are told (`on_gap`) to re-read what their pages wait for.
 """
@@ -20,8 +24,10 @@ from typing import TypeVar
 
 import asyncpg
 
+from tocsin.errors import StoreError
 from tocsin.store import codec
 from tocsin.store.base import DueListener, FeedListener
+from tocsin.store.postgres import queries as q
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +36,8 @@ _RETRY_FIRST = 0.1
 _RETRY_MAX = 5.0
 
 T = TypeVar("T")
-_LOST = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+# StoreError: connecting through the URL's hosts found none that takes writes.
+_LOST = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, StoreError)
 
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
@@ -122,6 +129,10 @@ class Wakeups:
     async def _listen(self) -> asyncpg.Connection:
         connection = await self._connect()
         try:
+            if await connection.fetchval(q.READ_ONLY):
+                raise asyncpg.ReadOnlySQLTransactionError(
+                    "the server takes no writes (a standby, or read-only): it hears no NOTIFY"
+                )
             for channel in sorted(self._wanted):
                 await connection.add_listener(channel, self._handlers[channel])
         except BaseException:
@@ -132,16 +143,17 @@ class Wakeups:
 
     async def _supervise(self, connection: asyncpg.Connection) -> None:
         while True:
-            await self._watch(connection)
+            why = await self._watch(connection)
             await self._drop()
-            log.warning("lost the LISTEN connection for due wake-ups; reconnecting")
+            log.warning("lost the LISTEN connection for due wake-ups (%s); reconnecting", why)
             connection = await self._reconnect()
             log.info("LISTEN connection for due wake-ups is back")
             for _, on_gap in list(self._feed_listeners):
                 on_gap()
 
-    async def _watch(self, connection: asyncpg.Connection) -> None:
-        """Return once the connection is lost (closed by the server or not answering)."""
+    async def _watch(self, connection: asyncpg.Connection) -> str:
+        """Return once the connection is lost (closed by the server, not answering, or on a
+        server that no longer takes writes), saying which."""
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _connection: lost.set())
         while not lost.is_set() and not connection.is_closed():
@@ -150,9 +162,14 @@ class Wakeups:
             except TimeoutError:
                 try:
                     async with self._using:
-                        await asyncio.wait_for(connection.execute("SELECT 1"), _PING_SECONDS)
-                except _LOST:
-                    return
+                        read_only = await asyncio.wait_for(
+                            connection.fetchval(q.READ_ONLY), _PING_SECONDS
+                        )
+                except _LOST as error:
+                    return f"the ping failed: {error!r}"
+                if read_only:
+                    return "its server takes no writes now: not the primary"
+        return "closed"
 
     async def _reconnect(self) -> asyncpg.Connection:
         pause = _RETRY_FIRST
