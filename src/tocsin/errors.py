@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 
 class TocsinError(Exception):
     """Base of every error Tocsin raises on purpose."""
@@ -22,6 +24,18 @@ class StoreError(TocsinError):
 
 class StoreUnavailable(StoreError):
     """The database cannot be reached right now; the operation may be retried."""
+
+
+class DatabaseDown(StoreUnavailable):
+    """No connection to the database could be made. The store logs that itself, once per
+    change (when it starts, every 30 s while it lasts, when it ends), so that a caller
+    retrying every second need not repeat it in the log."""
+
+
+def level_for(error: StoreError) -> int:
+    """The level to log a failed store call at, for a caller that retries it: DEBUG when the
+    store has said so itself (`DatabaseDown`), WARNING otherwise."""
+    return logging.DEBUG if isinstance(error, DatabaseDown) else logging.WARNING
 
 
 class DatabaseReadOnly(StoreUnavailable):

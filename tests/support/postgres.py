@@ -169,46 +169,69 @@ def _free_port() -> int:
         return port
 
 
+class OwnServer:
+    """A PostgreSQL cluster of our own in a temporary folder, which a test may stop and start
+    again (the shared one it must never touch)."""
+
+    def __init__(self, initdb: str) -> None:
+        self._bindir = os.path.dirname(initdb)
+        self.folder = tempfile.mkdtemp(prefix="tocsin-pg-")
+        self._data = os.path.join(self.folder, "data")
+        self.port = _free_port()
+        self._run_as: list[str] = []
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            os.chown(self.folder, *_nobody())
+            self._run_as = ["runuser", "-u", "nobody", "--"]
+        self._run(initdb, "-D", self._data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
+
+    @property
+    def server(self) -> PostgresServer:
+        return PostgresServer(admin_url=f"postgresql://postgres@127.0.0.1:{self.port}/postgres")
+
+    def start(self) -> None:
+        log = os.path.join(self.folder, "log")
+        options = f"-p {self.port} -k {self.folder} -c fsync=off"
+        self._run(self._pg_ctl, "-D", self._data, "-w", "-l", log, "-o", options, "start")
+
+    def stop(self) -> None:
+        """Stop it as a crash does: at once, without a checkpoint."""
+        self._run(self._pg_ctl, "-D", self._data, "-m", "immediate", "stop", check=False)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @property
+    def _pg_ctl(self) -> str:
+        return os.path.join(self._bindir, "pg_ctl")
+
+    def _run(self, *command: str, check: bool = True) -> None:
+        subprocess.run([*self._run_as, *command], check=check, capture_output=True)
+
+
+@contextmanager
+def own_server() -> Iterator[OwnServer | str]:
+    """A started `OwnServer`, removed at the end; or a string saying why none can be made."""
+    initdb = _find_initdb()
+    if initdb is None:
+        yield "no initdb installed to start a PostgreSQL of our own"
+        return
+    own = OwnServer(initdb)
+    try:
+        own.start()
+        yield own
+    finally:
+        own.remove()
+
+
 @contextmanager
 def _throwaway_server(initdb: str) -> Iterator[PostgresServer]:
-    bindir = os.path.dirname(initdb)
-    folder = tempfile.mkdtemp(prefix="tocsin-pg-")
-    data = os.path.join(folder, "data")
-    port = _free_port()
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        os.chown(folder, *_nobody())
-        run_as = ["runuser", "-u", "nobody", "--"]
-    subprocess.run(
-        [*run_as, initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [
-            *run_as,
-            os.path.join(bindir, "pg_ctl"),
-            "-D",
-            data,
-            "-w",
-            "-l",
-            os.path.join(folder, "log"),
-            "-o",
-            f"-p {port} -k {folder} -c fsync=off",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    own = OwnServer(initdb)
     try:
-        yield PostgresServer(admin_url=f"postgresql://postgres@127.0.0.1:{port}/postgres")
+        own.start()
+        yield own.server
     finally:
-        subprocess.run(
-            [*run_as, os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "stop"],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
+        own.remove()
 
 
 def _nobody() -> tuple[int, int]:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from tocsin.clock import Clock
 from tocsin.delivery.pool import DeliveryPool
 from tocsin.delivery.waiting import sleep_until
-from tocsin.errors import StoreError
+from tocsin.errors import StoreError, level_for
 from tocsin.store.ports import DeliveryQueue
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Pickup:
             try:
                 await self._recover(now)
             except StoreError as error:
-                logger.warning("looking for rings left unrecorded failed: %s", error)
+                logger.log(level_for(error), "looking for rings left unrecorded failed: %s", error)
         limit = min(self._batch, self._pool.free)
         if limit <= 0:
             return False
@@ -92,7 +92,7 @@ class Pickup:
                 sender=self._sender, shards=None, now=now, lease=self._lease, limit=limit
             )
         except StoreError as error:
-            logger.warning("taking deliveries failed: %s", error)
+            logger.log(level_for(error), "taking deliveries failed: %s", error)
             return False
         if firings:
             self.taken += len(firings)

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
 from tocsin.domain import Fence, HeldParts
-from tocsin.errors import DatabaseReadOnly, StoreError
+from tocsin.errors import DatabaseReadOnly, StoreError, level_for
 from tocsin.metrics.instruments import ENGINE
 from tocsin.store.ports import SchedulerStore
 
@@ -68,6 +68,7 @@ class LeaseKeeper:
         self._parts = parts
         self._ttl = ttl
         self._valid_until: datetime | None = None
+        self._read_only = False  # the last renewal was refused read-only
         self._changed = asyncio.Event()  # workers joined or let parts go: renew at once
         self.held: HeldParts = NOTHING
         self.takeovers = 0  # parts taken over from a worker whose lease ran out
@@ -93,20 +94,23 @@ class LeaseKeeper:
         except DatabaseReadOnly as error:
             # Connected to a standby (a switchover or failover moved the primary): nothing it
             # holds can be renewed or claimed there, so it stops at once rather than after a
-            # lease time, and says so.
-            logger.warning(
-                "the database is read-only, not the primary: claiming nothing (%s)", error
-            )
+            # lease time, and says so, once until it is writable again.
+            if not self._read_only:
+                logger.warning(
+                    "the database is read-only, not the primary: claiming nothing (%s)", error
+                )
+            self._read_only = True
             self._valid_until = None
             self._report(NOTHING)
             return False
         except StoreError as error:
-            logger.warning("renewing leases failed: %s", error)
+            logger.log(level_for(error), "renewing leases failed: %s", error)
             if self._valid_until is not None and self._clock.now() >= self._valid_until:
                 logger.warning("leases ran out: holding no part until renewed")
                 self._valid_until = None
                 self._report(NOTHING)
             return False
+        self._read_only = False
         received = self._clock.now()
         if self._on_time is not None and held.as_of is not None:
             self._on_time(sent, held.as_of, received)

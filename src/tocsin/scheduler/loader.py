@@ -43,7 +43,7 @@ from typing import NamedTuple
 from tocsin.clock import Clock
 from tocsin.delivery.waiting import sleep_until
 from tocsin.domain import PRIORITY_RANKS, DueRing
-from tocsin.errors import StoreError
+from tocsin.errors import StoreError, level_for
 from tocsin.scheduler.timeline import Entry, Timeline, bucket_of
 from tocsin.store.ports import SchedulerStore
 
@@ -173,7 +173,7 @@ class PartLoader:
             try:
                 await self.step()
             except StoreError as error:
-                logger.warning("part %d: reading failed: %s", self.part, error)
+                logger.log(level_for(error), "part %d: reading failed: %s", self.part, error)
             except Exception:
                 logger.exception("part %d: reading failed", self.part)
             else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tocsin.clock import Clock
-from tocsin.errors import StoreError
+from tocsin.errors import StoreError, level_for
 from tocsin.store.ports import UpkeepStore
 from tocsin.store.ports.upkeep import Pruned
 
@@ -86,7 +86,7 @@ class Retention:
                     if done.rows:
                         logger.info("retention deleted old rows", extra=_fields(done))
             except StoreError as error:
-                logger.warning("retention failed (trying again later): %s", error)
+                logger.log(level_for(error), "retention failed (trying again later): %s", error)
                 self._held_until = None
             await self._clock.sleep_until(self._clock.now() + self._tuning.idle)
 

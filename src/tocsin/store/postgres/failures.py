@@ -48,14 +48,6 @@ def translate(error: BaseException) -> StoreError:
     return StoreError(f"PostgreSQL client: {error}")
 
 
-def is_read_only(error: BaseException) -> bool:
-    """Whether the server refused a write because it takes none (a standby, or a primary set
-    read-only), whether as the driver's error or already as Tocsin's."""
-    if isinstance(error, DatabaseReadOnly):
-        return True
-    return getattr(error, "sqlstate", None) == READ_ONLY_STATE
-
-
 @contextmanager
 def boundary() -> Iterator[None]:
     """Wrap driver errors raised inside, once, as Tocsin errors."""

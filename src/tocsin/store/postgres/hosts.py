@@ -16,13 +16,15 @@ directory, `host=` in the query, a standby preference) goes to asyncpg as it is.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
-from tocsin.errors import DatabaseReadOnly, StoreError, StoreUnavailable
+from tocsin.errors import DatabaseDown, DatabaseReadOnly, StoreError, StoreUnavailable
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.failures import DRIVER_ERRORS, translate
 
@@ -31,6 +33,9 @@ from tocsin.store.postgres.failures import DRIVER_ERRORS, translate
 _REFUSES = {"any": None, "read-write": q.READ_ONLY}
 _READ_ONLY = "read-only (a standby, or default_transaction_read_only is on)"
 _HOST = "\x00host\x00"  # where each host goes in the URL (no URL holds a NUL)
+STILL_DOWN_EVERY = 30.0  # seconds between the lines saying the database is still away
+
+log = logging.getLogger(__name__)
 
 
 class Hosts:
@@ -40,6 +45,7 @@ class Hosts:
         self._url = url
         self._parsed = _split(url)
         self._preferred: str | None = None
+        self.outage = Outage()
 
     @property
     def names(self) -> list[str]:
@@ -54,8 +60,23 @@ class Hosts:
         one answered but takes no writes and none would do, `StoreUnavailable` when none
         could be reached."""
         del dsn  # the pool hands back the URL it was made with: ours
+        try:
+            connection = await self._connect(options)
+        except StoreUnavailable as error:
+            self.outage.failed(error)
+            raise
+        self.outage.ended()
+        return connection
+
+    async def _connect(self, options: dict[str, Any]) -> asyncpg.Connection:
         if self._parsed is None:
-            return await asyncpg.connect(self._url, **options)
+            try:
+                return await asyncpg.connect(self._url, **options)
+            except DRIVER_ERRORS as error:
+                failed = translate(error)
+                if type(failed) is StoreUnavailable:
+                    raise DatabaseDown(str(failed)) from error
+                raise failed from error
         template, hosts, refuses = self._parsed
         order = sorted(hosts, key=lambda host: host != self._preferred)
         failures: list[tuple[str, BaseException | None]] = []
@@ -71,6 +92,8 @@ class Hosts:
                 connection.terminate()
                 raise
             if not unusable:
+                if host != self._preferred and self._preferred is not None:
+                    log.warning("connected to %s, which takes writes now", host)
                 self._preferred = host
                 return connection
             connection.terminate()
@@ -113,7 +136,7 @@ def _failed(failures: list[tuple[str, BaseException | None]]) -> StoreError:
         return DatabaseReadOnly(f"PostgreSQL has no writable host: {said}")
     failed: StoreError
     if all(isinstance(translate(error), StoreUnavailable) for error in errors):
-        failed = StoreUnavailable(f"PostgreSQL unreachable: {said}")
+        failed = DatabaseDown(f"PostgreSQL unreachable: {said}")
     else:  # refused for good: a password, a database that does not exist
         failed = StoreError(f"PostgreSQL refused the connection: {said}")
     failed.__cause__ = errors[-1]
@@ -125,3 +148,44 @@ def _reason(error: BaseException | None) -> str:
         return _READ_ONLY
     text = str(error) or type(error).__name__
     return text if isinstance(error, asyncpg.PostgresError) else f"{type(error).__name__}: {text}"
+
+
+class Outage:
+    """Says in the log when connecting starts failing, every `STILL_DOWN_EVERY` seconds
+    while it does, and when it works again: one line per change, whatever the number of
+    tries (the pool's connections, its floor, the LISTEN connection, every second)."""
+
+    def __init__(self) -> None:
+        self._since: float | None = None
+        self._said_at = 0.0
+        self._read_only = False  # what was said last: no writable host, or none reachable
+        self._lost = False  # a connection was lost since the last one was made
+
+    def failed(self, error: StoreUnavailable) -> None:
+        now = time.monotonic()
+        read_only = isinstance(error, DatabaseReadOnly)
+        if self._since is None:
+            self._since = self._said_at = now
+            self._read_only = read_only
+            log.warning("cannot connect to the database: %s", error)
+        elif now - self._said_at >= STILL_DOWN_EVERY or read_only != self._read_only:
+            self._said_at = now
+            self._read_only = read_only
+            log.warning(
+                "still cannot connect to the database, for %.0f s: %s", now - self._since, error
+            )
+
+    def lost(self, error: StoreUnavailable) -> None:
+        """A connection was lost in the middle of a call (the server went away, or ended
+        it): said once until a connection is made again, which tells whether it is away."""
+        if not self._lost and self._since is None:
+            log.info("lost a connection to the database (%s); making it again", error)
+        self._lost = True
+
+    def ended(self) -> None:
+        self._lost = False
+        if self._since is not None:
+            log.warning(
+                "connected to the database again, after %.1f s", time.monotonic() - self._since
+            )
+            self._since = None

@@ -10,6 +10,7 @@ one that takes writes.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,13 +18,20 @@ from typing import Any
 import asyncpg
 from asyncpg import Record
 
-from tocsin.errors import StoreUnavailable
-from tocsin.store.postgres.failures import boundary, is_read_only
+from tocsin.errors import DatabaseDown, DatabaseReadOnly, StoreUnavailable
+from tocsin.store.postgres.failures import DRIVER_ERRORS, boundary, translate
 from tocsin.store.postgres.hosts import Hosts
 
 POOL_MIN = 2
 POOL_MAX = 10
 CONNECT_TIMEOUT = 10.0  # for each host of the URL
+
+
+def _not_said_yet(record: logging.LogRecord) -> bool:
+    """asyncpg logs each failed try to keep its floor of connections, every second or so of
+    an outage, with a traceback; `Hosts` has said that the database is away already."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, DatabaseDown | DatabaseReadOnly)
 
 
 class PoolBusy(StoreUnavailable):
@@ -59,6 +67,9 @@ class Pool:
     @classmethod
     async def open(cls, url: str, *, acquire_timeout: float | None) -> Pool:
         hosts = Hosts(url)
+        asyncpg_log = logging.getLogger("asyncpg.pool")
+        if _not_said_yet not in asyncpg_log.filters:
+            asyncpg_log.addFilter(_not_said_yet)
         with boundary():
             pool = await asyncpg.create_pool(
                 url,
@@ -85,9 +96,16 @@ class Pool:
         try:
             async with self._pool.acquire() as connection:
                 yield connection
-        except BaseException as error:
-            if is_read_only(error):
+        except DRIVER_ERRORS as error:
+            failure = translate(error)
+            if isinstance(failure, DatabaseReadOnly):
                 self._expire_soon()
+            elif type(failure) is StoreUnavailable:  # the connection was lost mid-call
+                self.hosts.outage.lost(failure)
+                raise DatabaseDown(str(failure)) from error
+            raise
+        except DatabaseReadOnly:  # no host of the URL takes writes
+            self._expire_soon()
             raise
         finally:
             self._slots.release()
