@@ -43,12 +43,14 @@ async def _ring(
     next_due_at: datetime | None = None,
 ) -> Firing:
     """`target`'s ring at its due time, claimed at `now` (the series moving on to
-    `next_due_at`), its firing left in `state`."""
+    `next_due_at`), its firing left in `state`; recorded at once unless `sending`, its claim
+    forgotten once its hold ran out, as every worker's pickup does (PostgreSQL)."""
     [firing] = await store.claim(
         [claim(target, next_due_at=next_due_at)], sender="worker-1", now=now, lease=LEASE
     )
     if state is not FiringState.SENDING:
         await store.record_attempts([result(firing, state=state, at=now)])
+        assert await store.recover_claims(now=now + LEASE + timedelta(seconds=1), limit=9) == 0
     return firing
 
 
@@ -324,3 +326,70 @@ async def test_a_ring_that_finishes_a_reminder_enters_no_finished_index(
     scans = [n for n in _nodes(json.loads(plan)[0]["Plan"]) if "Index Name" in n]
     assert [n["Index Name"] for n in scans] == ["reminders_finished"], plan
     assert held == [cancelled.id]
+
+
+# A whole fleet stopped with rings in flight, and back after retention's cutoff passed them:
+# their claims' holds ran out long ago, and nobody recovered them yet.
+WEEK = 7 * DAY
+
+
+async def _ring_in_flight(
+    store: Store, *, freshness: int, next_due_at: datetime | None = None
+) -> tuple[Reminder, Firing]:
+    """A daily series that rang the day before (its firing sent) and whose ring at NOW, its
+    last unless it goes on to `next_due_at`, was claimed then and never written: the series
+    and that ring."""
+    series = reminder(due_at=NOW - DAY, rule="FREQ=DAILY", freshness=freshness)
+    await store.add_reminders([series])
+    await _ring(store, series, state=FiringState.SENT, now=NOW - DAY, next_due_at=NOW)
+    current = await store.get_reminder(series.id)
+    assert current is not None
+    ringing = await _ring(
+        store, current, state=FiringState.SENDING, now=NOW, next_due_at=next_due_at
+    )
+    return series, ringing
+
+
+async def _back_after(store: Store, gone: timedelta, *, keep: timedelta) -> list[Firing]:
+    """The fleet back `gone` after NOW: retention's pass first (keeping `keep`), then a
+    pickup's recovery and take, as a worker starting then may run them."""
+    back = NOW + gone
+    await store.prune(
+        firings_before=back - keep, reminders_before=back - keep, keys_before=back, limit=100
+    )
+    await store.recover_claims(now=back, limit=100)
+    return await store.take_deliveries(
+        sender="worker-2", shards=None, now=back, lease=LEASE, limit=100
+    )
+
+
+async def test_a_ring_its_claim_kept_past_retention_is_sent_again_while_fresh(
+    store: Store,
+) -> None:
+    """Kept a day, fresh for a week, back after two days: the last ring's reminder would go
+    with the ring before it (its only firing), but the ring is still owed."""
+    series, ringing = await _ring_in_flight(store, freshness=int(WEEK.total_seconds()))
+
+    [taken] = await _back_after(store, 2 * DAY, keep=DAY)
+
+    assert (taken.id, taken.state, taken.sender) == (ringing.id, FiringState.SENDING, "worker-2")
+    assert await store.get_reminder(series.id) is not None
+
+
+async def test_a_ring_its_claim_kept_past_retention_is_recorded_expired_when_stale(
+    store: Store,
+) -> None:
+    """A series cancelled while its ring was on its way, back after retention's 30 days:
+    the ring is recorded expired, and goes with the series in a later pass."""
+    series, ringing = await _ring_in_flight(store, freshness=600, next_due_at=NOW + DAY)
+    assert await store.cancel_reminder(series.id, now=NOW) is not None
+
+    taken = await _back_after(store, KEEP + DAY, keep=KEEP)
+    recorded = await store.list_firings(series.id)
+    later = await _prune(store, now=NOW + KEEP + 2 * DAY)
+
+    assert taken == []
+    assert (recorded[0].id, recorded[0].state) == (ringing.id, FiringState.EXPIRED)
+    assert later.reminders == 1
+    assert await store.get_reminder(series.id) is None
+    assert await store.list_firings(series.id) == []

@@ -22,14 +22,37 @@ SELECT id, 1, due_at, channel, 'sent' FROM firings;
 INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
 SELECT 'phone', 'key-' || n, 'h', 201, '\\x7b7d', now() - n * interval '5 seconds'
 FROM generate_series(1, 20000) AS n;
-ANALYZE;
+"""
+
+# The claims of a busy minute's rings in flight (1,000 claims of 100 rings, due a month after
+# $1, the cutoff the plans are made for): retention beside a burst.
+_PG_CLAIMS = """
+INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats, oldest_due)
+SELECT due + interval '20 seconds', 'w',
+    ARRAY(SELECT 'ring' || n || '-' || r FROM generate_series(1, 100) AS r),
+    array_fill(due, ARRAY[100]), due
+FROM generate_series(1, 1000) AS n,
+    LATERAL (SELECT $1::timestamptz + interval '30 days' + (n % 60) * interval '1 second')
+        AS d (due)
 """
 
 # PRUNE_FIRINGS also finds the reminders its rings finished by their key, and their other
-# firings by a probe of the firings' key.
+# firings by a probe of the firings' key; both it and PRUNE_REMINDERS ask the claims with a
+# ring due before the cutoff by their oldest due instant.
 _PG_PRUNES = {
-    "PRUNE_FIRINGS": {"firings_due", "attempts_pkey", "reminders_pkey", "firings_pkey"},
-    "PRUNE_REMINDERS": {"reminders_finished", "reminders_pkey", "firings_pkey"},
+    "PRUNE_FIRINGS": {
+        "firings_due",
+        "attempts_pkey",
+        "reminders_pkey",
+        "firings_pkey",
+        "claimed_rings_oldest",
+    },
+    "PRUNE_REMINDERS": {
+        "reminders_finished",
+        "reminders_pkey",
+        "firings_pkey",
+        "claimed_rings_oldest",
+    },
     "PRUNE_IDEMPOTENCY_KEYS": {"idempotency_keys_age"},
 }
 
@@ -40,6 +63,8 @@ async def test_postgres_prunes_through_the_age_indexes(pg_migrated_url: str) -> 
     connection = await asyncpg.connect(pg_migrated_url)
     try:
         await connection.execute(_PG_EXTRA)
+        await connection.execute(_PG_CLAIMS, NOW)
+        await connection.execute("ANALYZE")
         plans = {}
         for name in _PG_PRUNES:
             sql = getattr(pg, name)

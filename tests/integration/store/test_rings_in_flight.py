@@ -412,7 +412,7 @@ async def test_a_ring_in_flight_is_snoozed_once_its_firing_is_written(store: Sto
 
 async def test_a_ring_in_flight_shows_as_its_reminders_last_firing(store: Store) -> None:
     series, ringing = await _claimed_series(store)
-    in_flight = FiringSummary(id=ringing.id, due_at=series.due_at, state=FiringState.SENDING)
+    in_flight = FiringSummary(id=ringing.id, due_at=ringing.due_at, state=FiringState.SENDING)
 
     got = await store.get_reminder(series.id, now=NOW)
     [listed] = await store.list_reminders(series.owner, now=NOW)

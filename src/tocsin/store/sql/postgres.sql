@@ -345,7 +345,8 @@ SET LOCAL enable_sort = off
 -- claim's one row write, and the rings of the batch go, as arrays in one row, into
 -- `claimed_rings` under the sender's hold: each ring's reminder, due instant, and the route
 -- and freshness it was claimed with (where it goes and by when are fixed here, whatever an
--- edit changes before its firing is written). Its firing is written once, with the outcome
+-- edit changes before its firing is written), and the batch's oldest due instant, by which
+-- retention finds the claims that may owe a ring to a reminder it would delete. Its firing is written once, with the outcome
 -- of its first try (INSERT_FIRINGS); a claim whose sender never writes it is found by its
 -- hold (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
 -- `expired` ones, and the in-app feed's (below).
@@ -406,9 +407,11 @@ WITH claim AS (
         GROUP BY chunk
     ) AS payloads
 ), held AS (
-    INSERT INTO claimed_rings (hold_until, sender, reminder_ids, due_ats, routes, freshness)
+    INSERT INTO claimed_rings (
+        hold_until, sender, reminder_ids, due_ats, routes, freshness, oldest_due
+    )
     SELECT $4, $3, array_agg(reminder_id), array_agg(due_at), array_agg(channel),
-        array_agg(freshness)
+        array_agg(freshness), min(due_at)
     FROM ring WHERE NOT stored
     HAVING count(*) > 0
 ), written AS (
@@ -784,7 +787,7 @@ SELECT count(*) FROM sent
 
 -- -- upkeep: retention ------------------------------------------------------------------------
 
--- name: PRUNE_FIRINGS
+-- name: _PRUNE_FIRINGS
 -- One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
 -- firings_due from its old end; a ring still being delivered is never old enough, and one a
 -- statement holds is skipped, never waited for), their attempts, by primary key, and the
@@ -797,12 +800,16 @@ SELECT count(*) FROM sent
 -- so they are named). The delete checks the row again as it is when it gets to it: an edit
 -- that made the reminder pending again, or saved it with `due_at` NULL (it is in
 -- reminders_finished then, PRUNE_REMINDERS), wins. It waits for a reminder an edit holds
--- rather than skipping it: skipped, it would have no firing left to go with.
+-- rather than skipping it: skipped, it would have no firing left to go with. The rings of
+-- a reminder a claim kept since before $1 names stay, with it, until recovery forgot the
+-- claim ({owed}: a whole fleet stopped longer than retention keeps, back with claims whose
+-- holds ran out long ago).
 WITH gone AS (
     DELETE FROM firings
     WHERE id = ANY(ARRAY(
         SELECT id FROM firings
         WHERE due_at < $1 AND state IN ('sent', 'failed', 'expired')
+          AND reminder_id NOT IN ({owed})
         ORDER BY due_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED
@@ -823,12 +830,14 @@ WITH gone AS (
 SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts,
     (SELECT count(*) FROM reminders_gone) AS reminders
 
--- name: PRUNE_REMINDERS
+-- name: _PRUNE_REMINDERS
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
 -- `due_at` NULL, not pending) last changed before $1, at most $2, oldest first: a range scan
 -- of the partial index reminders_finished, whose predicate this one repeats. A reminder goes
 -- only once its firings have (a probe of the firings' primary key: ids `<reminder id>.<due
--- second>`), so a ring's record never outlives its reminder.
+-- second>`), so a ring's record never outlives its reminder, and not while a claim kept
+-- since before $1 names it ({owed}: a series cancelled while its ring was on its way, its
+-- sender gone, its firing written by recovery from this row).
 WITH gone AS (
     DELETE FROM reminders
     WHERE id = ANY(ARRAY(
@@ -837,6 +846,7 @@ WITH gone AS (
           AND NOT EXISTS (
               SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/'
           )
+          AND r.id NOT IN ({owed})
         ORDER BY updated_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED
@@ -844,6 +854,24 @@ WITH gone AS (
     RETURNING 1
 )
 SELECT count(*) FROM gone
+
+-- name: _OWED
+-- {owed} of PRUNE_FIRINGS and PRUNE_REMINDERS: the reminders of the claims kept with a ring
+-- due before $1, whose rings retention leaves alone, firings and reminders, until recovery
+-- has forgotten the claim (a second after its hold, once any worker runs): recovery makes a
+-- ring it finds unwritten from its reminder, so deleting either first would lose a ring
+-- still owed or write again one that went. Only those claims can name what either
+-- statement deletes: a claim's rings are all due no earlier than its `oldest_due`, and what
+-- they delete rang last before $1 (a firing's due instant, a reminder's, or its last change,
+-- which came after every claim of it). One range scan of claimed_rings_oldest from its old
+-- end, which finds nothing but after an outage (or with a freshness longer than retention
+-- keeps): read once a statement, nothing more is read here. The range is bounded below as
+-- well (`-infinity`, a claim of the release before, is the least there is): a generic plan
+-- takes a bounded range of an unknown bound for 0.5 % of the table, where `< $1` alone is a
+-- third of it, for which it read every claim of a burst in flight (a Seq Scan).
+SELECT owed.reminder_id
+FROM claimed_rings AS c, unnest(c.reminder_ids) AS owed (reminder_id)
+WHERE c.oldest_due >= '-infinity' AND c.oldest_due < $1
 
 -- name: PRUNE_IDEMPOTENCY_KEYS
 -- One batch of idempotency keys created before $1, at most $2, oldest first

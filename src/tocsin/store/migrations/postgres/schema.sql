@@ -44,7 +44,8 @@ CREATE TABLE claimed_rings (
     reminder_ids text[] NOT NULL,
     due_ats timestamp with time zone[] NOT NULL,
     routes text[],
-    freshness integer[]
+    freshness integer[],
+    oldest_due timestamp with time zone NOT NULL DEFAULT '-infinity'::timestamp with time zone
 );
 
 CREATE TABLE contacts (
@@ -174,6 +175,7 @@ CREATE TABLE zone_data (
 );
 
 CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until);
+CREATE INDEX claimed_rings_oldest ON public.claimed_rings USING btree (oldest_due);
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
 CREATE INDEX firings_due ON public.firings USING btree (due_at) INCLUDE (state, sent_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);

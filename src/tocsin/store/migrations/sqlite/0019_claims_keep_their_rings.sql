@@ -1,5 +1,6 @@
--- PostgreSQL's claims keep each ring's route and freshness (and retention asks them which
--- reminders they still owe a ring). SQLite's claim writes the firing `sending` in its own
--- transaction, with the route and deadline of the row it claimed, so what is taken over is
--- that firing and nothing here needs them. Nothing changes in this schema; the version keeps
+-- PostgreSQL's claims keep each ring's route and freshness, and their oldest due instant,
+-- which retention asks before it deletes a reminder a claim may still owe a ring. SQLite's
+-- claim writes the firing `sending` in its own transaction, with the route and deadline of
+-- the row it claimed: what is taken over is that firing, and retention keeps a reminder
+-- while any firing of it is not final. Nothing changes in this schema; the version keeps
 -- both backends' migrations numbered alike.
