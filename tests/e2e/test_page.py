@@ -245,13 +245,21 @@ def test_snooze_choices_and_edit(page: Page) -> None:
 
 
 def test_only_what_can_be_done_is_offered(page: Page, server: Server) -> None:
-    configured = page.evaluate(
-        "async () => (await (await fetch('/v1/channels', {headers: {Authorization: "
+    ready = page.evaluate(
+        "async () => (await (await fetch('/v1/owners/demo/channels', {headers: {Authorization: "
         "`Bearer ${localStorage.getItem('tocsin.token')}`}})).json()).channels"
     )
+    assert {c["channel"]: c["ready"] for c in ready}["webhook"] is False  # no URL in dev mode
     offered = page.locator("#new-channel option").evaluate_all("(os) => os.map((o) => o.value)")
-    assert offered == [c for c in ("inapp", "webhook", "log") if c in configured]
-    assert "email" not in offered
+    assert offered == ["inapp", "log"]  # webhook is configured, but would find nowhere to go
+
+    # Saved on one all the same (an older page offered it): the answer says it cannot ring.
+    page.evaluate("document.querySelector('#new-channel').add(new Option('webhook', 'webhook'))")
+    page.select_option("#new-channel", "webhook")
+    create(page, "Hooked", "2099-01-01 08:00")
+    expect(page.locator("#create-answer")).to_contain_text("no webhook URL")
+    assert is_refusal(page.locator("#create-answer"))
+    page.select_option("#new-channel", "inapp")
 
     create(page, "Morning pills", "every day at 07:00")
     series = reminder(page, "Morning pills")

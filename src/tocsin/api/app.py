@@ -57,6 +57,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
             store,
             clock,
             configured=configured_channels(settings),
+            default_webhook=settings.webhook_url is not None,
             max_pending=settings.max_reminders_per_owner,
         ),
         contacts=ContactService(

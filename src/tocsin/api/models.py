@@ -428,6 +428,43 @@ class ChannelsOut(BaseModel):
     )
 
 
+class OwnerChannelOut(BaseModel):
+    channel: Channel
+    configured: bool = Field(description="This server rings it (else a create is refused).")
+    ready: bool = Field(
+        description="A ring on it would reach somewhere now: a contact of its kind the "
+        "caller's app may ring, a webhook URL, or a channel that needs none (`inapp`, `log`)."
+    )
+    reason: str | None = Field(description="Why not, when not ready; null when ready.")
+
+
+class OwnerChannelsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "owner": "ana",
+                    "channels": [
+                        {
+                            "channel": "webhook",
+                            "configured": True,
+                            "ready": False,
+                            "reason": "there is no webhook URL (`tocsin keys create "
+                            "--webhook-url`, or TOCSIN_WEBHOOK_URL for the server) and ana has "
+                            "no webhook contact: the ring would find no-destination",
+                        },
+                        {"channel": "email", "configured": True, "ready": True, "reason": None},
+                        {"channel": "inapp", "configured": True, "ready": True, "reason": None},
+                    ],
+                }
+            ]
+        }
+    )
+
+    owner: str
+    channels: list[OwnerChannelOut] = Field(description="Every channel, in a fixed order.")
+
+
 class FeedTicketOut(BaseModel):
     ticket: str = Field(description="Opens the owner's feed: `GET …/feed?ticket=…`.")
     expires: Instant = Field(description="When it stops opening it (UTC); an open feed stays open.")
@@ -469,8 +506,9 @@ class ReminderOut(BaseModel):
     snoozed_from: str | None = None
     warnings: list[dict[str, str]] | None = Field(
         default=None,
-        description="On a create: what the caller should know, e.g. an owner with no contact "
-        "of the channel's kind yet (`field`, `message`).",
+        description="On a create or an edit: each channel that cannot deliver a ring now "
+        "(`field`, `message`): the owner has no contact of its kind the app may ring, no "
+        "webhook URL, a channel no longer configured. The reminder is saved all the same.",
     )
 
 

@@ -27,30 +27,29 @@ from tocsin.api.expansion import (
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch, SnoozeIn
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
+from tocsin.api.reach import Reach
 from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
-from tocsin.channels import CONTACT_MODULES
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route
 from tocsin.errors import CapReached, ExpansionBudgetExceeded
 from tocsin.ids import is_id
-from tocsin.store.ports import ContactStore, ReminderStore
+from tocsin.store.ports import AppStore, ContactStore, ReminderStore
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
 
 _RINGING = (FiringState.QUEUED, FiringState.SENDING)
-# The channels that ring an owner's contacts (a webhook also rings the app's endpoint).
-CONTACT_KINDS = frozenset(module.KIND for module in CONTACT_MODULES)
 _RETRIES = 3
 
 
-class RemindersAndContacts(ReminderStore, ContactStore, Protocol):
-    """The reminders, and the owners' contacts `ReminderService.warnings` looks up."""
+class RemindersAndContacts(ReminderStore, ContactStore, AppStore, Protocol):
+    """The reminders, and the owners' contacts and apps' endpoints `Reach` looks up."""
 
 
 class ReminderService:
     """The reminders API's use cases, for one store and clock. `configured` are the channels
     this deployment can ring (a reminder on another is refused: it could only fail);
+    `default_webhook`: a deployment-wide webhook URL is set (TOCSIN_WEBHOOK_URL);
     `max_pending` caps the pending reminders of one (owner, app) pair (`caps`; 0: no cap)."""
 
     def __init__(
@@ -59,11 +58,13 @@ class ReminderService:
         clock: Clock,
         *,
         configured: frozenset[Channel] = frozenset(Channel),
+        default_webhook: bool = False,
         max_pending: int = 0,
     ) -> None:
         self.store = store
         self.clock = clock
         self.configured = configured
+        self.reach = Reach(store, configured=configured, default_webhook=default_webhook)
         self.cap = ReminderCap(store, max_pending)
 
     def check_configured(self, route: Route | None) -> None:
@@ -73,26 +74,44 @@ class ReminderService:
             check_configured(route, self.configured)
 
     async def warnings(self, reminders: Sequence[Reminder]) -> dict[str, list[dict[str, str]]]:
-        """By reminder id, what the caller should know: for each channel of a reminder, an
-        owner with no contact of that kind yet that the reminder's app may ring (it is saved;
-        at ring time that channel has no destination). One query for all."""
-        wanted = {
-            (r.owner, channel)
-            for r in reminders
-            for channel in r.channel.channels
-            if channel in CONTACT_KINDS
-        }
-        if not wanted:
-            return {}
-        found = await self.store.destinations(sorted(wanted))
+        """By reminder id, what the caller should know: each channel of a reminder that
+        cannot deliver its ring now (`Reach.why_not`: no contact of that kind the app may
+        ring, no webhook URL, no longer configured). It is saved all the same: a contact
+        added before it rings is used. One contact query for all."""
+        asks = {(r.owner, r.source, c) for r in reminders for c in r.channel.channels}
+        blocked = await self.reach.why_not(asks)
         warned: dict[str, list[dict[str, str]]] = {}
         for r in reminders:
             for field, channel in fields_of(r.channel):
-                contacts = found.get((r.owner, channel), [])
-                usable = [c for c in contacts if c.takes_rings_of(r.source)]
-                if (r.owner, channel) in wanted and not usable:
-                    warned.setdefault(r.id, []).append(_no_contact(r.owner, field, channel))
+                why = blocked.get((r.owner, r.source, channel))
+                if why is not None:
+                    warned.setdefault(r.id, []).append({"field": field, "message": why})
         return warned
+
+    async def channels_for(self, principal: Principal, owner: str) -> list[dict[str, Any]]:
+        """Every channel, in a fixed order, with whether a reminder this caller saves for
+        `owner` on it would reach somewhere now, and why not."""
+        if not principal.may_see(owner):
+            raise Problem(404, "not-found", f"no owner {owner}")
+        source = principal.source
+        blocked = await self.reach.why_not((owner, source, channel) for channel in Channel)
+        return [
+            {
+                "channel": channel.value,
+                "configured": channel in self.configured,
+                "ready": (owner, source, channel) not in blocked,
+                "reason": blocked.get((owner, source, channel)),
+            }
+            for channel in Channel
+        ]
+
+    async def shown(self, reminder: Reminder) -> dict[str, Any]:
+        """The reminder as an answer to its create or edit shows it: with its `warnings`."""
+        body = render.reminder(reminder)
+        warned = await self.warnings([reminder])
+        if warned:
+            body["warnings"] = warned[reminder.id]
+        return body
 
     # -- create ------------------------------------------------------------------------------
 
@@ -107,15 +126,16 @@ class ReminderService:
         self.check_configured(item.route)
         made = await off_loop(
             lambda: changes.new_reminder(
-                item, owner=owner, source=principal.source, now=now, priority=principal.priority
+                item,
+                owner=owner,
+                source=principal.source,
+                now=now,
+                priority=principal.priority,
+                keyed=key is not None,
             ),
             field="repeat" if item.when is None else "when",
         )
-        body = render.reminder(made)
-        warned = await self.warnings([made])
-        if warned:
-            body["warnings"] = warned[made.id]
-        answer = Answer(201, orjson.dumps(body))
+        answer = Answer(201, orjson.dumps(await self.shown(made)))
         try:
             return await save_once(self.store, [made], answer, key=key, now=now, cap=self.cap.most)
         except CapReached as reached:
@@ -338,15 +358,6 @@ class ReminderService:
             return Problem(409, "ringing", detail, headers={"Retry-After": "1"})
         detail = f"its last ring {firing_id} was snoozed already"
         return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
-
-
-def _no_contact(owner: str, field: str, channel: Channel) -> dict[str, str]:
-    return {
-        "field": field,
-        "message": f"{owner} has no {channel} contact yet: add one "
-        f"(POST /v1/owners/{owner}/contacts) before it rings, or the ring "
-        "finds no-destination there",
-    }
 
 
 def owner_for(principal: Principal, owner: str | None) -> str:

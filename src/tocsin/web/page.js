@@ -284,8 +284,8 @@
     );
   }
 
-  /** The channels this server rings, to choose from; a reminder's own channel stays offered
-   * while it is edited, configured or not, so that saving another change keeps it. */
+  /** The channels that can ring for this owner now, to choose from; a reminder's own channel
+   * stays offered while it is edited, ready or not, so that saving another change keeps it. */
   function fillChannels(select, chosen) {
     const known = state.channels;
     const offered = CHANNELS.filter(([value]) => !known || known.includes(value) || value === chosen);
@@ -295,15 +295,28 @@
     select.replaceChildren(...offered.map(([value, label]) => new Option(label, value, false, value === chosen)));
   }
 
+  const channelLabel = (value) => (CHANNELS.find(([v]) => v === value) || [value, value])[1];
+
+  /** What can ring for this owner (`GET …/channels`): a channel the server rings but that
+   * has nowhere to go yet (no contact of its kind, no webhook URL) is not offered, and the
+   * hint under "Ring by" says why. */
   async function loadChannels() {
+    let found = null;
     try {
-      state.channels = (await api("GET", "/v1/channels")).data.channels;
+      found = (await api("GET", `${ownerPath()}/channels`)).data.channels;
     } catch {
-      state.channels = null; // a server from before the list: it refuses what it cannot ring
+      found = null; // the server refuses what it cannot ring, and warns of what finds nowhere
     }
+    state.channels = found && found.filter((c) => c.ready).map((c) => c.channel);
+    const waiting = (found || []).filter((c) => c.configured && !c.ready && CONTACT_FIELDS[c.channel]);
+    $("new-channel-hint").textContent = waiting.length
+      ? `Add a contact below to ring by ${waiting.map((c) => channelLabel(c.channel)).join(" or ")}.`
+      : "";
+    const was = $("new-channel").value;
     const known = state.channels;
+    const keep = known && known.includes(was) ? was : null;
     const first = CHANNELS.find(([value]) => !known || known.includes(value));
-    fillChannels($("new-channel"), !known || known.includes("inapp") || !first ? "inapp" : first[0]);
+    fillChannels($("new-channel"), keep || (!known || known.includes("inapp") || !first ? "inapp" : first[0]));
   }
 
   function showErrors(error, places) {
@@ -393,7 +406,8 @@
     }
     try {
       const { data } = await api("POST", "/v1/reminders", body);
-      $("create-answer").textContent = `Saved “${data.text}”: it rings ${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)}).`;
+      const saved = `Saved “${data.text}”: it rings ${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)}).`;
+      tell($("create-answer"), [saved, ...warningsOf(data)].join(" "), Boolean(data.warnings));
       $("new-text").value = "";
       $("new-when").value = "";
       showPreview([], body.zone);
@@ -407,6 +421,9 @@
       if (wrong) wrong.input.focus();
     }
   }
+
+  /** The server's word on a channel a saved reminder cannot ring by yet. */
+  const warningsOf = (data) => (data.warnings || []).map((w) => `But: ${w.message}.`);
 
   // -- the list -----------------------------------------------------------------------------
 
@@ -628,7 +645,7 @@
         const { data } = await api("PATCH", `/v1/reminders/${reminder.id}`, change, { "If-Match": current.etag });
         const fresh = reminderItem(data);
         item.replaceWith(fresh);
-        tell(fresh.querySelector(".answer"), "Saved.");
+        tell(fresh.querySelector(".answer"), ["Saved.", ...warningsOf(data)].join(" "), Boolean(data.warnings));
         fresh.querySelector(".edit").focus();
       } catch (error) {
         const messages = Object.entries(error.fields()).map(([field, message]) => `${field}: ${message}`);
@@ -711,6 +728,7 @@
         await api("DELETE", `${ownerPath()}/contacts/${contact.id}`);
         say(`Removed ${kind} ${where}.`);
         await loadContacts();
+        await loadChannels();
         $("contact-kind").focus();
       } catch (error) {
         say(`Not removed: ${error.message}.`, true);
@@ -740,6 +758,7 @@
       $("contact-label").value = "";
       say("Contact added.");
       await loadContacts();
+      await loadChannels();
     } catch (error) {
       const messages = Object.values(error.fields());
       $("contact-error").textContent = `Not added: ${messages.join("; ") || error.message}.`;

@@ -165,7 +165,8 @@ async def edit_reminder(
     changes.check_patch(patch)
     if patch.model_fields_set & SNOOZE_FIELDS:  # the older form of a snooze
         return await _snoozed(context, caller, reminder_id, patch.as_snooze())
-    return _reminder(await context.reminders.edit(caller, reminder_id, patch, if_match))
+    saved = await context.reminders.edit(caller, reminder_id, patch, if_match)
+    return render.JSON(await context.reminders.shown(saved), headers=render.reminder_headers(saved))
 
 
 @router.post(
