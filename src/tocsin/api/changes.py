@@ -78,6 +78,26 @@ def planned(
         raise
 
 
+def _late_plan(
+    item: ReminderIn, now: datetime, late_by: timedelta | None
+) -> tuple[Schedule, datetime, str | None, str | None]:
+    """`planned`, and for a one-off `at` refused as past, the plan as of `late_by` ago: the
+    first try of a retried create may have been lost in an outage while its `at` came, and
+    refusing the retry would lose the reminder the client never stopped asking for (289 in a
+    failover drill). Saved so, it is due already, and rings at once, late, within the
+    freshness its deadline allows."""
+    try:
+        return planned(zone=item.zone, at=item.at, repeat=item.repeat, when=item.when, now=now)
+    except InvalidInput as refused:
+        one_off = item.at is not None and item.repeat is None and item.when is None
+        if late_by is None or refused.field != "at" or not one_off:
+            raise
+        try:
+            return planned(zone=item.zone, at=item.at, repeat=None, when=None, now=now - late_by)
+        except InvalidInput:
+            raise refused from None
+
+
 def normalised_at(schedule: Schedule, given: str | None) -> str | None:
     """`at` as stored: an ISO 8601 local wall time, or a UTC instant if it was absolute."""
     if given is None:
@@ -96,14 +116,16 @@ def new_reminder(
     source: str | None,
     now: datetime,
     priority: Priority = Priority.URGENT,
+    keyed: bool = False,
 ) -> Reminder:
     """A pending reminder from a validated request; 422 naming every field at fault. Without
-    a priority of its own it has `priority` (its app's)."""
+    a priority of its own it has `priority` (its app's). `keyed`: the request carries an
+    Idempotency-Key, so it may be a retry that met an outage, and a one-off `at` that has
+    passed by less than the reminder's freshness is taken (`_late_plan`)."""
     errors = _Errors()
-    plan = errors.attempt(
-        lambda: planned(zone=item.zone, at=item.at, repeat=item.repeat, when=item.when, now=now)
-    )
     freshness = errors.attempt(lambda: parse_freshness(item.freshness))
+    late_by = timedelta(seconds=freshness) if keyed and freshness is not None else None
+    plan = errors.attempt(lambda: _late_plan(item, now, late_by))
     errors.check()
     assert plan is not None
     assert freshness is not None
