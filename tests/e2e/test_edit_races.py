@@ -178,3 +178,38 @@ def test_cancelling_a_series_between_rings_answers_204(tmp_path: Path) -> None:
         cancelled = client.delete(f"/v1/reminders/{series['id']}")
     assert cancelled.status_code == 204
     assert cancelled.content == b""
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+def test_snoozes_across_a_rings_first_write_say_ringing_then_snooze_it_once(
+    tmp_path: Path, pg_migrated_url: str
+) -> None:
+    """`tocsin api` + `tocsin worker`, the webhook peer taking 1 s to answer: a one-off's
+    ring is out, and snoozes follow each other until one lands after its firing is written
+    (its first try recorded). Each answer is what the snooze's own mark found: `ringing`
+    while the firing is not written, one 201, then `already-snoozed` by that 201's reminder;
+    never a ring snoozed by nobody."""
+    with (
+        receiver("--delay", "1") as sink,
+        service("postgres", tmp_path, pg_migrated_url, sink, QUIET_SWEEP) as base,
+        httpx.Client(base_url=base, timeout=10) as client,
+    ):
+        due = (datetime.now(UTC) + timedelta(seconds=LEAD)).replace(microsecond=0)
+        one_off = create(client, at=iso(due), channel="webhook", text="Stretch")
+        while sink.stats()["total"] == 0:
+            assert datetime.now(UTC) < due + timedelta(seconds=10), "it never rang"
+            time.sleep(0.01)
+        path = f"/v1/reminders/{one_off['id']}/snooze"
+        answers: list[httpx.Response] = []
+        while not any(a.status_code == 201 for a in answers):
+            assert len(answers) < 2000, "no snooze landed after the first try was recorded"
+            answers.append(client.post(path, json={"snooze": "1h"}))
+        answers.append(client.post(path, json={"snooze": "1h"}))
+
+    kinds = [
+        a.json()["type"].rsplit(":", 1)[-1] if a.status_code == 409 else "201" for a in answers
+    ]
+    assert len(kinds) > 2, kinds  # at least one while the ring was out
+    assert kinds == ["ringing"] * (len(kinds) - 2) + ["201", "already-snoozed"], kinds
+    assert answers[-1].json()["snoozed_by"] == answers[-2].json()["id"]

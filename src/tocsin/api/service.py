@@ -343,21 +343,21 @@ class ReminderService:
         if ring is None:
             raise Problem(409, "not-rung", "the series has not rung yet: nothing to snooze")
         copy = changes.snoozed_copy(current, ring.id, due, now=self.clock.now())
-        if not await self.store.snooze_firing(ring.id, copy):
-            raise await self._already_snoozed(current, ring.id)
+        snoozed_by = await self.store.snooze_firing(ring.id, copy)
+        if snoozed_by != copy.id:
+            raise _not_snoozed(ring.id, snoozed_by)
         return copy
 
-    async def _already_snoozed(self, current: Reminder, firing_id: str) -> Problem:
-        snoozed_by = None
-        written = False
-        for firing in await self.store.list_firings(current.id, limit=5):
-            if firing.id == firing_id:
-                snoozed_by, written = firing.snoozed_by, True
-        if not written:  # on its way: its firing is written with its first try's outcome
-            detail = f"its last ring {firing_id} is being sent now: snooze it once it rang"
-            return Problem(409, "ringing", detail, headers={"Retry-After": "1"})
-        detail = f"its last ring {firing_id} was snoozed already"
-        return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
+
+def _not_snoozed(firing_id: str, snoozed_by: str | None) -> Problem:
+    """Why a ring was not snoozed, as the store's mark found it (never read again after it:
+    the ring's first write could land in between, and a ring on its way look snoozed by
+    nobody)."""
+    if snoozed_by is None:  # on its way: its firing is written with its first try's outcome
+        detail = f"its last ring {firing_id} is being sent now: snooze it once it rang"
+        return Problem(409, "ringing", detail, headers={"Retry-After": "1"})
+    detail = f"its last ring {firing_id} was snoozed already"
+    return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
 
 
 def owner_for(principal: Principal, owner: str | None) -> str:

@@ -5,11 +5,12 @@ Retry-After; on SQLite the claim wrote it, and it is snoozed as a ring that went
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.integration.api.conftest import ANA, ONE_OFF, create
 from tests.integration.api.test_changes import patch, problem_of, ring, snooze
 from tocsin.clock import FakeClock
-from tocsin.domain import Attempt, AttemptResult, Firing, FiringState, Outcome
+from tocsin.domain import Attempt, AttemptResult, Firing, FiringState, Outcome, Reminder
 from tocsin.store import Store
 
 
@@ -65,3 +66,30 @@ async def test_the_older_form_of_a_snooze_says_ringing_too(
     else:
         problem_of(response, 409, "ringing")
         assert response.headers["retry-after"] == "1"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend", ["postgres"])
+async def test_a_snooze_that_meets_the_rings_first_write_says_ringing(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ring's first try is recorded right after the snooze found no firing to mark: the
+    answer is what the mark found, `ringing`, not a firing snoozed by nobody."""
+    made = await create(client, ONE_OFF)
+    firing = await ring(store, clock, made["id"])
+    mark = store.snooze_firing
+
+    async def first_write_right_after(firing_id: str, reminder: Reminder) -> str | None:
+        snoozed_by = await mark(firing_id, reminder)
+        await _recorded(store, clock, firing)
+        return snoozed_by
+
+    monkeypatch.setattr(store, "snooze_firing", first_write_right_after)
+    raced = await snooze(client, made["id"], {"snooze": "10m"})
+    monkeypatch.undo()
+    again = await snooze(client, made["id"], {"snooze": "10m"})
+
+    problem = problem_of(raced, 409, "ringing")
+    assert (raced.headers["retry-after"], "snoozed_by" in problem) == ("1", False)
+    assert again.status_code == 201, again.text
+    assert again.json()["snoozed_from"] == firing.id

@@ -205,9 +205,9 @@ async def test_snooze_a_firing_once(store: Store) -> None:
     first = replace(reminder(), snoozed_from=firing.id)
     second = reminder()
 
-    assert await store.snooze_firing(firing.id, first) is True
-    assert await store.snooze_firing(firing.id, second) is False
-    assert await store.snooze_firing("nope.1", reminder()) is False
+    assert await store.snooze_firing(firing.id, first) == first.id
+    assert await store.snooze_firing(firing.id, second) == first.id  # by the first, already
+    assert await store.snooze_firing("nope.1", reminder()) is None
 
     assert await store.get_reminder(first.id) == first
     assert await store.get_reminder(second.id) is None

@@ -87,10 +87,13 @@ class ReminderStore(Protocol):
         Return the cancelled row, or None when it was not pending (or does not exist)."""
 
     @abstractmethod
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
-        """In one transaction: save `reminder` (a fresh one-off) and mark the firing
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
+        """In one transaction: save `reminder` (a fresh one-off, its id new) and mark the firing
         `snoozed_by` it, only while the firing exists and was not snoozed already. Return
-        False (saving nothing) otherwise."""
+        the id the firing is snoozed by once this is done, decided with the mark itself:
+        `reminder.id` when this call marked it; the earlier one's when it was snoozed
+        already, and None when no such firing is written (a ring on its way on PostgreSQL,
+        before its first try is recorded) — both saving nothing."""
 
     @abstractmethod
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:

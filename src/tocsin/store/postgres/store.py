@@ -298,12 +298,14 @@ class PostgresStore(Store):
         row = await self._fetchrow(q.CANCEL_REMINDER, reminder_id, now)
         return None if row is None else reminder_from(row, _as_is)
 
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
-        async def work(connection: asyncpg.Connection) -> bool:
-            if await connection.fetchval(q.MARK_SNOOZED, reminder.id, firing_id) is None:
-                return False
-            await connection.execute(q.ADD_REMINDERS, *_add_args([reminder], None))
-            return True
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
+        async def work(connection: asyncpg.Connection) -> str | None:
+            snoozed_by: str | None = await connection.fetchval(
+                q.MARK_SNOOZED, reminder.id, firing_id
+            )
+            if snoozed_by == reminder.id:
+                await connection.execute(q.ADD_REMINDERS, *_add_args([reminder], None))
+            return snoozed_by
 
         return await self._transaction(work)
 

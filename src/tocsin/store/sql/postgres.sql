@@ -170,8 +170,14 @@ FROM cancelled
 {last_firing}
 
 -- name: MARK_SNOOZED
--- Mark a firing snoozed by a new one-off ($1), once.
-UPDATE firings SET snoozed_by = $1 WHERE id = $2 AND snoozed_by IS NULL RETURNING id
+-- Mark a firing snoozed by a new one-off ($1), once, and say by which: $1 when this marked
+-- it, the other one when it was snoozed already, no row when the firing is not written (a
+-- ring on its way, its first try not recorded yet). Answered by the row itself, under its
+-- lock: read apart, the firing could be written between the two (a snooze that lost to the
+-- ring's first write then looked snoozed by nobody), or snoozed by another whose id an
+-- older snapshot did not show yet. A firing snoozed already is written again as it was (a
+-- refused snooze: rare, and the row's lock is what answers it).
+UPDATE firings SET snoozed_by = coalesce(snoozed_by, $1) WHERE id = $2 RETURNING snoozed_by
 
 -- -- firings ----------------------------------------------------------------------------------
 

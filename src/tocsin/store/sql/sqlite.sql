@@ -80,8 +80,10 @@ SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1, u
 WHERE id = ? AND status = 'pending'
 
 -- name: MARK_SNOOZED
--- Mark a firing snoozed by a new one-off, once.
-UPDATE firings SET snoozed_by = ? WHERE id = ? AND snoozed_by IS NULL
+-- Mark a firing snoozed by a new one-off, once, and say by which (PostgreSQL's statement of
+-- the same name says why in one statement): the new one-off when this marked it, the other
+-- one when it was snoozed already, no row when the firing does not exist.
+UPDATE firings SET snoozed_by = coalesce(snoozed_by, ?) WHERE id = ? RETURNING snoozed_by
 
 -- -- firings ------------------------------------------------------------------------------------
 

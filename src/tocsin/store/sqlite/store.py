@@ -241,19 +241,20 @@ class SqliteStore(Store):
         row = await self._db.write(work)
         return None if row is None else reminder_from(row, _utc)
 
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> bool:
+    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
         params = _reminder_params(reminder)
 
-        def work(connection: sqlite3.Connection) -> bool:
-            if connection.execute(q.MARK_SNOOZED, (reminder.id, firing_id)).rowcount == 0:
-                return False
-            connection.execute(q.INSERT_REMINDER, params)
-            return True
+        def work(connection: sqlite3.Connection) -> str | None:
+            row = connection.execute(q.MARK_SNOOZED, (reminder.id, firing_id)).fetchone()
+            snoozed_by: str | None = None if row is None else row[0]
+            if snoozed_by == reminder.id:
+                connection.execute(q.INSERT_REMINDER, params)
+            return snoozed_by
 
-        snoozed = await self._db.write(work)
-        if snoozed:
+        snoozed_by = await self._db.write(work)
+        if snoozed_by == reminder.id:
             self._wake(codec.wake_ups([reminder]))
-        return snoozed
+        return snoozed_by
 
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
         def work(connection: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
