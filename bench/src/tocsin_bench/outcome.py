@@ -57,17 +57,26 @@ SELECT count(*) - count(DISTINCT firing_id) FROM attempts WHERE outcome = 'sent'
 """
 
 # The row writes the rings made, from PostgreSQL's counts for the throw-away database: the
-# claims' updates of reminders and inserts of firings, the results' updates of firings and
-# inserts of attempts (how many of the updates were HOT: no index entry written). The save's
-# inserts of reminders are not counted. A backend reports its counts when it goes idle or
-# exits, so they are read once the workers have stopped, until two reads agree.
+# claims' updates of reminders, the firings and attempts written (the rows the tables hold:
+# nothing is deleted during a run), the results' updates of firings (how many of the updates
+# were HOT: no index entry written), and the inserts rolled back. `n_tup_ins` counts the rows
+# a statement inserted before it failed too: an INSERT_FIRINGS batch that meets a ring
+# recovery wrote meanwhile (its hold ran out) fails whole and is written again, so its rows
+# before that ring count twice there; they cost WAL and dead rows, but are not a ring's
+# writes (docs/benchmarks.md, "Row writes rolled back"). The save's inserts of reminders are
+# not counted. A backend reports its counts when it goes idle or exits, so they are read
+# once the workers have stopped, until two reads agree.
 _PG_WRITES = """
 SELECT coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'reminders'), 0),
        coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = 'reminders'), 0),
-       coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'firings'), 0),
+       (SELECT count(*) FROM firings),
        coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'firings'), 0),
        coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = 'firings'), 0),
+       (SELECT count(*) FROM attempts),
+       coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'firings'), 0)
+           - (SELECT count(*) FROM firings),
        coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'attempts'), 0)
+           - (SELECT count(*) FROM attempts)
 FROM pg_stat_user_tables WHERE relname IN ('reminders', 'firings', 'attempts')
 """
 _WRITE_NAMES = (
@@ -77,6 +86,8 @@ _WRITE_NAMES = (
     "firings_updated",
     "firings_hot",
     "attempts_inserted",
+    "firings_rolled_back",
+    "attempts_rolled_back",
 )
 
 
@@ -144,7 +155,8 @@ async def _row_writes(connection: asyncpg.Connection) -> dict[str, int]:
 
 
 def _per_ring(writes: dict[str, int], firings: int) -> dict[str, Any]:
-    """The counts, with their sum per firing (HOT updates are among the updates)."""
+    """The counts, with their sum per firing (HOT updates are among the updates; inserts
+    rolled back are not a ring's writes, and are reported beside it)."""
     total = (
         writes["reminders_updated"]
         + writes["firings_inserted"]

@@ -93,5 +93,7 @@ def test_burst_on_postgres(pg_server: PostgresServer) -> None:
         "firings_updated": 0,
         "firings_hot": 0,
         "attempts_inserted": 0,
+        "firings_rolled_back": 0,
+        "attempts_rolled_back": 0,
         "per_ring": 2.0,
     }
