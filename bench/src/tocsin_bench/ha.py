@@ -7,6 +7,11 @@ Why pg_auto_failover rather than Patroni: it is three Debian packages' worth of 
 and its nodes are reached by a multi-host URL with `target_session_attrs=read-write`, which
 asyncpg speaks, so nothing (HAProxy, a moving address) stands between Tocsin and the primary.
 
+The cluster is made by `deploy/pg_auto_failover/setup.sh`, the steps of the HA guide
+(docs/operations.md), on one machine: three ports and data directories instead of three
+hosts, the same passwords, rules and SSL. Every Tocsin process connects as the guide's
+`tocsin` role with its password.
+
 A node is killed as a machine dies: SIGKILL to its keeper's whole process group, postmaster
 and backends included. Killing the postmaster alone is not a failover: its keeper starts
 PostgreSQL again within a second, on the same node.
@@ -19,6 +24,7 @@ import contextlib
 import getpass
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import subprocess
@@ -31,11 +37,14 @@ from typing import IO
 
 import asyncpg
 
+from tocsin.masking import masked
 from tocsin_bench.processes import free_port
 from tocsin_bench.progress import note
 
 DATABASE = "tocsin"
 PG_VERSION = "15"
+SETUP = Path(__file__).resolve().parents[3] / "deploy" / "pg_auto_failover" / "setup.sh"
+HOST, NETWORK = "127.0.0.1", "127.0.0.1/32"  # three "hosts" on one machine
 # The monitor's health checks, tightened from the defaults (a check every 5 s, 2 retries 2 s
 # apart, a node unhealthy after 20 s without a report), which put detection at 20-30 s. With
 # these a dead primary is noticed within ~3 s; the price is a failover on any 3-second stall
@@ -68,6 +77,8 @@ def missing() -> str | None:
     """Why no cluster can be made on this machine, or None."""
     if shutil.which("pg_autoctl") is None:
         return "pg_autoctl is not installed (Debian's postgresql-15-auto-failover)"
+    if not SETUP.exists():
+        return f"{SETUP} is not there (the bench runs from the repository)"
     if not Path(_bindir(), "pg_ctl").exists():
         return f"PostgreSQL {PG_VERSION}'s binaries are not in {_bindir()}"
     if os.geteuid() == 0 and not _has_user("postgres"):
@@ -87,10 +98,12 @@ class Node:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{HOST}:{self.port}"
 
-    def url(self) -> str:
-        return f"postgresql://{superuser()}@{self.address}/{DATABASE}"
+    def socket(self) -> str:
+        """The directory of its Unix socket, where its superuser connects without a
+        password (the TCP rules want one)."""
+        return (self.data / "postmaster.pid").read_text().splitlines()[4]
 
 
 @dataclass
@@ -100,34 +113,50 @@ class Cluster:
     folder: Path
     monitor: Node
     nodes: list[Node] = field(default_factory=list)
+    passwords: dict[str, str] = field(
+        default_factory=lambda: {
+            role: secrets.token_urlsafe(16)
+            for role in ("AUTOCTL_NODE_PASSWORD", "REPLICATION_PASSWORD", "TOCSIN_PASSWORD")
+        }
+    )
 
     @property
     def url(self) -> str:
+        """The guide's TOCSIN_DATABASE_URL: both nodes, the writable one taken."""
         hosts = ",".join(node.address for node in self.nodes)
-        return f"postgresql://{superuser()}@{hosts}/{DATABASE}?target_session_attrs=read-write"
+        password = self.passwords["TOCSIN_PASSWORD"]
+        return (
+            f"postgresql://tocsin:{password}@{hosts}/{DATABASE}"
+            "?target_session_attrs=read-write&sslmode=require"
+        )
 
     def monitor_url(self) -> str:
-        return f"postgresql://{superuser()}@{self.monitor.address}/pg_auto_failover"
+        password = self.passwords["AUTOCTL_NODE_PASSWORD"]
+        return (
+            f"postgresql://autoctl_node:{password}@{self.monitor.address}/pg_auto_failover"
+            "?sslmode=require"
+        )
 
     def node(self, name: str) -> Node:
         return next(node for node in self.nodes if node.name == name)
 
     async def start(self) -> None:
-        """Make and start the monitor, then the primary, then its standby; return when the
-        monitor says `primary` and `secondary`."""
-        self.monitor.keeper = self._spawn(self.monitor, self._create_monitor())
+        """Make and start the monitor, then the primary, then its standby, each by the
+        guide's script and then its keeper; return when the monitor says `primary` and
+        `secondary`."""
+        await self._setup("monitor", self.monitor)
+        self.restart(self.monitor.name)
         await _wait_reachable(self.monitor_url())
-        await self._tune_monitor()
         first, second = self.nodes
-        first.keeper = self._spawn(first, self._create_node(first))
+        await self._setup("node", first)
+        self.restart(first.name)
         await self.wait_for({first.name: "single"})
-        await self._tune_node(first)
         # pg_basebackup asks for a spread checkpoint (minutes on an idle server); a CHECKPOINT
         # beside it makes that one immediate.
-        second.keeper = self._spawn(second, self._create_node(second))
-        await self._checkpointing(first, until={second.name: "secondary"})
+        copying = asyncio.create_task(self._setup("node", second))
+        await self._checkpointing(first, until=copying)
+        self.restart(second.name)
         await self.wait_for({first.name: "primary", second.name: "secondary"})
-        await self._tune_node(second)
 
     async def states(self) -> dict[str, tuple[str, str]]:
         """Each node's (reported state, goal state), as the monitor holds them."""
@@ -185,9 +214,9 @@ class Cluster:
         return killed
 
     def restart(self, name: str) -> None:
-        """Start the keeper of a killed node again: it finds itself demoted, rewinds and
-        follows the new primary."""
-        node = self.node(name)
+        """Start a node's keeper (the monitor's too, by its name): a killed node's finds
+        itself demoted, rewinds and follows the new primary."""
+        node = self.monitor if name == self.monitor.name else self.node(name)
         node.keeper = self._spawn(node, ["run", "--pgdata", str(node.data)])
 
     async def switchover(self) -> float:
@@ -208,35 +237,32 @@ class Cluster:
 
     # -- making it -------------------------------------------------------------------------
 
-    def _create_monitor(self) -> list[str]:
-        return [
-            "create", "monitor", "--pgdata", str(self.monitor.data),
-            "--pgport", str(self.monitor.port), "--hostname", "127.0.0.1",
-            "--auth", "trust", "--no-ssl", "--pgctl", str(Path(_bindir(), "pg_ctl")), "--run",
-        ]  # fmt: skip
-
-    def _create_node(self, node: Node) -> list[str]:
-        monitor = f"postgres://autoctl_node@{self.monitor.address}/pg_auto_failover"
-        return [
-            "create", "postgres", "--pgdata", str(node.data), "--pgport", str(node.port),
-            "--hostname", "127.0.0.1", "--name", node.name, "--dbname", DATABASE,
-            "--auth", "trust", "--no-ssl", "--pgctl", str(Path(_bindir(), "pg_ctl")),
-            "--monitor", monitor, "--run",
-        ]  # fmt: skip
-
-    async def _tune_monitor(self) -> None:
-        connection = await asyncpg.connect(self.monitor_url(), timeout=5)
-        try:
-            for name, value in MONITOR_SETTINGS.items():
-                await connection.execute(f"ALTER SYSTEM SET {name} = '{value}'")
-            await connection.execute("SELECT pg_reload_conf()")
-        finally:
-            await connection.close()
-
-    async def _tune_node(self, node: Node) -> None:
-        for name, value in NODE_SETTINGS.items():
-            await self._autoctl(["config", "set", "--pgdata", str(node.data), name, value])
-        await self._autoctl(["reload", "--pgdata", str(node.data)])
+    async def _setup(self, step: str, node: Node) -> None:
+        """One step of deploy/pg_auto_failover/setup.sh for `node`."""
+        settings = MONITOR_SETTINGS if step == "monitor" else NODE_SETTINGS
+        env = {
+            **self._env(),
+            **self.passwords,
+            "PGDATA": str(node.data),
+            "PGPORT": str(node.port),
+            "HOST": HOST,
+            "NETWORK": NETWORK,
+            "MONITOR": self.monitor.address,
+            "NODE_NAME": node.name,
+            "PG_BINDIR": _bindir(),
+            f"{step.upper()}_SETTINGS": " ".join(f"{k}={v}" for k, v in settings.items()),
+        }
+        with (self.folder / f"{node.name}.log").open("ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                *self._as_owner([str(SETUP), step], program="bash"),
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            status = await asyncio.wait_for(process.wait(), START_SECONDS)
+        if status != 0:
+            tail = (self.folder / f"{node.name}.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"setup.sh {step} failed for {node.name}: {tail}")
 
     async def _autoctl(self, args: list[str]) -> None:
         process = await asyncio.create_subprocess_exec(
@@ -250,23 +276,24 @@ class Cluster:
             command = " ".join(["pg_autoctl", *args[:2]])
             raise RuntimeError(f"{command} failed: {output.decode()[-2000:]}")
 
-    async def _checkpointing(self, node: Node, *, until: dict[str, str]) -> None:
-        waiting = asyncio.create_task(self.wait_for(until))
+    async def _checkpointing(self, node: Node, *, until: asyncio.Task[None]) -> None:
         try:
-            while not waiting.done():
+            while not until.done():
                 try:
-                    connection = await asyncpg.connect(node.url(), timeout=5)
+                    connection = await asyncpg.connect(
+                        host=node.socket(), port=node.port, user=superuser(), database=DATABASE
+                    )
                     try:
                         await connection.execute("CHECKPOINT")
                     finally:
                         await connection.close()
-                except (OSError, asyncpg.PostgresError):
+                except (OSError, IndexError, asyncpg.PostgresError):
                     pass
-                await asyncio.wait([waiting], timeout=CHECKPOINT_EVERY)
+                await asyncio.wait([until], timeout=CHECKPOINT_EVERY)
         finally:
-            if not waiting.done():
-                waiting.cancel()
-        await waiting
+            if not until.done():
+                until.cancel()
+        await until
 
     def _spawn(self, node: Node, args: list[str]) -> subprocess.Popen[bytes]:
         log = (self.folder / f"{node.name}.log").open("ab")
@@ -280,8 +307,8 @@ class Cluster:
             start_new_session=True,
         )
 
-    def _as_owner(self, args: list[str]) -> list[str]:
-        command = [shutil.which("pg_autoctl") or "pg_autoctl", *args]
+    def _as_owner(self, args: list[str], program: str = "pg_autoctl") -> list[str]:
+        command = [shutil.which(program) or program, *args]
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             return ["runuser", "-u", "postgres", "--", *command]
         return command
@@ -319,7 +346,7 @@ async def started_cluster() -> Cluster:
     except BaseException:
         cluster.stop()
         raise
-    note(f"ha: primary and synchronous standby ready: {cluster.url}")
+    note(f"ha: primary and synchronous standby ready: {masked(cluster.url)}")
     return cluster
 
 
