@@ -127,6 +127,7 @@ BIG_BULK = 50_000
 URGENT_BEHIND_FULL_PART_LATE_AT_MOST = 8.0
 
 
+@pytest.mark.heavy  # 50,000 saves and claims: alone, so that it neither slows nor is slowed
 @pytest.mark.timeout(300)
 async def test_urgent_rings_are_read_ahead_of_a_full_part_of_bulk(
     pg_migrated_url: str, tmp_path: Path
