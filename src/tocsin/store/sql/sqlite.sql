@@ -130,15 +130,16 @@ ORDER BY c.id
 
 -- name: OLDEST_PENDING
 -- The oldest pending reminder's due time: the first entry of each priority of reminders_due
--- (keyed by the priority's rank, then bucket, due_at), the earlier of the two.
-SELECT due_at FROM (
+-- (keyed by the priority's rank, then bucket, due_at), the earlier of the two; no row when
+-- nothing is pending.
+SELECT min(due_at) FROM (
     SELECT * FROM (SELECT due_at FROM reminders
         WHERE status = 'pending' AND coalesce(priority, 0) = 0 ORDER BY bucket, due_at LIMIT 1)
     UNION ALL
     SELECT * FROM (SELECT due_at FROM reminders
         WHERE status = 'pending' AND coalesce(priority, 0) = 1 ORDER BY bucket, due_at LIMIT 1)
 )
-ORDER BY due_at LIMIT 1
+HAVING count(*) > 0
 
 -- name: DISABLE_WEBHOOK
 UPDATE apps SET webhook_disabled = 1 WHERE name = ?
