@@ -79,7 +79,7 @@ def _first_accepted(arrivals: dict[str, list[list[Any]]], ids: set[str]) -> dict
     return accepted
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 async def test_urgent_rings_go_ahead_of_a_bulk_backlog(
     pg_migrated_url: str, tmp_path: Path
 ) -> None:
@@ -97,7 +97,7 @@ async def test_urgent_rings_go_ahead_of_a_bulk_backlog(
         urgent_due = due + timedelta(seconds=URGENT_DUE)
         urgent = _save(client, urgent_due, "urgent", URGENT)
 
-        await wait_all_sent(pg_migrated_url, BULK + URGENT, within=150)
+        await wait_all_sent(pg_migrated_url, BULK + URGENT, within=360)  # a loaded machine
         stats = await sink.astats(ids=True)
 
     arrivals = stats["arrivals"]
