@@ -129,6 +129,7 @@ def new_reminder(
     errors.check()
     assert plan is not None
     assert freshness is not None
+    assert item.text is not None  # a `say` is spelled out first (`saying.spelled_out`)
     schedule, due, at, repeat = plan
     shard = shard_of(owner)
     return Reminder(

@@ -107,6 +107,19 @@ When = Annotated[
     ),
     AfterValidator(_no_nul),
 ]
+Say = Annotated[
+    str,
+    Field(
+        max_length=1000,
+        examples=["call mom tomorrow at 18:00"],
+        description="What a person typed in one box, the words and the time together: "
+        "`call mom at 18:00`, `tomorrow 9am dentist`, `remind me in an hour to stretch`, "
+        "`every weekday at 8:30 standup`. The time is read from its start or its end as "
+        "`when` reads it; the rest is the reminder's `text`. Instead of `text` and `when` "
+        "(and `at`, `repeat`), not with them.",
+    ),
+    AfterValidator(_no_nul),
+]
 Duration = Annotated[str, Field(max_length=32, examples=["10m"]), AfterValidator(_no_nul)]
 Metadata = Annotated[dict[str, Any] | None, AfterValidator(_plain_json)]
 # Checked by `routing.parse_route` (see `_Routed`), which names a list's item at fault
@@ -142,6 +155,7 @@ class _Routed(_Request):
             {"type": PydanticCustomError("channels", e.message), "loc": (e.field,), "input": data}
             for e in errors
         ]
+        found += cls._missing(data)
         try:
             model = handler(data)
         except ValidationError as error:
@@ -154,6 +168,11 @@ class _Routed(_Request):
         model._route = route
         return model
 
+    @classmethod
+    def _missing(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
+        """Fields required only without another (named with the channels' errors)."""
+        return []
+
 
 def _detail(error: ErrorDetails) -> InitErrorDetails:
     detail: InitErrorDetails = {"type": error["type"], "loc": error["loc"], "input": error["input"]}
@@ -162,8 +181,8 @@ def _detail(error: ErrorDetails) -> InitErrorDetails:
     return detail
 
 
-# The schema of a body that needs `at`, `repeat` or both, or `when`, not null
-# (`changes.schedule_of`): "not (`at`, `repeat` and `when` each absent or null)". Said with
+# The schema of a body that needs `at`, `repeat` or both, `when` or `say`, not null
+# (`changes.schedule_of`): "not (`at`, `repeat`, `when` and `say` each absent or null)". Said with
 # `not` rather than `anyOf` because openapi-python-client turns a top-level `anyOf` into one
 # class per branch holding only that branch's field, losing every other field of the body.
 _AT_OR_REPEAT: JsonDict = {
@@ -172,17 +191,20 @@ _AT_OR_REPEAT: JsonDict = {
             "at": {"type": "null"},
             "repeat": {"type": "null"},
             "when": {"type": "null"},
+            "say": {"type": "null"},
         }
     },
 }
 
 
 class ReminderIn(_Routed):
-    """A reminder to save: `at`, `repeat` or both, or `when`. `owner` is required with an API
-    key; with an owner token it may be left out (it is the token's) or must be the token's
-    (else 403). The schema cannot make a field's presence depend on the credential, so it
-    lists `owner` as optional: a create with an API key and no `owner` is answered 422 naming
-    `owner`."""
+    """A reminder to save: `text` with `at`, `repeat` or both, or `when`; or `say` alone,
+    the words and the time in one sentence (`text` is then what it says beside the time).
+    `owner` is required with an API key; with an owner token it may be left out (it is the
+    token's) or must be the token's (else 403). The schema cannot make a field's presence
+    depend on the credential, so it lists `owner` as optional: a create with an API key and
+    no `owner` is answered 422 naming `owner`; nor `text`'s on `say`, so a body with neither
+    is answered 422 naming `text`."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -194,19 +216,28 @@ class ReminderIn(_Routed):
                     "channel": "log",
                     "zone": "America/New_York",
                     "repeat": "every Monday 09:00",
-                }
+                },
+                {
+                    "owner": "ana",
+                    "say": "call mom tomorrow at 18:00",
+                    "channel": "inapp",
+                    "zone": "Europe/Paris",
+                },
             ],
         }
     )
 
     owner: Owner | None = None
-    text: Annotated[Text, AfterValidator(_no_nul)]
+    text: Annotated[Text, AfterValidator(_no_nul)] | None = Field(
+        default=None, description="What to say; required unless `say` gives it."
+    )
     channel: ChannelIn = None
     fallback: FallbackIn = None
     zone: Zone
     at: At | None = None
     repeat: Repeat | None = None
     when: When | None = None
+    say: Say | None = None
     freshness: Duration = DEFAULT_FRESHNESS
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
@@ -216,6 +247,15 @@ class ReminderIn(_Routed):
         """The channels named (validation requires them)."""
         assert self._route is not None
         return self._route
+
+    @classmethod
+    def _missing(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
+        """`text`, unless `say` gives it."""
+        if data.get("text") is not None or data.get("say") is not None:
+            return []
+        if "text" in data:  # null: its own validation says so
+            return []
+        return [{"type": "missing", "loc": ("text",), "input": data}]
 
 
 class BatchIn(_Request):
@@ -318,7 +358,8 @@ class ReminderPatch(_Routed):
 
 
 class OccurrencesIn(_Request):
-    """A schedule to preview without saving it: `at`, `repeat` or both, or `when`."""
+    """A schedule to preview without saving it: `at`, `repeat` or both, `when`, or `say`
+    (a one-box sentence: the answer says which words it read as the text and the time)."""
 
     model_config = ConfigDict(json_schema_extra=_AT_OR_REPEAT)
 
@@ -326,6 +367,7 @@ class OccurrencesIn(_Request):
     at: At | None = None
     repeat: Repeat | None = None
     when: When | None = None
+    say: Say | None = None
     count: int = Field(default=10, ge=1, le=100)
 
 
@@ -572,6 +614,24 @@ class OccurrenceOut(BaseModel):
 
 
 class OccurrencesOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "text": "call mom",
+                    "when": "tomorrow at 18:00",
+                    "occurrences": [
+                        {"at": "2026-10-22T16:00:00Z", "local": "2026-10-22T18:00:00+02:00"}
+                    ],
+                }
+            ]
+        }
+    )
+
+    text: str | None = Field(
+        default=None, description="For `say`: the words it read as the reminder's text."
+    )
+    when: str | None = Field(default=None, description="For `say`: the words it read as the time.")
     occurrences: list[OccurrenceOut]
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from tocsin.api import changes, render
+from tocsin.api import changes, render, saying
 from tocsin.api.caps import ReminderCap
 from tocsin.api.expansion import (
     BATCH_SECONDS,
@@ -31,12 +31,13 @@ from tocsin.api.reach import Reach
 from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
-from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route
-from tocsin.errors import CapReached, ExpansionBudgetExceeded
+from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route, Schedule
+from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput
 from tocsin.ids import is_id
 from tocsin.store.ports import AppStore, ContactStore, ReminderStore
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
+from tocsin.time.sentence import Sentence
 
 _RINGING = (FiringState.QUEUED, FiringState.SENDING)
 _RETRIES = 3
@@ -125,15 +126,8 @@ class ReminderService:
         owner = owner_for(principal, item.owner)
         self.check_configured(item.route)
         made = await off_loop(
-            lambda: changes.new_reminder(
-                item,
-                owner=owner,
-                source=principal.source,
-                now=now,
-                priority=principal.priority,
-                keyed=key is not None,
-            ),
-            field="repeat" if item.when is None else "when",
+            lambda: self._new(principal, item, owner, now, keyed=key is not None),
+            field="say" if item.say is not None else "repeat" if item.when is None else "when",
         )
         answer = Answer(201, orjson.dumps(await self.shown(made)))
         try:
@@ -170,6 +164,24 @@ class ReminderService:
             return answer
         return await save_once(self.store, made, answer, key=key, now=now)
 
+    @staticmethod
+    def _new(
+        principal: Principal, item: ReminderIn, owner: str, now: datetime, *, keyed: bool = False
+    ) -> Reminder:
+        """The reminder a create makes of `item` (a `say` spelled out first)."""
+        return saying.as_said(
+            item,
+            now,
+            lambda spelled: changes.new_reminder(
+                spelled,
+                owner=owner,
+                source=principal.source,
+                now=now,
+                priority=principal.priority,
+                keyed=keyed,
+            ),
+        )
+
     def _batch_items(
         self, principal: Principal, items: Sequence[Any], now: datetime
     ) -> tuple[list[dict[str, Any]], list[Reminder]]:
@@ -195,7 +207,10 @@ class ReminderService:
             with expansion_budget(REQUEST_SECONDS):
                 return self._batch_item(principal, index, raw, now)
         except ExpansionBudgetExceeded as error:
-            given = "when" if isinstance(raw, dict) and raw.get("when") is not None else "repeat"
+            given = next(
+                (f for f in ("say", "when") if isinstance(raw, dict) and raw.get(f) is not None),
+                "repeat",
+            )
             raise too_costly(f"items.{index}.{given}", error) from None
 
     def _batch_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
@@ -204,9 +219,7 @@ class ReminderService:
             item = ReminderIn.model_validate(raw)
             owner = owner_for(principal, item.owner)
             self.check_configured(item.route)
-            return changes.new_reminder(
-                item, owner=owner, source=principal.source, now=now, priority=principal.priority
-            )
+            return self._new(principal, item, owner, now)
         except ValidationError as error:
             raise invalid(field_errors(error.errors(), prefix=prefix)) from None
         except Problem as problem:
@@ -264,18 +277,27 @@ class ReminderService:
             return []
         return await off_loop(lambda: occurrences(found.schedule, due, count), field="count")
 
-    async def preview(self, body: OccurrencesIn) -> list[Occurrence]:
+    async def preview(self, body: OccurrencesIn) -> tuple[list[Occurrence], Sentence | None]:
         """The next rings of a schedule that is not saved, from now: checked as a create
-        checks it (a refusal names `repeat`, or `when`), then expanded (one that is too long,
-        `count`)."""
+        checks it (a refusal names `repeat`, `when` or `say`), then expanded (one that is too
+        long, `count`); and for `say`, the words it read as the text and as the time."""
         now = self.clock.now()
-        schedule, due = await off_loop(
-            lambda: changes.schedule_of(
-                zone=body.zone, at=body.at, repeat=body.repeat, when=body.when, now=now
-            ),
-            field="repeat" if body.when is None else "when",
-        )
-        return await off_loop(lambda: occurrences(schedule, due, body.count), field="count")
+        sentence = None
+        if body.say is not None:
+            say = body.say
+            given = body.model_fields_set
+            sentence, schedule, due = await off_loop(
+                lambda: _said_schedule(body.zone, say, given, now), field="say"
+            )
+        else:
+            schedule, due = await off_loop(
+                lambda: changes.schedule_of(
+                    zone=body.zone, at=body.at, repeat=body.repeat, when=body.when, now=now
+                ),
+                field="repeat" if body.when is None else "when",
+            )
+        found = await off_loop(lambda: occurrences(schedule, due, body.count), field="count")
+        return found, sentence
 
     async def firings(self, principal: Principal, reminder_id: str, limit: int) -> list[Firing]:
         await self.get(principal, reminder_id)
@@ -358,6 +380,21 @@ def _not_snoozed(firing_id: str, snoozed_by: str | None) -> Problem:
         return Problem(409, "ringing", detail, headers={"Retry-After": "1"})
     detail = f"its last ring {firing_id} was snoozed already"
     return Problem(409, "already-snoozed", detail, extra={"snoozed_by": snoozed_by})
+
+
+def _said_schedule(
+    zone: str, say: str, given: set[str], now: datetime
+) -> tuple[Sentence, Schedule, datetime]:
+    """A one-box sentence's words, schedule and first ring, errors naming `say`."""
+    sentence = saying.sentence_of(say, zone=zone, given=given, now=now)
+    try:
+        schedule, due = changes.schedule_of(
+            zone=zone, at=sentence.at, repeat=sentence.repeat, now=now
+        )
+    except InvalidInput as error:
+        field = "say" if error.field in ("at", "repeat") else error.field
+        raise InvalidInput(field, error.message) from None
+    return sentence, schedule, due
 
 
 def owner_for(principal: Principal, owner: str | None) -> str:

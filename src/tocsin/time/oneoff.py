@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from fractions import Fraction
 from zoneinfo import ZoneInfo
 
 from tocsin.errors import InvalidInput
@@ -22,11 +23,13 @@ from tocsin.time.durations import parse_duration
 from tocsin.time.phrases import (
     DAYS,
     MONTHS,
+    PARTS_OF_DAY,
     ClockTime,
     Token,
     Unreadable,
     UnreadPhrase,
     read_clock,
+    read_part_of_day,
     refusal,
     tokenize,
 )
@@ -43,12 +46,28 @@ _DELAY_PART = re.compile(r"([0-9]+)\s*([a-z]+)")
 _CALENDAR_UNITS = frozenset({"d", "day", "days", "w", "wk", "wks", "week", "weeks"})
 _FILLER = frozenset({"at", "@", "on", "the", "of", ","})
 _YEARS_AHEAD = 8  # a 29 February without a year is at most 8 years ahead (2096 → 2104)
+# `1.5 hours`: a fraction of a unit, as elapsed seconds.
+_FRACTION = re.compile(r"([0-9]+\.[0-9]+)\s*([a-z]+)")
+_SATURDAY = 5
+# Where a short numeric date is written month first (`12/24`): the United States and the
+# places that follow its usage, and East Asia's month/day. Everywhere else day first (`24/12`).
+_MONTH_FIRST_ZONES = frozenset({
+    "Asia/Manila", "Asia/Shanghai", "Asia/Tokyo", "Asia/Seoul", "Asia/Taipei", "Pacific/Guam",
+    "Pacific/Saipan", "America/Puerto_Rico", "Pacific/Pago_Pago", "Pacific/Honolulu",
+    "America/Anchorage", "America/Juneau", "America/Sitka", "America/Nome", "America/Yakutat",
+    "America/Metlakatla", "America/Adak", "America/New_York", "America/Chicago",
+    "America/Denver", "America/Phoenix", "America/Los_Angeles", "America/Boise",
+    "America/Detroit", "America/Menominee", "Asia/Chongqing", "Asia/Harbin", "Japan", "ROK",
+    "PRC", "ROC", "Navajo",
+})  # fmt: skip
+_MONTH_FIRST_PREFIXES = ("US/", "America/Indiana/", "America/Kentucky/", "America/North_Dakota/")
 
 
 @dataclass(frozen=True, slots=True)
 class _Day:
     """What a phrase says of the day: `kind` is today, tonight, tomorrow, weekday, next
-    (a weekday, never today), date or monthday."""
+    (a weekday, never today), weekend (this one's Saturday, or today if it is Sunday),
+    nextweekend (next week's Saturday), date or monthday."""
 
     kind: str
     weekday: int = 0
@@ -78,8 +97,13 @@ def resolve_one_off(text: str, *, zone: ZoneInfo, now: datetime, field: str) -> 
     relative = _RELATIVE.fullmatch(text)
     if relative:
         return _after(relative["delay"], text, zone=zone, now=now, field=field)
-    said = _read(text, field)
+    said = _read(text, field, month_first=month_first(zone))
     return _resolve(said, text, zone=zone, now=now, field=field)
+
+
+def month_first(zone: ZoneInfo) -> bool:
+    """Whether `12/24` in `zone` is 24 December (else `24/12` is)."""
+    return zone.key in _MONTH_FIRST_ZONES or zone.key.startswith(_MONTH_FIRST_PREFIXES)
 
 
 # ---- delays
@@ -119,18 +143,28 @@ def _plain_delay(delay: str) -> str:
     spoken = re.sub(r"\bhalf an? hour\b", "30 minutes", spoken)
     spoken = re.sub(r"\ban?\s+(?=[a-z])", "1 ", spoken)  # "an hour", "a minute"
     spoken = re.sub(r"\s*(?:,|\band\b)\s*", " ", spoken)
+    spoken = _FRACTION.sub(_in_seconds, spoken)
     return _HOURS_MINUTES.sub(r"\1h\2m", spoken)
+
+
+def _in_seconds(match: re.Match[str]) -> str:
+    """`1.5 hours` as `5400s` (to the whole second); left as it is when the unit is not one."""
+    try:
+        unit = parse_duration(f"1{match[2]}", field="at", minimum=1, maximum=10**10)
+    except InvalidInput:
+        return match[0]
+    return f"{round(Fraction(match[1]) * unit)}s"
 
 
 # ---- reading
 
 
-def _read(text: str, field: str) -> _Said:
+def _read(text: str, field: str, *, month_first: bool) -> _Said:
     tokens = tokenize(text.lower())
     try:
         if not tokens:
             raise Unreadable(0, "it is empty")
-        return _Reader(tokens, len(text)).read()
+        return _Reader(tokens, len(text), month_first=month_first).read()
     except Unreadable as stop:
         message = refusal(text, stop, reading="a time", examples=EXAMPLES, suggest_always=True)
         raise UnreadPhrase(field, message, reached=stop.at) from None
@@ -141,9 +175,10 @@ def _read(text: str, field: str) -> _Said:
 class _Reader:
     """A day and a time of day, each at most once, in either order, with `at`/`on` between."""
 
-    def __init__(self, tokens: list[Token], length: int) -> None:
+    def __init__(self, tokens: list[Token], length: int, *, month_first: bool) -> None:
         self.tokens = tokens
         self.length = length
+        self.month_first = month_first
         self.index = 0
         self.day: _Day | None = None
         self.clock: ClockTime | None = None
@@ -165,7 +200,9 @@ class _Reader:
                 if after_at and not self.time_of_day(bare_hours=True):
                     raise self.stop("expected a time such as 18:00, 6pm or noon")
                 continue
-            if not (self.time_of_day(bare_hours=False) or self.day_part()):
+            # A bare hour after a day is the day's hour (`tomorrow 9`), 24-hour as `at 9`.
+            bare = self.day is not None and token.kind == "number" and len(token.text) <= 2
+            if not (self.time_of_day(bare_hours=bare) or self.day_part()):
                 raise self.stop(self.hint(token))
         if self.day is None and self.clock is None:
             raise self.stop("give a time such as 18:00, or a day")
@@ -179,6 +216,10 @@ class _Reader:
             return "a repeat? say 'every Monday at 9:00'"
         return ""
 
+    def word(self, ahead: int) -> str:
+        token = self.peek(ahead)
+        return token.text if token is not None else ""
+
     def set_day(self, day: _Day) -> bool:
         if self.day is not None:
             raise self.stop("the day is given twice")
@@ -189,7 +230,13 @@ class _Reader:
         token = self.peek()
         if token is None:
             return False
-        found = read_clock(token, bare_hours=bare_hours)
+        if token.text == "in" and self.word(1) == "the" and self.word(2) in PARTS_OF_DAY:
+            self.index += 2  # "tomorrow in the evening"
+            token = self.tokens[self.index]
+        part = read_part_of_day(self.tokens, self.index)
+        found = part[0] if isinstance(part, tuple) else part
+        if found is None:
+            found = read_clock(token, bare_hours=bare_hours)
         if found is None:
             return False
         if isinstance(found, str):
@@ -199,6 +246,8 @@ class _Reader:
         self.clock = found
         self.half_given = token.kind == "hour_ampm" or bool(re.search(r"[ap]\.?m", token.text))
         self.half_given = self.half_given or token.text in ("noon", "midday", "midnight")
+        self.half_given = self.half_given or part is not None
+        self.index += part[1] - 1 if isinstance(part, tuple) else 0
         self.index += 1
         if (after := self.peek()) is not None and after.text in ("sharp", "o'clock"):
             self.index += 1
@@ -212,6 +261,8 @@ class _Reader:
             self.index += 1
             return self.set_day(_Day("tomorrow" if word == "tmrw" else word))
         if word in ("next", "this") and self.peek(1) is not None:
+            if self.week_part(word, self.word(1)):
+                return True
             weekday = DAYS.get(self.tokens[self.index + 1].text)
             if weekday is None:
                 raise Unreadable(self.tokens[self.index + 1].start, "expected a day such as Friday")
@@ -222,7 +273,42 @@ class _Reader:
             return self.set_day(_Day("weekday", weekday=DAYS[word]))
         if token.kind == "isodate":
             return self.iso_date(token)
+        if token.kind == "numdate":
+            return self.numeric_date(token)
         return self.month_date()
+
+    def week_part(self, which: str, what: str) -> bool:
+        """`next week` (its Monday, as Todoist and Apple read it), `this weekend` (its
+        Saturday), `next weekend`, and `this morning`/`evening`… (today, at that time: the
+        part of the day is read next as the time)."""
+        if what in PARTS_OF_DAY and which == "this":
+            self.index += 1
+            return self.set_day(_Day("today"))
+        kinds = {
+            ("next", "week"): _Day("next", weekday=0),
+            ("this", "weekend"): _Day("weekend"),
+            ("next", "weekend"): _Day("nextweekend"),
+        }
+        day = kinds.get((which, what))
+        if day is None:
+            return False
+        self.index += 2
+        return self.set_day(day)
+
+    def numeric_date(self, token: Token) -> bool:
+        """`12/24`, `24/12/2026`, `24.12.`: month first in the zones that write it so, else
+        day first; a date that reads only the other way (`24/12` in New York) is read so."""
+        parts = [int(p) for p in re.split(r"[/.]", token.text) if p]
+        first, second = parts[0], parts[1]
+        month, day = (first, second) if self.month_first else (second, first)
+        if month > 12 >= day:
+            month, day = day, month
+        year = None
+        if len(parts) == 3:
+            year = parts[2] + (2000 if parts[2] < 100 else 0)
+        self.check_date(year, month, day)
+        self.index += 1
+        return self.set_day(_Day("date", year=year, month=month, day=day))
 
     def iso_date(self, token: Token) -> bool:
         year, month, day = (int(part) for part in token.text.split("-"))
@@ -289,8 +375,10 @@ def _resolve(said: _Said, text: str, *, zone: ZoneInfo, now: datetime, field: st
     local_now = now.astimezone(zone).replace(tzinfo=None)
     day = said.day
     clock = said.clock
+    if clock is None and day is not None and day.kind == "tonight":
+        clock = ClockTime(*PARTS_OF_DAY["night"])
     if clock is None:
-        if day is not None and day.kind in ("today", "tonight"):
+        if day is not None and day.kind == "today":
             example = f"'{day.kind} 18:00'"
             raise InvalidInput(field, f"{text.strip()!r}: say at what time, e.g. {example}")
         clock = MORNING
@@ -333,6 +421,13 @@ def _days(day: _Day | None, today: date, wanted: time) -> Iterator[date]:
         yield today + one
     elif day.kind in ("weekday", "next"):
         yield from _weekdays(today, day.weekday, skip_today=day.kind == "next")
+    elif day.kind == "weekend":
+        if today.weekday() == _SATURDAY + 1:  # on a Sunday, this weekend is today
+            yield today
+        yield from _weekdays(today, _SATURDAY, skip_today=False)
+    elif day.kind == "nextweekend":
+        monday = next(_weekdays(today, 0, skip_today=True))
+        yield monday + timedelta(days=_SATURDAY)
     elif day.kind == "monthday":
         yield from _month_days(today, day.day)
     else:

@@ -12,6 +12,7 @@ from tocsin.time.rules import Rule, check_rule, normalise
 _TOKEN = re.compile(
     r"""
     (?P<isodate>[0-9]{4}-[0-9]{2}-[0-9]{2}(?![0-9]))
+  | (?P<numdate>[0-9]{1,2}(?P<sep>[/.])[0-9]{1,2}(?:(?P=sep)(?:[0-9]{4}|[0-9]{2}))?(?![0-9/.:]))
   | (?P<clock>[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?(?:\s*[ap]\.?m\.?)?(?![a-z0-9]))
   | (?P<hour_ampm>[0-9]{1,2}\s*[ap]\.?m\.?(?![a-z0-9]))
   | (?P<ordinal>[0-9]{1,2}(?:st|nd|rd|th)(?![a-z0-9]))
@@ -64,6 +65,10 @@ _COUNTS = {
 _ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1,
     "second-last": -2, "second-to-last": -2, "penultimate": -2,
+}  # fmt: skip
+# A part of the day rings at the time Google's and Apple's reminders give it.
+PARTS_OF_DAY = {
+    "morning": (9, 0), "afternoon": (13, 0), "evening": (18, 0), "night": (21, 0),
 }  # fmt: skip
 _WEEKDAYS = (0, 1, 2, 3, 4)
 _WEEKEND = (5, 6)
@@ -234,12 +239,20 @@ class _Reader:
         if self.take("every", "each"):
             self.every()
             return
-        self.take("on")
-        if not self.weekday_set():
-            raise self.stop()
+        on = self.take("on")
+        if self.weekday_set():
+            return
+        if on and self.on_every_month():
+            return
+        raise self.stop()
 
     def every(self) -> None:
         if self.nth_weekday():  # "every last Friday": monthly
+            return
+        if self.word() in PARTS_OF_DAY:  # "every morning": daily, at the morning's time
+            self.draft.freq = "DAILY"
+            return
+        if self.every_month_day():
             return
         interval = self.count()
         unit = self.word()
@@ -279,6 +292,37 @@ class _Reader:
         self.draft.freq, self.draft.interval = "MONTHLY", 1
         self.draft.byday.extend((ordinal, day) for day in days)
         return True
+
+    def every_month_day(self) -> bool:
+        """`every last day of the month`, `every 1st`, `every 15th of the month`: monthly
+        on that day. Not `every second day` nor `every 2nd day` (every two days)."""
+        token, following = self.peek(), self.word(1)
+        if token is None:
+            return False
+        worded = token.text in ("first", "last") and following in ("day", "of")
+        numbered = token.kind == "ordinal" and following != "day"
+        if not (worded or numbered):
+            return False
+        self.draft.freq = "MONTHLY"
+        self.month_days()
+        return True
+
+    def on_every_month(self) -> bool:
+        """`on the 1st of every month`, `the last day of each month`: monthly on those days
+        (read after `on`, before any frequency)."""
+        start = self.index
+        draft = self.draft
+        saved = replace(draft, bymonthday=[], byday=[], bymonth=[], times=list(draft.times))
+        self.draft.freq = "MONTHLY"
+        try:
+            self.month_days()
+        except Unreadable:
+            self.index, self.draft = start, saved
+            return False
+        if self.draft.bymonth:  # "the 3rd of March": a date in the year, not monthly
+            self.index, self.draft = start, saved
+            return False
+        return self.index > start
 
     def count(self) -> int | None:
         token = self.peek()
@@ -458,6 +502,10 @@ class _Reader:
         return True
 
     def in_months(self) -> None:
+        if self.word() == "the" and self.word(1) in PARTS_OF_DAY:  # "in the morning"
+            self.index += 1
+            self.clock_times()
+            return
         months = self.month_names()
         if not months:
             raise self.stop("expected a month name")
@@ -504,6 +552,12 @@ class _Reader:
         token = self.peek()
         if token is None:
             return None
+        part = read_part_of_day(self.tokens, self.index)
+        if isinstance(part, str):
+            raise self.stop(part)
+        if part is not None:
+            self.index += part[1]
+            return part[0]
         found = read_clock(token, bare_hours=bare_hours)
         if found is None:
             return None
@@ -513,6 +567,25 @@ class _Reader:
         if self.word() in ("sharp", "o'clock", "h", "hrs"):
             self.index += 1
         return found
+
+
+def read_part_of_day(tokens: list[Token], index: int) -> tuple[ClockTime, int] | str | None:
+    """A part of the day at `tokens[index]` and how many tokens it took: `evening` (18:00),
+    or with the time it is at, `evening at 7` (19:00: a bare hour after noon's parts is pm)
+    or `morning at 7:30`. A string says why it is not a time; None: not a part of the day."""
+    part = tokens[index].text if index < len(tokens) else ""
+    if part not in PARTS_OF_DAY:
+        return None
+    if index + 2 < len(tokens) and tokens[index + 1].text in ("at", "@"):
+        given = read_clock(tokens[index + 2], bare_hours=True)
+        if isinstance(given, str):
+            return given
+        if given is not None:
+            bare = tokens[index + 2].kind == "number"
+            if bare and part != "morning" and 1 <= given.hour <= 11:
+                given = ClockTime(given.hour + 12, given.minute, given.second)
+            return given, 3
+    return ClockTime(*PARTS_OF_DAY[part]), 1
 
 
 def read_clock(token: Token, *, bare_hours: bool) -> ClockTime | str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -14,7 +14,7 @@ from tocsin.time.bounds import check_in_range
 from tocsin.time.budget import DEFAULT_SECONDS, expansion_budget
 from tocsin.time.expand import instant_of, rings
 from tocsin.time.formatting import format_utc
-from tocsin.time.oneoff import EXAMPLES, resolve_one_off
+from tocsin.time.oneoff import EXAMPLES, MORNING, resolve_one_off
 from tocsin.time.phrases import ClockTime, UnreadPhrase, looks_like_rrule, parse_phrase
 from tocsin.time.probe import check_can_ring
 from tocsin.time.rules import Rule, format_rule, parse_rrule
@@ -32,6 +32,8 @@ _AT = re.compile(
 )
 _ISO_DATE_TIME = re.compile(r"\s*[0-9]{4}-[0-9]{2}-[0-9]{2}T", re.IGNORECASE)
 _REPEAT_EXAMPLE = "'every Monday at 9:00'"
+# A day-matching rule rings within this many years (29 February: 4, or 8 across 2100).
+_FIRST_DAY_YEARS = 9
 
 
 def parse_at(text: str) -> datetime:
@@ -80,7 +82,8 @@ def read_when(text: str, *, zone: str, now: datetime) -> tuple[str | None, str |
     """`when` as the `at` or the `repeat` it stands for: a one-off (read by `read_at` and
     resolved now, so the `at` is ISO 8601) or else a repeat (a phrase or an RRULE).
 
-    Raises InvalidInput("when"): of the two readings, the one that understood more says why.
+    Raises InvalidInput("when"): of the two readings, the one that understood more says why
+    (an UnreadPhrase when neither understood all of it).
     """
     tz = load_zone(zone)
     if not text.strip():
@@ -106,15 +109,17 @@ def read_when(text: str, *, zone: str, now: datetime) -> tuple[str | None, str |
     return moment.isoformat(timespec="seconds"), None
 
 
-def _unread_when(text: str, as_one_off: UnreadPhrase, as_repeat: UnreadPhrase) -> InvalidInput:
+def _unread_when(text: str, as_one_off: UnreadPhrase, as_repeat: UnreadPhrase) -> UnreadPhrase:
+    reached = max(as_one_off.reached, as_repeat.reached)
     if as_repeat.reached > as_one_off.reached:
-        return InvalidInput("when", as_repeat.message)
+        return UnreadPhrase("when", as_repeat.message, reached=reached)
     if as_one_off.reached > as_repeat.reached:
-        return InvalidInput("when", as_one_off.message)
-    return InvalidInput(
+        return UnreadPhrase("when", as_one_off.message, reached=reached)
+    return UnreadPhrase(
         "when",
         f"could not read {text.strip()!r} as a time or a repeat; give a time ({EXAMPLES}) "
         f"or a repeat ({_REPEAT_EXAMPLE})",
+        reached=reached,
     )
 
 
@@ -198,18 +203,43 @@ def plan_schedule(
         assert moment is not None
         return _one_off(Schedule(zone=zone, anchor=moment), at or "", now)
     read = _read_repeat(repeat)
-    if moment is not None:
-        anchor = moment.astimezone(tz).replace(tzinfo=None) if moment.tzinfo else moment
-    else:
-        clock = read.clock
-        today = now.astimezone(tz).replace(tzinfo=None, second=0, microsecond=0)
-        anchor = (
-            today
-            if clock is None
-            else today.replace(hour=clock.hour, minute=clock.minute, second=clock.second or 0)
-        )
     with expansion_budget(DEFAULT_SECONDS):
+        if moment is None:
+            anchor = _series_start(read, zone, now)
+        else:
+            anchor = moment.astimezone(tz).replace(tzinfo=None) if moment.tzinfo else moment
         return _series_plan(Schedule(zone=zone, anchor=anchor, rule=read.text), read.rule, now)
+
+
+def _series_start(read: _Repeat, zone: str, now: datetime) -> datetime:
+    """Where a series given no `at` starts: today at the time it names — at 09:00 when a
+    daily or longer one names none (`every Friday`, `daily`: a reminder for the day, as a
+    one-off's day without a time), this minute for an hourly or minutely one. A series with
+    an interval starts on its first matching day from now (`every other Tuesday` typed on a
+    Friday rings the coming Tuesday, then every two weeks), not in the week, month or year of
+    today, which RFC 5545 counts intervals from."""
+    rule = read.rule
+    clock = read.clock
+    by_day = rule.freq not in ("HOURLY", "MINUTELY")
+    if clock is None and by_day and not rule.byhour:
+        clock = MORNING
+    today = now.astimezone(load_zone(zone)).replace(tzinfo=None, second=0, microsecond=0)
+    anchor = (
+        today
+        if clock is None
+        else today.replace(hour=clock.hour, minute=clock.minute, second=clock.second or 0)
+    )
+    if rule.interval == 1 or not by_day:
+        return anchor
+    every = format_rule(replace(rule, interval=1, count=None, until=None))
+    cap = anchor + timedelta(days=366 * _FIRST_DAY_YEARS)
+    first = next(
+        rings(Schedule(zone=zone, anchor=anchor, rule=every), now, strict=False, cap=cap), None
+    )
+    if first is None:
+        return anchor  # it never rings: checking the rule says so
+    day = first.astimezone(load_zone(zone)).date()
+    return datetime.combine(day, anchor.time())
 
 
 def _one_off(schedule: Schedule, at: str, now: datetime) -> tuple[Schedule, datetime]:

@@ -195,7 +195,7 @@ def test_refusals_say_why(text: str, expected: str) -> None:
         ("tomorrow at nine-ish", "understood 'tomorrow at', could not read 'nine-ish'"),
         ("6", "a bare number: say 'at 9' (09:00), '9pm' or '21:00'"),
         ("mondays at 9", "a repeat? say 'every Monday at 9:00'"),
-        ("next week", "understood 'next', could not read 'week' (expected a day such as Friday)"),
+        ("next month", "understood 'next', could not read 'month' (expected a day such as Friday)"),
         ("tomorrow today", "the day is given twice"),
         ("18:00 19:00", "the time is given twice"),
         ("in a while", "could not read 'a while' as a delay; give e.g. 'in 30 seconds'"),

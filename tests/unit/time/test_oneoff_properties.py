@@ -143,9 +143,10 @@ def _leap(year: int) -> bool:
 
 
 def said_wall(day: Day | None, clock: Clock | None) -> time:
-    """The time of day a phrase names: 09:00 for a day alone; `tonight at 9` is 21:00."""
+    """The time of day a phrase names: 09:00 for a day alone, 21:00 for `tonight` alone;
+    `tonight at 9` is 21:00."""
     if clock is None:
-        return time(9)
+        return time(21) if day is not None and day.kind == "tonight" else time(9)
     wall = clock.wall
     if day is not None and day.kind == "tonight" and not clock.half_given:
         if wall.hour == 12:
@@ -239,7 +240,7 @@ def test_every_accepted_phrase_rings_ahead_at_the_wall_time_it_names(
     text = phrase(day, clock, time_first, at)
     wall = said_wall(day, clock)
     expected = expected_wall(day, wall, tz, now)
-    needs_time = day is not None and day.kind in ("today", "tonight") and clock is None
+    needs_time = day is not None and day.kind == "today" and clock is None
     try:
         schedule, ring = plan_schedule(zone=zone, at=text, repeat=None, now=now)
     except InvalidInput as error:

@@ -238,7 +238,10 @@ async def reminder_occurrences(
     responses=openapi.problems(*openapi.WITH_BODY),
 )
 async def preview_occurrences(body: OccurrencesIn, context: Context, caller: Caller) -> Response:
-    return _occurrences(await context.reminders.preview(body))
+    found, sentence = await context.reminders.preview(body)
+    if sentence is None:
+        return _occurrences(found)
+    return render.JSON({"text": sentence.text, "when": sentence.when, **_occurrence_list(found)})
 
 
 @router.get(
@@ -289,11 +292,12 @@ def _created_headers(answer: Answer) -> dict[str, str]:
 
 
 def _occurrences(found: list[Occurrence]) -> Response:
-    return render.JSON(
-        {
-            "occurrences": [
-                {"at": format_utc(o.at), "local": o.local.isoformat(timespec="seconds")}
-                for o in found
-            ]
-        }
-    )
+    return render.JSON(_occurrence_list(found))
+
+
+def _occurrence_list(found: list[Occurrence]) -> dict[str, Any]:
+    return {
+        "occurrences": [
+            {"at": format_utc(o.at), "local": o.local.isoformat(timespec="seconds")} for o in found
+        ]
+    }
