@@ -2,10 +2,12 @@
 "remind me in an hour to stretch", "every weekday at 8:30 standup" — split into its words and
 its time.
 
-The time is a run of words at the end of the sentence, at its start, or both ("tomorrow call
-mom at 6pm"), that `read_when` understands whole; the rest is what the reminder says. The
-longest run wins (`on Friday` over `Friday`), the end on a tie, as English puts the time
-last. Runs are at most `LONGEST_WHEN` words, so the work is bounded whatever the length.
+The time is a run of words at the end of the sentence, at its start, or a day at the start
+and a time at the end ("tomorrow call mom at 6pm"), that `read_when` understands whole (a
+part of the day alone at the start is a word of the text: "Evening walk at 7pm"); the rest
+is what the reminder says. The longest run wins (`on Friday` over `Friday`), the end on a
+tie, as English puts the time last. Runs are at most `LONGEST_WHEN` words, so the work is
+bounded whatever the length.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from datetime import datetime
 
 from tocsin.errors import InvalidInput
 from tocsin.time.oneoff import EXAMPLES
-from tocsin.time.phrases import Token, UnreadPhrase, looks_like_rrule, tokenize
+from tocsin.time.phrases import PARTS_OF_DAY, Token, UnreadPhrase, looks_like_rrule, tokenize
 from tocsin.time.schedule import read_when
 
 LONGEST_WHEN = 12  # words: "every 2 weeks on Tue and Thu at 7:15" is 10
@@ -69,7 +71,7 @@ def read_sentence(sentence: str, *, zone: str, now: datetime, field: str = "say"
             continue
         if run is not None:
             found.append(run)
-    if len(found) == 2:
+    if len(found) == 2 and found[0][1].at is not None and found[1][1].at is not None:
         both = _both(body, found[1][0], found[0][0], zone=zone, now=now)
         if both is not None:
             return both
@@ -92,6 +94,8 @@ def _longest(
         end = len(body) if last else tokens[words - 1].start + len(tokens[words - 1].text)
         rest = body[:start] if last else body[end:]
         run = _Run(body[start:end].strip(), _words(rest, last), words)
+        if not last and words == 1 and run.when.lower() in PARTS_OF_DAY:
+            continue  # "Morning pills at 7", "Evening walk": a word of the text
         read = _read(run, zone=zone, now=now)
         if read is not None:
             return run, read

@@ -58,8 +58,10 @@ async def test_openapi_describes_what_the_create_routes_read(client: httpx.Async
         body = operation["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": f"#/components/schemas/{model}"}
         assert [p["name"] for p in operation["parameters"]] == ["Idempotency-Key"]
-    # `channel` or `fallback`: one of the two, which the schema leaves to the 422.
-    assert set(schemas["ReminderIn"]["required"]) == {"text", "zone"}
+    # `channel` or `fallback`: one of the two, which the schema leaves to the 422; `text`, unless
+    # `say` gives it, which the schema says as the text's description and the 422 enforces.
+    assert set(schemas["ReminderIn"]["required"]) == {"zone"}
+    assert {"text", "say"} <= set(schemas["ReminderIn"]["properties"])
     assert {"channel", "fallback"} <= set(schemas["ReminderIn"]["properties"])
     channel = schemas["ReminderIn"]["properties"]["channel"]["anyOf"]
     assert channel[0] == {"$ref": "#/components/schemas/Channel"}

@@ -129,6 +129,8 @@ def test_every_other_tuesday_keeps_its_fortnight_after_the_first() -> None:
         ("standup, every weekday at 8:30", "standup", "every weekday at 8:30"),
         ("take 2 pills at 9pm", "take 2 pills", "at 9pm"),
         ("Friday: dentist", "dentist", "Friday"),
+        ("Morning pills every day at 07:00", "Morning pills", "every day at 07:00"),
+        ("Evening walk at 7pm", "Evening walk", "at 7pm"),
     ],
 )
 def test_a_sentence_splits_into_its_words_and_its_time(sentence: str, text: str, when: str) -> None:
