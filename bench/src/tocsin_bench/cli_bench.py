@@ -25,6 +25,7 @@ def register(subparsers: Any) -> None:
     _steady(kinds)
     _api(kinds)
     _limit(kinds)
+    _layout(kinds)
     _storage(kinds)
     _retention(kinds)
     _status(kinds)
@@ -141,6 +142,16 @@ def _limit(kinds: Any) -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--connections", type=int, default=2)
     parser.set_defaults(handler=_handler(_run_limit))
+
+
+def _layout(kinds: Any) -> None:
+    parser = kinds.add_parser(
+        "layout", help="a ring's writes in place or in due order, on a table of long standing"
+    )
+    _common(parser, db=False)
+    parser.add_argument("--rows", type=int, default=20_000, help="rings of each pass")
+    parser.add_argument("--among", type=int, default=10, help="each pass's rows lie 1 in this many")
+    parser.set_defaults(handler=_handler(_run_layout))
 
 
 def _storage(kinds: Any) -> None:
@@ -291,6 +302,12 @@ async def _run_limit(args: argparse.Namespace) -> dict[str, Any]:
     return await run_limit(
         LimitSpec(rows=args.rows, connections=args.connections, pg_url=args.pg_url)
     )
+
+
+async def _run_layout(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin_bench.layout import LayoutSpec, run_layout
+
+    return await run_layout(LayoutSpec(rows=args.rows, among=args.among, pg_url=args.pg_url))
 
 
 async def _run_storage(args: argparse.Namespace) -> dict[str, Any]:

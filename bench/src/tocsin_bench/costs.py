@@ -31,7 +31,7 @@ REPORT_GRACE_SECONDS = 0.5
 # pg_postmaster_start_time() and the start /proc gives the postmaster agree within this.
 START_TOLERANCE_SECONDS = 10.0
 SCAN_ATTEMPTS = 5
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 _WAL = """
 SELECT pg_current_wal_insert_lsn()::text, wal_bytes::bigint, wal_records, wal_fpi,
@@ -180,12 +180,12 @@ class Window:
 
     async def _cpu(self, connection: asyncpg.Connection) -> _CpuSample:
         pids = [row[0] for row in await connection.fetch(_SESSIONS)] if self._postmaster else []
-        ticks = [_ticks_of(worker.pid) for worker in self._workers]
+        ticks = [process_ticks(worker.pid) for worker in self._workers]
         known = [tick for tick in ticks if tick is not None]
         return _CpuSample(
             at=time.monotonic(),
             server=self._server_ticks(),
-            sessions={pid: tick for pid in pids if (tick := _ticks_of(pid)) is not None},
+            sessions={pid: tick for pid in pids if (tick := process_ticks(pid)) is not None},
             workers=sum(known) if len(known) == len(ticks) else None,
         )
 
@@ -250,7 +250,7 @@ def locate_server(backend: int, started_at: float) -> tuple[int | None, str | No
         parent = _stat(session.ppid)
         if parent is None or parent.comm != "postgres":
             return None, f"the server's CPU is not measured: no postmaster above {backend}"
-        if abs(_boot_time() + parent.started / _TICKS_PER_S - started_at) > START_TOLERANCE_SECONDS:
+        if abs(_boot_time() + parent.started / TICKS_PER_S - started_at) > START_TOLERANCE_SECONDS:
             return None, (
                 f"the server's CPU is not measured: process {session.ppid} here is another "
                 "PostgreSQL server than the one measured"
@@ -321,7 +321,9 @@ def _stat(pid: int) -> _Stat | None:
     )
 
 
-def _ticks_of(pid: int) -> int | None:
+def process_ticks(pid: int) -> int | None:
+    """CPU clock ticks (user + system) of process `pid` and its reaped children so far, or
+    None when there is no such process."""
     stat = _stat(pid)
     return None if stat is None else stat.ticks
 
@@ -350,7 +352,7 @@ async def _sessions_ended(url: str, application: str | None) -> None:
 
 
 def _us(ticks: int) -> float:
-    return ticks * 1_000_000 / _TICKS_PER_S
+    return ticks * 1_000_000 / TICKS_PER_S
 
 
 def _per(total: float, rings: int, digits: int) -> float | None:
