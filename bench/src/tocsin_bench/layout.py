@@ -108,7 +108,7 @@ CREATE TABLE layout.rings (
     snoozed_by text,
     priority smallint,
     CONSTRAINT rings_pkey PRIMARY KEY (due_at, reminder_id, version)
-) WITH (fillfactor = 60);
+) WITH (fillfactor = 45);
 CREATE TABLE layout.claims (
     hold_until timestamptz NOT NULL,
     sender text NOT NULL,
