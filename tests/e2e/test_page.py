@@ -1,9 +1,12 @@
 """The reminders page in a real browser (headless Chromium) against a real `tocsin serve`:
-signed in by the link the server prints, a reminder made from the form with a phrase and
-its preview, one-offs in plain words (the preview saying which day, `in 3 seconds` ringing),
-a bad phrase's error in place, a ring arriving live (sound, notification) that
-is snoozed, deletes (one too late), the firing history, contacts, keyboard-only creation and
-a phone-sized screen. One server for the module; each test opens its own browser context.
+signed in by the link the server prints, a reminder made from one sentence and its preview
+(the words and the time read, the next rings), one-offs in plain words (the preview saying
+which day, `in 3 seconds` ringing), a bad sentence's error in place, a ring arriving live
+(sound, notification) that is snoozed, snooze choices that say what they count from, deletes
+(one too late), the views (coming up by next ring, today, overdue or failed, rang) with
+priority and a failed ring told from a delivered one, the edit box's local time, a 12-hour
+locale's clock, the firing history, contacts, keyboard-only creation and a phone-sized
+screen. One server for the module; each test opens its own browser context.
 
 The tests save screenshots of the page to docs/images/ for the README."""
 
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -117,13 +120,12 @@ def reminder(page: Page, text: str) -> Locator:
 def is_refusal(place: Locator) -> bool:
     """Whether `place` is drawn in the colour of the page's errors (not its successes')."""
     script = """(e) => getComputedStyle(e).color
-        === getComputedStyle(document.querySelector('#new-when-error')).color"""
+        === getComputedStyle(document.querySelector('#new-say-error')).color"""
     return bool(place.evaluate(script))
 
 
 def create(page: Page, text: str, when: str) -> None:
-    page.fill("#new-text", text)
-    page.fill("#new-when", when)
+    page.fill("#new-say", f"{text} {when}")
     page.click("#create-button")
     expect(page.locator("#create-answer")).to_contain_text(f"Saved “{text}”")
 
@@ -134,20 +136,20 @@ def test_sign_in_link_form_preview_and_error_in_place(page: Page, server: Server
     assert token == server.link.partition("#token=")[2]  # ...and was kept
     expect(page.locator("#new-zone")).to_have_value(ZONE)  # the browser's zone
 
-    page.fill("#new-text", "Water the plants")
-    page.fill("#new-when", "every Monday 9:00")
+    page.fill("#new-say", "Water the plants every Monday 9:00")
     preview = page.locator("#preview-list li")
     expect(preview).to_have_count(5)
     for n in range(5):
         expect(preview.nth(n)).to_contain_text("09:00")
 
-    page.fill("#new-when", "every blursday")
-    error = page.locator("#new-when-error")
+    expect(page.locator("#preview-text")).to_have_text("“Water the plants” — every Monday 9:00")
+    page.fill("#new-say", "Water the plants every blursday")
+    error = page.locator("#new-say-error")
     expect(error).not_to_be_empty()
-    expect(page.locator("#new-when")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#new-say")).to_have_attribute("aria-invalid", "true")
     expect(preview).to_have_count(0)
 
-    page.fill("#new-when", "every Monday 9:00")
+    page.fill("#new-say", "Water the plants every Monday 9:00")
     expect(preview).to_have_count(5)
     expect(error).to_be_empty()
     page.click("#create-button")
@@ -182,10 +184,11 @@ def test_a_ring_arrives_live_and_is_snoozed_and_deleted(page: Page) -> None:
 
     page.select_option("#filter", "fired")  # the one that rang: no delete is offered
     rang = reminder(page, "Tea is ready")
-    expect(rang.locator(".meta")).to_contain_text("last ring: sent")
+    expect(rang.locator(".meta")).to_contain_text("last ring: delivered")
     expect(rang.get_by_role("button", name="Delete “Tea is ready”")).to_be_hidden()
     rang.get_by_label("Snooze “Tea is ready”").click()  # its ring was snoozed from the alert
-    rang.get_by_role("button", name="10 min").click()
+    expect(rang.locator("[data-snooze='10m']")).to_have_text("In 10 min")  # it rang: from now
+    rang.get_by_role("button", name="In 10 min").click()
     expect(rang.locator(".answer")).to_contain_text("Not snoozed: its last ring")
     assert is_refusal(rang.locator(".answer"))
 
@@ -198,19 +201,18 @@ def test_a_ring_arrives_live_and_is_snoozed_and_deleted(page: Page) -> None:
 
 def test_plain_words_preview_their_day_and_ring(page: Page) -> None:
     expect(page.locator("body")).to_have_attribute("data-feed", "open")
-    page.fill("#new-text", "Call mom")
-    page.fill("#new-when", "tomorrow 9am")
+    page.fill("#new-say", "tomorrow 9am call mom")
     preview = page.locator("#preview-list li")
     expect(preview).to_have_count(1)
     expect(preview.first).to_contain_text("tomorrow 09:00")
 
     earlier = datetime.now(ZoneInfo(ZONE)) - timedelta(hours=2)
     if earlier.date() == datetime.now(ZoneInfo(ZONE)).date():  # not just after midnight
-        page.fill("#new-when", f"{earlier:%H:%M}")  # already past today: tomorrow's
+        page.fill("#new-say", f"call mom {earlier:%H:%M}")  # already past today: tomorrow's
         expect(preview.first).to_contain_text(f"tomorrow {earlier:%H:%M}")
 
-    page.fill("#new-when", "tomorrow at nine-ish")
-    expect(page.locator("#new-when-error")).to_contain_text("could not read 'nine-ish'")
+    page.fill("#new-say", "call mom tomorrow at nine-ish")
+    expect(page.locator("#new-say-error")).to_contain_text("found no time at the start or the end")
     expect(preview).to_have_count(0)
 
     create(page, "Call mom", "in 3 seconds")
@@ -223,7 +225,10 @@ def test_snooze_choices_and_edit(page: Page) -> None:
     create(page, "Stretch", "2099-01-01 08:00")
     item = reminder(page, "Stretch")
     item.get_by_label("Snooze “Stretch”").click()
-    item.get_by_role("button", name="1 hour").click()
+    # Not yet rung: a snooze puts it off from its own time, and the choices say so.
+    expect(item.locator(".snooze-from")).to_have_text("From its time, Thu 1 Jan 2099 08:00:")
+    expect(item.locator("[data-snooze='10m']")).to_have_text("10 min later")
+    item.get_by_role("button", name="1 hour later").click()
     expect(reminder(page, "Stretch").locator(".answer")).to_contain_text("Snoozed: it rings")
     expect(reminder(page, "Stretch").locator(".next")).to_contain_text("09:00")
 
@@ -271,8 +276,7 @@ def test_only_what_can_be_done_is_offered(page: Page, server: Server) -> None:
     zone_height = page.locator("#new-zone").bounding_box()
     page.evaluate("document.querySelector('#new-channel').add(new Option('email', 'email'))")
     page.select_option("#new-channel", "email")
-    page.fill("#new-text", "By mail")
-    page.fill("#new-when", "2099-01-01 08:00")
+    page.fill("#new-say", "By mail 2099-01-01 08:00")
     page.click("#create-button")
     expect(page.locator("#new-channel-error")).to_contain_text("not configured")
     assert page.locator("#new-zone").bounding_box() == zone_height
@@ -282,12 +286,14 @@ def test_only_what_can_be_done_is_offered(page: Page, server: Server) -> None:
 
 
 def test_a_delete_asks_first_and_an_empty_what_says_so(page: Page) -> None:
-    page.fill("#new-when", "2099-03-01 08:00")
     page.click("#create-button")
-    what = page.locator("#new-text-error")
+    what = page.locator("#new-say-error")
     expect(what).to_have_text("Say what the reminder is for: its words are what rings.")
-    expect(page.locator("#new-text")).to_have_attribute("aria-invalid", "true")
-    assert page.evaluate("document.activeElement.id") == "new-text"
+    expect(page.locator("#new-say")).to_have_attribute("aria-invalid", "true")
+    assert page.evaluate("document.activeElement.id") == "new-say"
+    page.fill("#new-say", "2099-03-01 08:00")  # a time alone
+    page.click("#create-button")
+    expect(what).to_contain_text("is only a time: say what to remind you of too")
     expect(page.locator("#create-answer")).to_be_empty()
 
     create(page, "Dentist", "2099-03-01 08:00")
@@ -316,7 +322,7 @@ def test_the_list_stays_current_after_a_save_and_a_ring(page: Page) -> None:
     expect(page.locator("#reminders-empty")).to_be_hidden()
     expect(reminder(page, "Kettle")).to_have_count(0, timeout=30_000)
     page.select_option("#filter", "fired")
-    expect(reminder(page, "Kettle").locator(".meta")).to_contain_text("last ring: sent")
+    expect(reminder(page, "Kettle").locator(".meta")).to_contain_text("last ring: delivered")
 
 
 def test_create_with_the_keyboard_alone(page: Page) -> None:
@@ -324,20 +330,20 @@ def test_create_with_the_keyboard_alone(page: Page) -> None:
     assert page.evaluate("document.activeElement.className") == "skip"
     page.keyboard.press("Enter")
     order = []
-    typed = {"new-text": "Call mom", "new-when": "daily 18:00"}
-    for _ in range(5):
+    typed = {"new-say": "Call mom daily 18:00"}
+    for _ in range(4):
         focused = page.evaluate("document.activeElement.id")
         order.append(focused)
         if focused in typed:
             page.keyboard.type(typed[focused])
         if focused != "create-button":
             page.keyboard.press("Tab")
-    assert order == ["new-text", "new-when", "new-zone", "new-channel", "create-button"]
+    assert order == ["new-say", "new-zone", "new-channel", "create-button"]
     expect(page.locator("#preview-list li")).to_have_count(5)
     page.keyboard.press("Enter")
     expect(page.locator("#create-answer")).to_contain_text("Saved “Call mom”")
     expect(reminder(page, "Call mom")).to_contain_text("daily 18:00")
-    assert page.evaluate("document.activeElement.id") == "new-text"  # ready for the next
+    assert page.evaluate("document.activeElement.id") == "new-say"  # ready for the next
 
 
 def test_contacts_show_why_one_is_disabled(page: Page, server: Server) -> None:
@@ -422,3 +428,117 @@ def test_fits_a_phone(browser: Browser, server: Server) -> None:
         page.screenshot(path=IMAGES / "page-phone.png")
     finally:
         phone.close()
+
+
+def _api(page: Page, method: str, path: str, body: Mapping[str, object] | None = None) -> object:
+    """The API as the page calls it, with the page's own token."""
+    script = """async ([method, path, body]) => {
+        const init = {method, headers: {Authorization:
+            `Bearer ${localStorage.getItem('tocsin.token')}`, 'Content-Type': 'application/json'}};
+        if (body) init.body = JSON.stringify(body);
+        return (await fetch(path, init)).json();
+    }"""
+    return page.evaluate(script, [method, path, body])
+
+
+def show_all(page: Page) -> None:
+    """Every reminder of the view drawn, by "Show more" until it is gone."""
+    expect(page.locator("#reminder-list .reminder").first).to_be_visible()  # the list is read
+    while page.locator("#more").is_visible():
+        page.click("#more")
+
+
+def test_coming_up_is_by_next_ring_and_shows_a_new_one_however_far_down(page: Page) -> None:
+    for n in range(21):  # saved first, ringing after the first below and before the second
+        at = f"2098-{1 + n % 12:02d}-{1 + n:02d}T08:00"
+        body = {"text": f"Later {n}", "at": at, "zone": ZONE, "channel": "log"}
+        made = _api(page, "POST", "/v1/reminders", body)
+        assert isinstance(made, dict)
+        assert made["status"] == "pending", made
+    create(page, "Soonest", "2097-01-01 08:00")
+    create(page, "Last of all", "2099-12-31 23:00")  # more than twenty ring before it
+    expect(reminder(page, "Last of all")).to_be_visible()
+    texts = page.locator("#reminder-list .text").all_inner_texts()
+    assert texts.index("Soonest") < min(texts.index(f"Later {n}") for n in range(21))
+    assert texts.index("Last of all") >= 22
+    shown = page.locator("#reminder-list .next").evaluate_all("(ts) => ts.map((t) => t.dateTime)")
+    assert shown == sorted(shown)  # all in UTC, written alike: by text is by time
+
+    page.reload()  # a page of twenty, the rest a click away
+    expect(page.locator("#reminder-list .reminder")).to_have_count(20)
+    expect(reminder(page, "Soonest")).to_be_visible()
+    expect(reminder(page, "Last of all")).to_have_count(0)
+    show_all(page)
+    expect(reminder(page, "Last of all")).to_be_visible()
+
+
+def test_a_failed_ring_is_overdue_or_failed_and_told_from_a_delivered_one(page: Page) -> None:
+    nowhere = {"text": "Nowhere to go", "when": "in 1 second", "zone": ZONE, "channel": "webhook"}
+    made = _api(page, "POST", "/v1/reminders", nowhere)
+    assert isinstance(made, dict)
+    assert "no webhook URL" in made["warnings"][0]["message"]
+    fine = {"text": "Delivered fine", "when": "in 1 second", "zone": ZONE, "channel": "log"}
+    _api(page, "POST", "/v1/reminders", fine)
+    create(page, "Urgent digest", "2099-05-01 08:00")
+    expect(reminder(page, "Urgent digest")).not_to_contain_text("bulk")  # urgent: the default
+    news = {"text": "News", "when": "2099-05-02 08:00", "zone": ZONE, "priority": "bulk"}
+    _api(page, "POST", "/v1/reminders", {**news, "channel": "log"})
+    page.reload()
+    show_all(page)
+    expect(reminder(page, "News").locator(".priority")).to_have_text(" · bulk (after urgent ones)")
+
+    # Shown before or after its ring failed: the view is read again once that ring is due.
+    page.select_option("#filter", "overdue")
+    failed = reminder(page, "Nowhere to go")
+    expect(failed.locator(".last")).to_have_text(" · last ring: failed", timeout=20_000)
+    assert is_refusal(failed.locator(".last"))
+    expect(reminder(page, "Delivered fine")).to_have_count(0)
+
+    page.select_option("#filter", "fired")
+    expect(reminder(page, "Nowhere to go").locator(".last")).to_have_text(" · last ring: failed")
+    delivered = reminder(page, "Delivered fine").locator(".last")
+    expect(delivered).to_have_text(" · last ring: delivered", timeout=20_000)  # not "ringing"
+    assert not is_refusal(delivered)
+
+    page.select_option("#filter", "today")
+    expect(reminder(page, "News")).to_have_count(0)  # rings in 2099
+    due = datetime.fromisoformat(str(made["next"])).astimezone(ZoneInfo(ZONE))
+    if due.date() == datetime.now(ZoneInfo(ZONE)).date():  # not rung just before midnight
+        expect(reminder(page, "Nowhere to go")).to_be_visible()  # rang today, if only to fail
+        expect(reminder(page, "Delivered fine")).to_be_visible()
+
+
+def test_the_edit_box_shows_the_local_time_not_a_utc_instant(page: Page) -> None:
+    create(page, "Walk", "in 2 hours")  # kept as an instant
+    made = reminder(page, "Walk")
+    made.get_by_role("button", name="Edit “Walk”").click()
+    when = page.locator(".edit-form").get_by_label("When").input_value()
+    expected = datetime.now(ZoneInfo(ZONE)) + timedelta(hours=2)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?", when), when
+    shown = datetime.strptime(when[:16], "%Y-%m-%d %H:%M").replace(tzinfo=ZoneInfo(ZONE))
+    assert abs(shown - expected) < timedelta(minutes=2)
+    page.locator(".edit-form").get_by_role("button", name="Save").click()  # nothing changed
+    expect(page.locator(".edit-form")).to_have_count(0)
+
+
+def test_a_twelve_hour_locale_sees_its_own_clock(browser: Browser, server: Server) -> None:
+    american = browser.new_context(timezone_id=ZONE, viewport=DESKTOP, locale="en-US")
+    try:
+        page = american.new_page()
+        page.goto(server.link)
+        page.fill("#new-say", "Call dad tomorrow at 6pm")
+        expect(page.locator("#preview-list li").first).to_contain_text("tomorrow 6:00 PM")
+        page.click("#create-button")
+        expect(page.locator("#create-answer")).to_contain_text("tomorrow 6:00 PM")
+        item = page.locator(".reminder", has_text="Call dad")
+        item.get_by_label("Snooze “Call dad”").click()
+        assert item.locator(".until").get_attribute("placeholder") == "tomorrow 6:30 PM"
+        item.locator(".until").fill("tomorrow 7:15 PM")  # typed as the page shows times
+        item.get_by_role("button", name="Snooze until then").click()
+        snoozed = page.locator(".reminder", has_text="Call dad")
+        expect(snoozed.locator(".next")).to_contain_text("7:15 PM")
+        snoozed.get_by_role("button", name="Edit “Call dad”").click()
+        when = page.locator(".edit-form").get_by_label("When")
+        expect(when).to_have_value(re.compile(r"^\d{4}-\d\d-\d\d 7:15 PM$"))
+    finally:
+        american.close()

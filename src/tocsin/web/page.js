@@ -5,11 +5,13 @@
 (() => {
   const TOKEN_KEY = "tocsin.token";
   const PAGE_SIZE = 20;
+  const READ_SIZE = 200; // reminders a request reads: a view is sorted over all it holds
+  const MAX_LISTED = 2000; // of each status; more are listed in the order they were saved
   const PREVIEW_COUNT = 5;
   const PREVIEW_DELAY_MS = 300; // typing pauses this long before a preview is asked for
   const FEED_RETRY_MS = 3000;
   const LIST_SETTLE_MS = 2000; // after a ring is due, time for it to be claimed and sent
-  const LIST_OVERDUE_MS = 10000; // a ring still pending past its time: look again this often
+  const LIST_OVERDUE_MS = 10000; // a ring past its time or on its way: look again this often
   const LIST_HORIZON_MS = 86400000;
   const MORNING = "09:00";
   const CHANNELS = [
@@ -31,7 +33,9 @@
   const state = {
     token: null,
     owner: null,
-    cursor: null,
+    view: null, // the value of "Show" the list was last read for
+    listed: [], // the view's reminders, sorted; `shown` of them are drawn
+    shown: 0,
     listRound: 0,
     feed: null,
     feedRound: 0,
@@ -145,6 +149,7 @@
     state.token = null;
     state.owner = null;
     state.signedIn = false;
+    Object.assign(state, { view: null, listed: [], shown: 0 });
     $("reminder-list").replaceChildren();
     $("contact-list").replaceChildren();
     $("rings").replaceChildren();
@@ -237,7 +242,7 @@
     item.remove();
     const next = $("rings").querySelector("button");
     $("ringing").hidden = !$("rings").children.length;
-    if (wasFocused) (next || $("new-text")).focus();
+    if (wasFocused) (next || $("new-say")).focus();
   }
 
   function sound() {
@@ -332,8 +337,7 @@
   }
 
   const createPlaces = () => ({
-    text: { input: $("new-text"), error: $("new-text-error") },
-    when: { input: $("new-when"), error: $("new-when-error") },
+    say: { input: $("new-say"), error: $("new-say-error") },
     zone: { input: $("new-zone"), error: $("new-zone-error") },
     channel: { input: $("new-channel"), error: $("new-channel-error") },
   });
@@ -351,31 +355,32 @@
   }
 
   async function preview() {
-    const when = $("new-when").value.trim();
+    const say = $("new-say").value.trim();
     const zone = $("new-zone").value.trim();
     const round = ++state.previewRound;
     const places = createPlaces();
-    if (!when || !zone) {
-      showPreview([], zone);
+    if (!say || !zone) {
+      showPreview(null, zone);
       return;
     }
     try {
-      // The server tells a one-off ("tomorrow 9am") from a repeat, by the same grammar as saving.
-      const { data } = await api("POST", "/v1/occurrences", { zone, when, count: PREVIEW_COUNT });
+      // The server finds the words and the time in the sentence, by the same grammar as saving.
+      const { data } = await api("POST", "/v1/occurrences", { zone, say, count: PREVIEW_COUNT });
       if (round !== state.previewRound) return;
-      clearErrors({ when: places.when, zone: places.zone });
-      showPreview(data.occurrences, zone);
+      clearErrors({ say: places.say, zone: places.zone });
+      showPreview(data, zone);
     } catch (error) {
       if (round !== state.previewRound) return;
-      showPreview([], zone);
-      if (!showErrors(error, { when: places.when, zone: places.zone })) {
-        $("new-when-error").textContent = error.message;
+      showPreview(null, zone);
+      if (!showErrors(error, { say: places.say, zone: places.zone })) {
+        $("new-say-error").textContent = error.message;
       }
     }
   }
 
-  function showPreview(occurrences, zone) {
-    const items = occurrences.map((o) => {
+  /** The words the server read as the reminder and as its time, and its next rings. */
+  function showPreview(read, zone) {
+    const items = (read ? read.occurrences : []).map((o) => {
       const item = document.createElement("li");
       const time = document.createElement("time");
       time.dateTime = o.at;
@@ -385,6 +390,8 @@
     });
     $("preview-list").replaceChildren(...items);
     $("preview-title").hidden = !items.length;
+    $("preview-text").hidden = !read;
+    $("preview-text").textContent = read ? `“${read.text}” — ${read.when}` : "";
   }
 
   async function create(event) {
@@ -393,28 +400,26 @@
     clearErrors(places);
     tell($("create-answer"), "");
     const body = {
-      text: $("new-text").value,
+      say: $("new-say").value,
       zone: $("new-zone").value.trim(),
       channel: $("new-channel").value,
-      when: $("new-when").value,
     };
-    if (!body.text.trim()) {
-      places.text.error.textContent = EMPTY_TEXT;
-      places.text.input.setAttribute("aria-invalid", "true");
-      places.text.input.focus();
+    if (!body.say.trim()) {
+      places.say.error.textContent = EMPTY_TEXT;
+      places.say.input.setAttribute("aria-invalid", "true");
+      places.say.input.focus();
       return;
     }
     try {
       const { data } = await api("POST", "/v1/reminders", body);
       const saved = `Saved “${data.text}”: it rings ${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)}).`;
       tell($("create-answer"), [saved, ...warningsOf(data)].join(" "), Boolean(data.warnings));
-      $("new-text").value = "";
-      $("new-when").value = "";
-      showPreview([], body.zone);
-      $("new-text").focus();
-      // Show where the new one is: a filter on rings that are over would hide it.
-      if (!["pending", ""].includes($("filter").value)) $("filter").value = "pending";
-      await loadReminders();
+      $("new-say").value = "";
+      showPreview(null, body.zone);
+      $("new-say").focus();
+      // Show where the new one is: a view it does not belong to would hide it.
+      if (!viewShows(VIEWS[$("filter").value] || VIEWS.pending, data)) $("filter").value = "pending";
+      await loadReminders(data);
     } catch (error) {
       if (!showErrors(error, places)) tell($("create-answer"), `Not saved: ${error.message}.`, true);
       const wrong = Object.values(places).find((p) => p.input.getAttribute("aria-invalid") === "true");
@@ -435,23 +440,88 @@
     return made;
   }
 
-  /** The first page again (`more` false), or the next page after the ones shown. */
-  async function loadReminders(more = false) {
-    const round = more ? state.listRound : ++state.listRound;
-    const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
-    const status = $("filter").value;
-    if (status) query.set("status", status);
-    if (more && state.cursor) query.set("cursor", state.cursor);
-    const { data } = await api("GET", `/v1/reminders?${query}`);
+  // Each view: the statuses it reads, which of their reminders it shows, in what order.
+  const VIEWS = {
+    pending: { statuses: ["pending"] },
+    today: { statuses: ["pending", "fired", "ended"], shows: (r) => ringToday(r) !== null, order: byRingToday },
+    overdue: { statuses: ["pending", "fired", "ended"], shows: (r) => isOverdue(r) || isFailed(r) },
+    fired: { statuses: ["fired"] },
+    ended: { statuses: ["ended"] },
+    cancelled: { statuses: ["cancelled"] },
+    "": { statuses: [null] },
+  };
+  const FAILED = ["failed", "expired"];
+  const RINGING = ["queued", "sending"];
+  const isFailed = (r) => Boolean(r.last_firing && FAILED.includes(r.last_firing.state));
+  const isOverdue = (r) => r.status === "pending" && r.next && Date.parse(r.next) < Date.now() - LIST_SETTLE_MS;
+  const viewShows = (view, r) => view.statuses.some((s) => s === null || s === r.status) && (!view.shows || view.shows(r));
+
+  /** The instant a reminder rings today on its own clock: its next ring, else its last; null
+   * when neither is today. */
+  function ringToday(r) {
+    if (r.next && Words.isToday(r.next, r.zone)) return r.next;
+    if (r.last_firing && Words.isToday(r.last_firing.due, r.zone)) return r.last_firing.due;
+    return null;
+  }
+
+  /** The day in the order it rings: what rang this morning above what rings tonight. */
+  function byRingToday(a, b) {
+    return Date.parse(ringToday(a)) - Date.parse(ringToday(b));
+  }
+
+  /** Soonest ring first; those with none after, the latest ring first. */
+  function byNextRing(a, b) {
+    if (a.next && b.next) return Date.parse(a.next) - Date.parse(b.next);
+    if (a.next || b.next) return a.next ? -1 : 1;
+    const rang = (r) => (r.last_firing ? Date.parse(r.last_firing.due) : Date.parse(r.updated_at));
+    return rang(b) - rang(a);
+  }
+
+  /** The reminders of a status (all of them: null), oldest saved first, up to MAX_LISTED: the
+   * API lists by creation, so a view is sorted here over all it read. */
+  async function readAll(status) {
+    const found = [];
+    let cursor = null;
+    do {
+      const query = new URLSearchParams({ limit: String(READ_SIZE) });
+      if (status) query.set("status", status);
+      if (cursor) query.set("cursor", cursor);
+      const { data } = await api("GET", `/v1/reminders?${query}`);
+      found.push(...data.reminders);
+      cursor = data.next_cursor;
+    } while (cursor && found.length < MAX_LISTED);
+    return { found, cut: Boolean(cursor) };
+  }
+
+  /** The view read again and drawn as far down as it was (a page at least), and down to
+   * `made`, a reminder just saved or snoozed, however far down the view it falls. */
+  async function loadReminders(made = null) {
+    const round = ++state.listRound;
+    const name = $("filter").value;
+    const view = VIEWS[name] || VIEWS.pending;
+    const lists = await Promise.all(view.statuses.map(readAll));
     if (round !== state.listRound) return; // a newer load replaced the list meanwhile
-    const items = data.reminders.map(reminderItem);
-    if (more) $("reminder-list").append(...items);
-    else $("reminder-list").replaceChildren(...items);
-    state.cursor = data.next_cursor;
-    $("more").hidden = !state.cursor;
-    $("reminders-empty").textContent = EMPTY_WORDS[status] || EMPTY_WORDS[""];
-    $("reminders-empty").hidden = $("reminder-list").children.length > 0;
-    refreshAfterNextRing(data.reminders);
+    const read = lists.flatMap((list) => list.found);
+    // One saved past the MAX_LISTED read is shown all the same, from the server's answer.
+    if (made && viewShows(view, made) && !read.some((r) => r.id === made.id)) read.push(made);
+    const listed = read.filter((r) => viewShows(view, r)).sort(view.order || byNextRing);
+    const at = made ? listed.findIndex((r) => r.id === made.id) : -1;
+    const count = Math.max(PAGE_SIZE, name === state.view ? state.shown : 0, at + 1);
+    Object.assign(state, { view: name, listed, shown: 0 });
+    $("reminder-list").replaceChildren();
+    drawMore(count);
+    $("reminders-empty").textContent = EMPTY_WORDS[name] || EMPTY_WORDS[""];
+    $("reminders-empty").hidden = listed.length > 0;
+    $("reminders-cut").hidden = !lists.some((list) => list.cut);
+    refreshAfterNextRing(read);
+  }
+
+  /** The next `count` reminders of the view drawn below those shown. */
+  function drawMore(count = PAGE_SIZE) {
+    const next = state.listed.slice(state.shown, state.shown + count);
+    state.shown += next.length;
+    $("reminder-list").append(...next.map(reminderItem));
+    $("more").hidden = state.shown >= state.listed.length;
   }
 
   /** The list again, with a failure said rather than thrown (a ring or a snooze asks). */
@@ -460,13 +530,15 @@
   }
 
   // A ring by another channel than this page's sends the page no event: the list is read
-  // again once the soonest ring shown is due, so that it does not stay "coming up".
+  // again once the soonest ring read is due, shown or not (a ring that fails joins the view
+  // of failures, one that rings leaves "coming up"), and while a ring is on its way, until
+  // it says "delivered" or "failed".
   function refreshAfterNextRing(reminders) {
     clearTimeout(state.listTimer);
-    const due = reminders.filter((r) => r.next).map((r) => Date.parse(r.next));
-    if (!due.length) return;
-    const ahead = Math.min(...due) - Date.now();
-    if (ahead > LIST_HORIZON_MS) return;
+    const due = reminders.filter((r) => r.next).map((r) => Date.parse(r.next) - Date.now());
+    if (reminders.some((r) => r.last_firing && RINGING.includes(r.last_firing.state))) due.push(0);
+    const ahead = Math.min(...due);
+    if (!due.length || ahead > LIST_HORIZON_MS) return;
     const wait = ahead > 0 ? ahead + LIST_SETTLE_MS : LIST_OVERDUE_MS;
     state.listTimer = setTimeout(() => {
       if (state.signedIn) reloadReminders();
@@ -474,8 +546,12 @@
   }
 
   const STATUS_WORDS = { fired: "rang", ended: "ended", cancelled: "cancelled" };
+  // A ring's state as its owner asks of it: did it reach me?
+  const RING_WORDS = { sent: "delivered", failed: "failed", expired: "failed (too late to send)", queued: "ringing", sending: "ringing" };
   const EMPTY_WORDS = {
     pending: "Nothing coming up.",
+    today: "Nothing rings today.",
+    overdue: "Nothing overdue, nothing failed.",
     fired: "Nothing has rung yet.",
     ended: "No series has ended.",
     cancelled: "Nothing cancelled.",
@@ -499,7 +575,14 @@
     q(".repeat").textContent = `${Words.repeat(reminder)} (${reminder.zone})`;
     const channel = CHANNELS.find(([value]) => value === reminder.channel);
     q(".channel").textContent = `by ${channel ? channel[1] : reminder.channel}`;
-    if (reminder.last_firing) q(".last").textContent = ` · last ring: ${reminder.last_firing.state}`;
+    if (reminder.priority === "bulk") q(".priority").textContent = " · bulk (after urgent ones)";
+    if (reminder.last_firing) {
+      const state = reminder.last_firing.state;
+      q(".last").textContent = ` · last ring: ${RING_WORDS[state] || state}`;
+      q(".last").classList.toggle("failed", FAILED.includes(state));
+    }
+    if (isOverdue(reminder)) q(".in").classList.add("failed");
+    snoozeChoices(item, reminder);
     const name = `“${reminder.text}”`;
     q(".snooze summary").setAttribute("aria-label", `Snooze ${name}`);
     q(".edit").setAttribute("aria-label", `Edit ${name}`);
@@ -521,6 +604,20 @@
       if (q(".history").open) showHistory(item, reminder);
     });
     return item;
+  }
+
+  /** The snooze choices say what they count from. A one-off still to ring is put off from
+   * its own time ("10 min later"): a snooze never brings it forward (`changes.snooze_due`),
+   * which is what one asks of a reminder due tomorrow. A ring that came rings again counting
+   * from now ("In 10 min"), as an alarm clock's snooze does. */
+  function snoozeChoices(item, reminder) {
+    const q = (selector) => item.querySelector(selector);
+    const ahead = reminder.status === "pending" && !reminder.rule && reminder.next && Date.parse(reminder.next) > Date.now();
+    q('[data-snooze="10m"]').textContent = ahead ? "10 min later" : "In 10 min";
+    q('[data-snooze="1h"]').textContent = ahead ? "1 hour later" : "In 1 hour";
+    q(".snooze-from").hidden = !ahead;
+    if (ahead) q(".snooze-from").textContent = `From its time, ${Words.localTime(reminder.next_local, reminder.zone)}:`;
+    q(".until").placeholder = Words.example();
   }
 
   /** Tomorrow at `MORNING` on `zone`'s clock, as a local wall time the server reads there. */
@@ -550,7 +647,7 @@
       const { status, data } = await api("POST", `/v1/reminders/${reminder.id}/snooze`, body);
       const when = `${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)})`;
       const said = status === 201 ? `Snoozed: a new reminder rings ${when}.` : `Snoozed: it rings ${when}.`;
-      await loadReminders();
+      await loadReminders(data);
       const shown = $("reminder-list").querySelector(`[data-id="${data.id}"]`);
       tell(shown ? shown.querySelector(".answer") : $("status"), said);
       if (shown) shown.querySelector(".snooze summary").focus();
@@ -610,7 +707,8 @@
     const fields = form.elements;
     const was = current.data;
     fields.text.value = was.text;
-    fields.when.value = was.repeat || was.at || "";
+    const whenWas = Words.whenOf(was);
+    fields.when.value = whenWas;
     fields.zone.value = was.zone;
     fillChannels(fields.channel, was.channel);
     item.querySelector(".actions").hidden = true;
@@ -628,7 +726,7 @@
       for (const name of ["text", "zone", "channel"]) {
         if (fields[name].value !== was[name]) change[name] = fields[name].value;
       }
-      if (fields.when.value.trim() !== (was.repeat || was.at || "")) {
+      if (fields.when.value.trim() !== whenWas) {
         change.when = fields.when.value;
       }
       if (!Object.keys(change).length) {
@@ -780,10 +878,10 @@
       showNotifyButton();
     });
     $("create-form").addEventListener("submit", create);
-    $("new-when").addEventListener("input", schedulePreview);
+    $("new-say").addEventListener("input", schedulePreview);
     $("new-zone").addEventListener("input", schedulePreview);
     $("filter").addEventListener("change", reloadReminders);
-    $("more").addEventListener("click", () => loadReminders(true).catch((e) => say(e.message, true)));
+    $("more").addEventListener("click", () => drawMore());
     // A refusal of the channel no longer applies once another is chosen.
     $("new-channel").addEventListener("change", () => clearErrors({ channel: createPlaces().channel }));
     $("contact-kind").addEventListener("change", contactKindChanged);

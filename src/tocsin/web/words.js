@@ -34,32 +34,70 @@ window.Words = (() => {
 
   const pad = (n) => String(n).padStart(2, "0");
 
+  /** Whether this browser's locale reads a 12-hour clock (en-US: "6:00 PM"). */
+  const TWELVE_HOURS = (() => {
+    const options = new Intl.DateTimeFormat(undefined, { hour: "numeric" }).resolvedOptions();
+    return options.hourCycle ? ["h11", "h12"].includes(options.hourCycle) : Boolean(options.hour12);
+  })();
+
+  /** A time of day on the locale's clock: "18:30" or "6:30 PM" (seconds only when set). */
+  function clock(hour, minute, second = 0) {
+    const tail = `${pad(minute)}${second ? ":" + pad(second) : ""}`;
+    if (!TWELVE_HOURS) return `${pad(hour)}:${tail}`;
+    return `${hour % 12 || 12}:${tail} ${hour < 12 ? "AM" : "PM"}`;
+  }
+
+  /** A time to type, shown as the locale writes it, for an example in a field. */
+  const example = () => `tomorrow ${clock(18, 30)}`;
+
   /** A local wall time as a person says it: "today 09:00", "tomorrow 18:30", "Mon 09:00",
    *  "Tue 3 Nov 09:00", or with the year when it is not this one. */
   function localTime(local, zone, now = new Date()) {
     const p = wallParts(local);
     if (!p) return local;
     const day = Date.UTC(p.year, p.month - 1, p.day) / 86400000;
-    const clock = `${pad(p.hour)}:${pad(p.minute)}${p.second ? ":" + pad(p.second) : ""}`;
+    const at = clock(p.hour, p.minute, p.second);
     const ahead = day - todayIn(zone, now);
-    if (ahead === 0) return `today ${clock}`;
-    if (ahead === 1) return `tomorrow ${clock}`;
+    if (ahead === 0) return `today ${at}`;
+    if (ahead === 1) return `tomorrow ${at}`;
     const weekday = DAYS[new Date(day * 86400000).getUTCDay()];
-    if (ahead > 1 && ahead < 7) return `${weekday} ${clock}`;
+    if (ahead > 1 && ahead < 7) return `${weekday} ${at}`;
     const thisYear = new Date(todayIn(zone, now) * 86400000).getUTCFullYear();
     const year = p.year === thisYear ? "" : ` ${p.year}`;
-    return `${weekday} ${p.day} ${MONTHS[p.month - 1]}${year} ${clock}`;
+    return `${weekday} ${p.day} ${MONTHS[p.month - 1]}${year} ${at}`;
   }
 
   /** A UTC instant shown on `zone`'s clock, in the same words as `localTime`. */
   function instant(utc, zone, now = new Date()) {
+    return localTime(wallOf(utc, zone), zone, now);
+  }
+
+  /** A UTC instant as the wall time it is in `zone`: "2026-10-26T09:00:00". */
+  function wallOf(utc, zone) {
     const parts = new Intl.DateTimeFormat("en-CA", {
       timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit",
       hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
     }).formatToParts(new Date(utc));
     const get = (type) => parts.find((x) => x.type === type).value;
-    const local = `${get("year")}-${get("month")}-${get("day")}T${get("hour")}:${get("minute")}:${get("second")}`;
-    return localTime(local, zone, now);
+    return `${get("year")}-${get("month")}-${get("day")}T${get("hour")}:${get("minute")}:${get("second")}`;
+  }
+
+  /** Whether a UTC instant falls today on `zone`'s clock. */
+  function isToday(utc, zone, now = new Date()) {
+    const p = wallParts(wallOf(utc, zone));
+    return Date.UTC(p.year, p.month - 1, p.day) / 86400000 === todayIn(zone, now);
+  }
+
+  /** A reminder's time as its owner would type it again: the repeat as written, or the
+   *  one-off's wall time in its zone on the locale's clock ("2026-12-24 18:00" or
+   *  "2026-12-24 6:00 PM", both read back by the server), never a UTC instant. */
+  function whenOf(reminder) {
+    if (reminder.repeat) return reminder.repeat;
+    if (!reminder.at) return "";
+    const wall = /[zZ]$|[+-]\d\d:?\d\d$/.test(reminder.at) ? wallOf(reminder.at, reminder.zone) : reminder.at;
+    const p = wallParts(wall);
+    if (!p) return reminder.at;
+    return `${p.year}-${pad(p.month)}-${pad(p.day)} ${clock(p.hour, p.minute, p.second)}`;
   }
 
   /** How far an instant is from now: "in 3 hours", "in 5 minutes", "2 days ago", "now". */
@@ -93,7 +131,7 @@ window.Words = (() => {
     const hours = (rule.BYHOUR || "").split(",").filter(Boolean);
     const minutes = (rule.BYMINUTE || "0").split(",");
     if (!hours.length) return rule.BYMINUTE ? ` at minute ${list(minutes)}` : "";
-    return ` at ${list(hours.flatMap((h) => minutes.map((m) => `${pad(h)}:${pad(m)}`)))}`;
+    return ` at ${list(hours.flatMap((h) => minutes.map((m) => clock(Number(h), Number(m)))))}`;
   }
 
   /** An RRULE body ("FREQ=WEEKLY;BYDAY=MO;BYHOUR=9;BYMINUTE=0") in words. */
@@ -128,5 +166,5 @@ window.Words = (() => {
     return rule(reminder.rule);
   }
 
-  return Object.freeze({ localTime, instant, fromNow, rule, repeat });
+  return Object.freeze({ localTime, instant, fromNow, rule, repeat, isToday, whenOf, example, clock });
 })();
