@@ -94,11 +94,13 @@ node() {
     # What this node's standby copies with and streams by, and what it uses itself once it
     # is demoted and follows the other: the keeper's own connections to the other node (its
     # checks, pg_rewind, a new base backup) take the password from ~/.pgpass alone.
-    pg_autoctl config set --pgdata "$PGDATA" replication.password "$REPLICATION_PASSWORD" >/dev/null
+    # `--`: pg_autoctl reads any later word that starts with `-` as an option, and a
+    # password may (token_urlsafe's do one time in 64).
+    pg_autoctl config set --pgdata "$PGDATA" -- replication.password "$REPLICATION_PASSWORD" >/dev/null
     remember_password pgautofailover_replicator "$REPLICATION_PASSWORD"
     local name value
     while IFS='=' read -r name value; do
-        pg_autoctl config set --pgdata "$PGDATA" "$name" "$value" >/dev/null
+        pg_autoctl config set --pgdata "$PGDATA" -- "$name" "$value" >/dev/null
     done < <(settings "${NODE_SETTINGS:-}")
     drop_initdb_trust
     # Tocsin's rule, on each node (pg_hba.conf is not replicated): the primary is wherever

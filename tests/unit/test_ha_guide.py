@@ -38,3 +38,15 @@ def test_the_guides_tuning_table_has_what_the_test_sets() -> None:
         assert rows.get(name) in (f"{value} ms", value), (name, rows.get(name))
     for name, value in ha.NODE_SETTINGS.items():
         assert rows.get(name) == f"{value} s", (name, rows.get(name))
+
+
+def test_the_scripts_config_set_words_cannot_be_read_as_options() -> None:
+    """A password is a word pg_autoctl's option parser reads as options when it starts with
+    `-` (token_urlsafe's do one time in 64: "set: invalid option -- '_'" and a failed node);
+    `--` ends the options before the name and the value."""
+    script = ha.SETUP.read_text()
+    calls = [line.strip() for line in script.splitlines() if "pg_autoctl config set" in line]
+    calls = [call for call in calls if not call.startswith("#")]
+    assert calls, "setup.sh sets nothing with `pg_autoctl config set`?"
+    for call in calls:
+        assert re.search(r'pg_autoctl config set --pgdata "\$PGDATA" -- ', call), call
