@@ -1,20 +1,28 @@
-"""Batches as columns: claims, results and unwritten firings turned into one list per statement
-parameter, in one declared order, for both backends.
+"""Batches as columns: claims, results and unwritten firings turned into one list per field,
+and the one place that says in which order each batch's fields travel, for both backends.
 
-Both backends take a batch's rows (`rows`: the columns zipped) as one JSON array, each row an
-array of its fields by position: PostgreSQL's statements read it with `jsonb_array_elements`,
-SQLite's with `json_each`. (As parallel arrays through asyncpg, a firing's 23 fields cost the
-worker ~12 µs to encode; as JSON ~1 µs, and the database about the same: docs/benchmarks.md,
-"Batches as JSON".) A field added to a batch is added here, and in the
-statements that read it. Each column is one list comprehension over the batch; instants stay
-datetimes unless the backend stores them otherwise (`instant`: SQLite's microseconds).
+Both backends take a batch's rows as one JSON array, each row an array of its fields (no keys:
+as parallel arrays through asyncpg, a firing's 23 fields cost the worker ~12 µs to encode; as
+JSON ~1 µs, and the database about the same: docs/benchmarks.md, "Batches as JSON"). Which
+field is where is said here alone: each `Batch` at the end of this module lists its fields in
+order, each with the PostgreSQL type its statements read it as, declared beside the column it
+comes from (`Annotated[list[int], "bigint"]`). Rows are built by name (`Batch.json`,
+`Batch.rows`: every field of the batch, or an error), and the statements read them by name:
+each backend's `queries` fills in, once, at import, PostgreSQL's select list of a batch
+(`{claim_fields}`) and SQLite's read of one field (`{claim.due_at}`) from these declarations
+(tests/unit/test_batches.py checks both). A field is added to its columns class, to the
+batches that carry it, and to the statements that read it, by its name.
+
+Each column is one list comprehension over the batch; instants stay datetimes unless the
+backend stores them otherwise (`instant`: SQLite's microseconds).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, get_type_hints
 
 import orjson
 
@@ -41,20 +49,71 @@ def json_rows(columns: Sequence[list[Any]]) -> str:
     return orjson.dumps(rows(columns), option=orjson.OPT_NAIVE_UTC).decode()
 
 
-class ClaimColumns(NamedTuple):
-    """A batch of claims (`SchedulerStore.claim`): on PostgreSQL the fields [0]…[8] of each row
-    of CLAIM's $1; on SQLite, after the firing id, the fields [1]…[9] of each claim in
-    `:claims` (CLAIMABLE)."""
+class Field(NamedTuple):
+    """One field of a batch's rows: the name its statements read it by, and the PostgreSQL type
+    they read it as (`text`: the text `->>` gives, as it is). SQLite reads every field as the
+    JSON value it is, instants already microseconds (`instant`)."""
 
-    reminder_id: list[str]
-    due_at: list[Any]
-    version: list[int]
-    next_due_at: list[Any]
-    next_bucket: list[int | None]
-    state: list[str]
-    part: list[int]
-    epoch: list[int]
-    error: list[str | None]
+    name: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batch:
+    """How one statement parameter's rows travel: one JSON array, each row the `fields` in
+    their order, which is the only place that order is said."""
+
+    fields: tuple[Field, ...]
+
+    def __post_init__(self) -> None:
+        names = self.names
+        if len(set(names)) < len(names):
+            raise ValueError(f"a batch names a field twice: {names}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(field.name for field in self.fields)
+
+    def columns(self, columns: Mapping[str, list[Any]]) -> list[list[Any]]:
+        """The batch's columns in its order, taken from `columns` by name: every field of the
+        batch must be there (others are left out: a batch may carry some of a class's)."""
+        missing = [field.name for field in self.fields if field.name not in columns]
+        if missing:
+            raise TypeError(f"the batch's rows have no column for {missing}")
+        return [columns[field.name] for field in self.fields]
+
+    def json(self, columns: Mapping[str, list[Any]]) -> str:
+        """The rows as PostgreSQL takes them (`json_rows`)."""
+        return json_rows(self.columns(columns))
+
+    def rows(self, columns: Mapping[str, list[Any]]) -> list[tuple[Any, ...]]:
+        """The rows, for SQLite to encode as JSON."""
+        return list(zip(*self.columns(columns), strict=True))
+
+
+def _declared(columns: type[tuple[Any, ...]]) -> dict[str, Field]:
+    """The fields of a class of columns, in their order, each with the type declared beside it."""
+    hints = get_type_hints(columns, include_extras=True)
+    return {name: Field(name, hint.__metadata__[0]) for name, hint in hints.items()}
+
+
+def _picked(declared: dict[str, Field], *names: str) -> tuple[Field, ...]:
+    return tuple(declared[name] for name in names)
+
+
+class ClaimColumns(NamedTuple):
+    """A batch of claims (`SchedulerStore.claim`): the claims of `POSTGRES_CLAIMS` and
+    `SQLITE_CLAIMS`."""
+
+    reminder_id: Annotated[list[str], "text"]
+    due_at: Annotated[list[Any], "timestamptz"]
+    version: Annotated[list[int], "integer"]
+    next_due_at: Annotated[list[Any], "timestamptz"]
+    next_bucket: Annotated[list[int | None], "integer"]
+    state: Annotated[list[str], "text"]
+    part: Annotated[list[int], "integer"]
+    epoch: Annotated[list[int], "bigint"]
+    error: Annotated[list[str | None], "text"]
 
 
 def claim_columns(claims: Sequence[Claim], fence: Fence | None, instant: Instant) -> ClaimColumns:
@@ -79,44 +138,21 @@ class ResultColumns(NamedTuple):
     its round's attempts (None fields when none was made). `result_columns` holds the round's
     last attempt with the result; `earlier_columns` the round's attempts at other destinations,
     one row each, with no result (None in `state`, `next_attempt_at`, `last_error`, `sent_to`).
+    `last_error` is the firing's, `error` the attempt's."""
 
-    PostgreSQL: the fields [0]…[12] of each row of RECORD_ATTEMPTS' $1, and `outcomes` and
-    `sent_to` in INSERT_FIRINGS' (after the firing's `rings`); the `attempts` of the earlier ones
-    are the rows of either's $2. SQLite: the fields [0]…[12] of each row of `:results`."""
-
-    firing_id: list[str]
-    sender: list[str]
-    state: list[str | None]
-    next_attempt_at: list[Any]
-    number: list[int | None]
-    at: list[Any]
-    channel: list[str | None]
-    outcome: list[str | None]
-    last_error: list[str | None]
-    provider_id: list[str | None]
-    destination: list[str | None]
-    error: list[str | None]
-    sent_to: list[str | None]
-
-    @property
-    def outcomes(self) -> tuple[list[Any], ...]:
-        """The columns from `state` to `error`: what the round did to each firing."""
-        return self[2:12]
-
-    @property
-    def attempts(self) -> tuple[list[Any], ...]:
-        """The columns of an attempts row: firing, number, at, channel, outcome, error,
-        provider id, destination."""
-        return (
-            self.firing_id,
-            self.number,
-            self.at,
-            self.channel,
-            self.outcome,
-            self.error,
-            self.provider_id,
-            self.destination,
-        )
+    firing_id: Annotated[list[str], "text"]
+    sender: Annotated[list[str], "text"]
+    state: Annotated[list[str | None], "text"]
+    next_attempt_at: Annotated[list[Any], "timestamptz"]
+    number: Annotated[list[int | None], "integer"]
+    at: Annotated[list[Any], "timestamptz"]
+    channel: Annotated[list[str | None], "text"]
+    outcome: Annotated[list[str | None], "text"]
+    last_error: Annotated[list[str | None], "text"]
+    provider_id: Annotated[list[str | None], "text"]
+    destination: Annotated[list[str | None], "text"]
+    error: Annotated[list[str | None], "text"]
+    sent_to: Annotated[list[str | None], "text"]
 
 
 def result_columns(results: Sequence[AttemptResult], instant: Instant) -> ResultColumns:
@@ -158,40 +194,90 @@ def _columns(
 
 
 class FiringColumns(NamedTuple):
-    """Firings a claim did not write (`AttemptResult.firing`), as PostgreSQL's INSERT_FIRINGS
-    takes them: `rings`, the fields [0]…[10] of each row of its $1, and `priority`, the last."""
+    """Firings a claim did not write (`AttemptResult.firing`): the firings of
+    `POSTGRES_UNWRITTEN`. `route` is the firing's channel (`channel` is its try's)."""
 
-    id: list[str]
-    reminder_id: list[str]
-    owner: list[str]
-    shard: list[int]
-    due_at: list[datetime]
-    deadline: list[datetime]
-    channel: list[str]
-    text: list[str]
-    metadata: list[str | None]
-    source: list[str | None]
-    created_at: list[datetime]
-    priority: list[int | None]
-
-    @property
-    def rings(self) -> tuple[list[Any], ...]:
-        """The columns from `id` to `created_at`."""
-        return self[:11]
+    firing_id: Annotated[list[str], "text"]
+    reminder_id: Annotated[list[str], "text"]
+    owner: Annotated[list[str], "text"]
+    shard: Annotated[list[int], "smallint"]
+    due_at: Annotated[list[datetime], "timestamptz"]
+    deadline: Annotated[list[datetime], "timestamptz"]
+    route: Annotated[list[str], "text"]
+    text: Annotated[list[str], "text"]
+    metadata: Annotated[list[str | None], "text"]
+    source: Annotated[list[str | None], "text"]
+    created_at: Annotated[list[datetime], "timestamptz"]
+    priority: Annotated[list[int | None], "smallint"]
 
 
 def firing_columns(firings: Sequence[Firing]) -> FiringColumns:
     return FiringColumns(
-        id=[firing.id for firing in firings],
+        firing_id=[firing.id for firing in firings],
         reminder_id=[firing.reminder_id for firing in firings],
         owner=[firing.owner for firing in firings],
         shard=[firing.shard for firing in firings],
         due_at=[firing.due_at for firing in firings],
         deadline=[firing.deadline for firing in firings],
-        channel=[firing.channel.value for firing in firings],
+        route=[firing.channel.value for firing in firings],
         text=[firing.text for firing in firings],
         metadata=[codec.dump_json(firing.metadata) for firing in firings],
         source=[firing.source for firing in firings],
         created_at=[firing.created_at for firing in firings],
         priority=[codec.stored_priority(firing.priority) for firing in firings],
     )
+
+
+# -- the batches: which fields each statement parameter carries, in their order -----------------
+
+_CLAIM = _declared(ClaimColumns)
+_RESULT = _declared(ResultColumns)
+_FIRING = _declared(FiringColumns)
+# What a round did to a firing: its result and its last attempt.
+_OUTCOME = _picked(
+    _RESULT,
+    "state",
+    "next_attempt_at",
+    "number",
+    "at",
+    "channel",
+    "outcome",
+    "last_error",
+    "provider_id",
+    "destination",
+    "error",
+)
+
+# CLAIM's $1: each claim, then the status its reminder was loaded in (`pending`: compared as a
+# value of the batch, never a constant, for the plan's sake; postgres.sql says why).
+POSTGRES_CLAIMS = Batch(fields=(*_CLAIM.values(), Field("loaded_status", "text")))
+# RECORD_ATTEMPTS' $1: each result, then the state its firing was handed out in (`sending`).
+POSTGRES_RESULTS = Batch(fields=(*_RESULT.values(), Field("held_state", "text")))
+# INSERT_FIRINGS' $1: each firing a claim did not write, with the outcome of its first try.
+POSTGRES_UNWRITTEN = Batch(
+    fields=(
+        *(field for field in _FIRING.values() if field.name != "priority"),
+        *_OUTCOME,
+        _RESULT["sent_to"],
+        _FIRING["priority"],
+    )
+)
+# $2 of RECORD_ATTEMPTS and INSERT_FIRINGS: the rounds' attempts at other destinations
+# (`earlier_columns`).
+POSTGRES_EARLIER = Batch(
+    fields=_picked(
+        _RESULT,
+        "firing_id",
+        "number",
+        "at",
+        "channel",
+        "outcome",
+        "error",
+        "provider_id",
+        "destination",
+    )
+)
+# `:claims` of CLAIMABLE and CLAIM_REMINDERS: each claim's delivery identity, then the claim.
+SQLITE_CLAIMS = Batch(fields=(Field("firing_id", "text"), *_CLAIM.values()))
+# `:results` of INSERT_ATTEMPTS and FINISH_ATTEMPTS: the results, or the earlier attempts.
+SQLITE_RESULTS = Batch(fields=tuple(_RESULT.values()))

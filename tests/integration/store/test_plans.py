@@ -19,8 +19,7 @@ import pytest
 
 from tests.integration.store.factories import NOW, reminder
 from tocsin.domain import AttemptResult, Claim, FiringState, ReminderStatus
-from tocsin.store import Store, open_store
-from tocsin.store.batches import json_rows
+from tocsin.store import Store, batches, open_store
 from tocsin.store.codec import bucket_of
 from tocsin.store.postgres import queries as pg
 from tocsin.store.sqlite import queries as lite
@@ -580,19 +579,19 @@ async def _scheduler_batches(
     rows = sorted(rows, key=lambda row: row["id"])
     size = len(rows)
     claim = (
-        json_rows(
-            [
-                [row["id"] for row in rows],
-                [row["due_at"] for row in rows],
-                [row["version"] for row in rows],
-                [None] * size,
-                [None] * size,
-                ["sending"] * size,
-                [row["shard"] // 64 for row in rows],
-                [1] * size,
-                [None] * size,
-                ["pending"] * size,
-            ]
+        batches.POSTGRES_CLAIMS.json(
+            {
+                "reminder_id": [row["id"] for row in rows],
+                "due_at": [row["due_at"] for row in rows],
+                "version": [row["version"] for row in rows],
+                "next_due_at": [None] * size,
+                "next_bucket": [None] * size,
+                "state": ["sending"] * size,
+                "part": [row["shard"] // 64 for row in rows],
+                "epoch": [1] * size,
+                "error": [None] * size,
+                "loaded_status": ["pending"] * size,
+            }
         ),
         BUSY_MINUTE,
         "w",
@@ -604,16 +603,17 @@ async def _scheduler_batches(
         "SELECT id FROM firings WHERE state = 'sending' ORDER BY hashtext(id) LIMIT 1000"
     )
     size = len(firings)
-    no_earlier = json_rows([[]] * 8)
+    no_earlier = batches.POSTGRES_EARLIER.json(
+        {name: [] for name in batches.POSTGRES_EARLIER.names}
+    )
     record = (
-        json_rows(
-            [
-                [row["id"] for row in firings],
-                ["w"] * size,
-                *_sent_first_tries(size),
-                ["app:a"] * size,
-                ["sending"] * size,
-            ]
+        batches.POSTGRES_RESULTS.json(
+            {
+                "firing_id": [row["id"] for row in firings],
+                "sender": ["w"] * size,
+                **_sent_first_tries(size),
+                "held_state": ["sending"] * size,
+            }
         ),
         no_earlier,
     )
@@ -621,23 +621,22 @@ async def _scheduler_batches(
     size = len(rows)
     written = [f"{row['id']}.{int(row['due_at'].timestamp())}" for row in rows]
     insert = (
-        json_rows(
-            [
-                written,
-                [row["id"] for row in rows],
-                [f"busy-{n}" for n in range(size)],
-                [row["shard"] for row in rows],
-                [row["due_at"] for row in rows],
-                [row["due_at"] + timedelta(minutes=1) for row in rows],
-                ["webhook"] * size,
-                ["ring"] * size,
-                [None] * size,
-                [None] * size,
-                [BUSY_MINUTE] * size,
-                *_sent_first_tries(size),
-                ["app:a"] * size,
-                [None] * size,  # urgent
-            ]
+        batches.POSTGRES_UNWRITTEN.json(
+            {
+                "firing_id": written,
+                "reminder_id": [row["id"] for row in rows],
+                "owner": [f"busy-{n}" for n in range(size)],
+                "shard": [row["shard"] for row in rows],
+                "due_at": [row["due_at"] for row in rows],
+                "deadline": [row["due_at"] + timedelta(minutes=1) for row in rows],
+                "route": ["webhook"] * size,
+                "text": ["ring"] * size,
+                "metadata": [None] * size,
+                "source": [None] * size,
+                "created_at": [BUSY_MINUTE] * size,
+                **_sent_first_tries(size),
+                "priority": [None] * size,  # urgent
+            }
         ),
         no_earlier,
     )
@@ -645,21 +644,22 @@ async def _scheduler_batches(
     return {"claim": claim, "record": record, "insert": insert, "recover": recover}
 
 
-def _sent_first_tries(size: int) -> tuple[list[Any], ...]:
-    """The columns of `size` first tries accepted, from state to the attempt's error, in the
-    order RECORD_ATTEMPTS and INSERT_FIRINGS both take them."""
-    return (
-        ["sent"] * size,
-        [None] * size,
-        [1] * size,
-        [BUSY_MINUTE] * size,
-        ["webhook"] * size,
-        ["sent"] * size,
-        [None] * size,
-        [None] * size,
-        ["app:a"] * size,
-        [None] * size,
-    )
+def _sent_first_tries(size: int) -> dict[str, list[Any]]:
+    """The columns of `size` first tries accepted, as RECORD_ATTEMPTS and INSERT_FIRINGS both
+    take them, by name: each firing's result and its try, kept on the firing row."""
+    return {
+        "state": ["sent"] * size,
+        "next_attempt_at": [None] * size,
+        "number": [1] * size,
+        "at": [BUSY_MINUTE] * size,
+        "channel": ["webhook"] * size,
+        "outcome": ["sent"] * size,
+        "last_error": [None] * size,
+        "provider_id": [None] * size,
+        "destination": ["app:a"] * size,
+        "error": [None] * size,
+        "sent_to": ["app:a"] * size,
+    }
 
 
 async def _scheduler_plans(

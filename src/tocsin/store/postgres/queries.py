@@ -2,8 +2,10 @@
 and the shared ones rendered for asyncpg (`store/sql/`), and the few built from a template.
 
 The scheduler's batches (claims, results, firings) travel as one JSON array of rows each,
-read with `jsonb_array_elements`; the others as parallel arrays expanded with `unnest`. Either
-way a batch of thousands is one statement and one round trip.
+read with `jsonb_array_elements` through a select list made here from the batch's declaration
+in `store/batches.py` (`{claim_fields}`: each field by its place there, as its name and type);
+the others as parallel arrays expanded with `unnest`. Either way a batch of thousands is one
+statement and one round trip.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from functools import cache
 
 from tocsin.domain import PRIORITY_RANKS
 from tocsin.ids import LANE_WIDTH, LANES
-from tocsin.store import sql
+from tocsin.store import batches, sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
 
 _TEXT = sql.POSTGRES
@@ -24,6 +26,17 @@ shared = sql.Statements(sql.POSTGRES_SHARED)
 
 # Serialises `migrate` across processes (an arbitrary constant: "tocsin" in ASCII).
 MIGRATION_LOCK_KEY = 0x746F6373696E
+
+
+def select_list(batch: batches.Batch, row: str) -> str:
+    """The fields of `batch` as columns of the JSON array `row`, each by its place in the batch,
+    cast to its type and named (`(c->>1)::timestamptz AS due_at`)."""
+    return ", ".join(
+        f"{row}->>{n} AS {field.name}"
+        if field.type == "text"
+        else f"({row}->>{n})::{field.type} AS {field.name}"
+        for n, field in enumerate(batch.fields)
+    )
 
 
 def _last_firing(table: str, now: str) -> str:
@@ -38,15 +51,23 @@ OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
     last_lane=LANES - 1, lane_width=LANE_WIDTH, last_rank=len(PRIORITY_RANKS) - 1
 )
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_seconds=FEED_REPLAY_SLACK_SECONDS)
-_EARLIER = _TEXT["_EARLIER_ATTEMPTS"]
-INSERT_FIRINGS = _TEXT["_INSERT_FIRINGS"].format(conflict="", earlier=_EARLIER)
+CLAIM = _TEXT["CLAIM"].format(claim_fields=select_list(batches.POSTGRES_CLAIMS, "c"))
+_EARLIER = _TEXT["_EARLIER_ATTEMPTS"].format(
+    attempt_fields=select_list(batches.POSTGRES_EARLIER, "e")
+)
+_FIRING_FIELDS = select_list(batches.POSTGRES_UNWRITTEN, "r")
+INSERT_FIRINGS = _TEXT["_INSERT_FIRINGS"].format(
+    firing_fields=_FIRING_FIELDS, conflict="", earlier=_EARLIER
+)
 INSERT_FIRINGS_AFTER_RECOVERY = _TEXT["_INSERT_FIRINGS"].format(
-    conflict=_TEXT["_AFTER_RECOVERY"], earlier=_EARLIER
+    firing_fields=_FIRING_FIELDS, conflict=_TEXT["_AFTER_RECOVERY"], earlier=_EARLIER
 )
 INSERT_FIRINGS_UNLESS_WRITTEN = _TEXT["_INSERT_FIRINGS"].format(
-    conflict=_TEXT["_UNLESS_WRITTEN"], earlier=_EARLIER
+    firing_fields=_FIRING_FIELDS, conflict=_TEXT["_UNLESS_WRITTEN"], earlier=_EARLIER
 )
-RECORD_ATTEMPTS = _TEXT["RECORD_ATTEMPTS"].format(earlier=_EARLIER)
+RECORD_ATTEMPTS = _TEXT["RECORD_ATTEMPTS"].format(
+    result_fields=select_list(batches.POSTGRES_RESULTS, "r"), earlier=_EARLIER
+)
 PRUNE_FIRINGS = _TEXT["_PRUNE_FIRINGS"].format(owed=_TEXT["_OWED"])
 PRUNE_REMINDERS = _TEXT["_PRUNE_REMINDERS"].format(owed=_TEXT["_OWED"])
 

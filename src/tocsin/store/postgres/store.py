@@ -501,9 +501,10 @@ class PostgresStore(Store):
         # The same order in every batch keeps two overlapping batches from deadlocking often.
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
         lease_until = now + lease
+        columns = batches.claim_columns(ordered, fence, None)._asdict()
         loaded = [ReminderStatus.PENDING.value] * len(ordered)  # the status each was loaded in
         args = (
-            batches.json_rows([*batches.claim_columns(ordered, fence, None), loaded]),
+            batches.POSTGRES_CLAIMS.json(columns | {"loaded_status": loaded}),
             now,
             sender,
             lease_until,
@@ -574,13 +575,11 @@ class PostgresStore(Store):
         return applied
 
     async def _update_firings(self, results: Sequence[AttemptResult]) -> int:
-        columns = batches.result_columns(results, None)
+        columns = batches.result_columns(results, None)._asdict()
         held = [FiringState.SENDING.value] * len(results)  # the state each was handed out in
         args = (
-            batches.json_rows(
-                [columns.firing_id, columns.sender, *columns.outcomes, columns.sent_to, held]
-            ),
-            batches.json_rows(batches.earlier_columns(results, None).attempts),
+            batches.POSTGRES_RESULTS.json(columns | {"held_state": held}),
+            batches.POSTGRES_EARLIER.json(batches.earlier_columns(results, None)._asdict()),
         )
         rows = await self._statement(q.RECORD_ATTEMPTS, *args)
         applied: int = rows[0][0]
@@ -598,12 +597,11 @@ class PostgresStore(Store):
         firings = batches.firing_columns(
             [result.firing for result in results if result.firing is not None]
         )
-        columns = batches.result_columns(results, None)
+        columns = batches.result_columns(results, None)._asdict()
         args = (
-            batches.json_rows(
-                [*firings.rings, *columns.outcomes, columns.sent_to, firings.priority]
-            ),
-            batches.json_rows(batches.earlier_columns(results, None).attempts),
+            # Both name `firing_id`, the same id: the firing's, on the right, is the one sent.
+            batches.POSTGRES_UNWRITTEN.json(columns | firings._asdict()),
+            batches.POSTGRES_EARLIER.json(batches.earlier_columns(results, None)._asdict()),
         )
         try:
             rows = await self._statement(q.INSERT_FIRINGS, *args)

@@ -5,7 +5,9 @@ placeholders (`:owner`); `postgres.sql` and `sqlite.sql` hold those whose dialec
 each in its driver's own placeholders. A block is a line `-- name: NAME`, the comment lines
 that say what the statement does, then its text, up to the next block (comment lines after a
 statement belong to the file, not to it). A name that starts with `_` is a template that the
-backend's `queries` module fills in (`{slot}`), once, at import.
+backend's `queries` module fills in (`{slot}`), once, at import; a few statements have slots
+too, among them the reads of the scheduler's batches by field name (`{claim_fields}`,
+`{claim.due_at}`), made from their declaration in `store/batches.py`.
 
 Rendered for sqlite3, a shared statement is its text as written (parameters by name, a dict);
 for asyncpg, whose placeholders are `$1, $2 …`, each name becomes `$n` in the order of its

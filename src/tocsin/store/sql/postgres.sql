@@ -327,8 +327,9 @@ ORDER BY bucket, due_at, id LIMIT $5
 SET LOCAL enable_sort = off
 
 -- name: CLAIM
--- Claim a batch in one statement: $1 is the batch, one JSON array of rows, each the fields of
--- `batches.ClaimColumns` in order, then the status the reminder was loaded in (`pending`).
+-- Claim a batch in one statement: $1 is the batch, one JSON array of rows, each a claim and
+-- the status its reminder was loaded in (`pending`), read by name: {claim_fields} is the
+-- select list of `batches.POSTGRES_CLAIMS`, which declares their order.
 -- `moved` is the conditional update of each row, found by its id, only while it is still
 -- exactly what was loaded: in the status it was loaded in, at the loaded due time, at the
 -- loaded version (an edit, snooze or cancel since
@@ -364,10 +365,7 @@ SET LOCAL enable_sort = off
 -- line at most ~170 bytes, under NOTIFY's 8,000; `codec.parse_feed_payload` reads them).
 -- A page then has it as soon as the claim commits, with no delivery round in between.
 WITH claim AS (
-    SELECT c->>0 AS reminder_id, (c->>1)::timestamptz AS due_at, (c->>2)::integer AS version,
-        (c->>3)::timestamptz AS next_due_at, (c->>4)::integer AS next_bucket, c->>5 AS state,
-        (c->>6)::integer AS part, (c->>7)::bigint AS epoch, c->>8 AS error,
-        c->>9 AS loaded_status
+    SELECT {claim_fields}
     FROM jsonb_array_elements($1::jsonb) AS c
 ), moved AS (
     UPDATE reminders AS r
@@ -446,17 +444,12 @@ WHERE NOT stored OR firing_id IN (SELECT id FROM written)
 -- own channel is `sent_to` on the row). {conflict} is empty on the common path: a plain
 -- INSERT writes no speculative-insertion record (ON CONFLICT's, 48 bytes a row), and a batch
 -- that meets a firing written meanwhile fails whole and is written again with
--- `INSERT_FIRINGS_AFTER_RECOVERY`. $1 is the batch, one JSON array of rows, each a firing's
--- `batches.FiringColumns.rings`, its `ResultColumns.outcomes`, `sent_to` and priority, in
--- that order; $2 the earlier attempts ({earlier}). Return how many were written.
+-- `INSERT_FIRINGS_AFTER_RECOVERY`. $1 is the batch, one JSON array of rows, each a firing
+-- with the outcome of its first try, read by name ({firing_fields}: the select list of
+-- `batches.POSTGRES_UNWRITTEN`, which declares their order; `route` is the firing's channel,
+-- `channel` the try's); $2 the earlier attempts ({earlier}). Return how many were written.
 WITH result AS (
-    SELECT r->>0 AS firing_id, r->>1 AS reminder_id, r->>2 AS owner, (r->>3)::smallint AS shard,
-        (r->>4)::timestamptz AS due_at, (r->>5)::timestamptz AS deadline, r->>6 AS route,
-        r->>7 AS text, r->>8 AS metadata, r->>9 AS source, (r->>10)::timestamptz AS created_at,
-        r->>11 AS state, (r->>12)::timestamptz AS next_attempt_at, (r->>13)::integer AS number,
-        (r->>14)::timestamptz AS at, r->>15 AS channel, r->>16 AS outcome,
-        r->>17 AS last_error, r->>18 AS provider_id, r->>19 AS destination, r->>20 AS error,
-        r->>21 AS sent_to, (r->>22)::smallint AS priority
+    SELECT {firing_fields}
     FROM jsonb_array_elements($1::jsonb) AS r
 ), written AS (
     INSERT INTO firings AS f (
@@ -480,7 +473,8 @@ WITH result AS (
     WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
       AND NOT written.on_row
     UNION ALL
-    SELECT earlier.* FROM ({earlier}) AS earlier
+    SELECT firing_id, number, at, channel, outcome, error, provider_id, destination
+    FROM ({earlier}) AS earlier
     WHERE earlier.firing_id IN (SELECT id FROM written)
     ON CONFLICT (firing_id, number) DO NOTHING
 )
@@ -509,11 +503,10 @@ ON CONFLICT (id) DO NOTHING
 
 -- name: _EARLIER_ATTEMPTS
 -- {earlier} of INSERT_FIRINGS and RECORD_ATTEMPTS: the attempts of the batch's rounds at other
--- destinations of the same firings, $2 (one JSON array of rows, each the fields of
--- `batches.ResultColumns.attempts` in order; nearly always empty).
-SELECT e->>0 AS firing_id, (e->>1)::integer AS number, (e->>2)::timestamptz AS at,
-    e->>3 AS channel, e->>4 AS outcome, e->>5 AS error, e->>6 AS provider_id,
-    e->>7 AS destination
+-- destinations of the same firings, $2 (one JSON array of rows, nearly always empty), read by
+-- name: {attempt_fields} is the select list of `batches.POSTGRES_EARLIER`, which declares
+-- their order.
+SELECT {attempt_fields}
 FROM jsonb_array_elements($2::jsonb) AS e
 
 -- name: RECOVER_CLAIMS
@@ -601,19 +594,16 @@ RETURNING f.*
 -- Move firings on after one round of attempts each (or none: `number` NULL), each found by its
 -- id, only while the reporting sender still holds it (in the state it was handed out in:
 -- `sending`), and record each attempt: the round's last with its result ($1, one JSON array
--- of rows, each a result's firing id, sender, `batches.ResultColumns.outcomes`, `sent_to` and
--- the state it was handed out in, in that order: `last_error` is the firing's, `error` the
--- attempt's), the others (at other destinations of the same firing) from $2 ({earlier}). A
+-- of rows, each a result and the state its firing was handed out in, read by name:
+-- {result_fields} is the select list of `batches.POSTGRES_RESULTS`, which declares their
+-- order; `last_error` is the firing's, `error` the attempt's), the others (at other
+-- destinations of the same firing) from $2 ({earlier}). A
 -- first try accepted with nothing to say (`sent_to`: its destination, else NULL) on the
 -- firing's own channel stays on the firing row and writes no attempts row: one row write
 -- instead of two for the common ring. A batch names each firing once (the store sends the
 -- first result of each). Return how many applied.
 WITH result AS (
-    SELECT r->>0 AS firing_id, r->>1 AS sender, r->>2 AS state,
-        (r->>3)::timestamptz AS next_attempt_at, (r->>4)::integer AS number,
-        (r->>5)::timestamptz AS at, r->>6 AS channel, r->>7 AS outcome, r->>8 AS last_error,
-        r->>9 AS provider_id, r->>10 AS destination, r->>11 AS error, r->>12 AS sent_to,
-        r->>13 AS held_state
+    SELECT {result_fields}
     FROM jsonb_array_elements($1::jsonb) AS r
 ), finished AS (
     UPDATE firings AS f
@@ -641,7 +631,8 @@ WITH result AS (
     WHERE number IS NOT NULL  -- expired before its turn: no attempt was made
       AND NOT on_row
     UNION ALL
-    SELECT earlier.* FROM ({earlier}) AS earlier
+    SELECT firing_id, number, at, channel, outcome, error, provider_id, destination
+    FROM ({earlier}) AS earlier
     WHERE earlier.firing_id IN (SELECT firing_id FROM finished)
     ON CONFLICT (firing_id, number) DO NOTHING
 )

@@ -184,11 +184,13 @@ LIMIT :limit
 SELECT * FROM (SELECT * FROM ({urgent}) UNION ALL SELECT * FROM ({bulk}))
 ORDER BY due_at, id LIMIT :limit
 
--- A batch of claims travels as one JSON array (`:claims`) of one array per claim: [0] firing
--- id, then the columns of `batches.ClaimColumns`: [1] reminder id, [2] due_at, [3] the loaded
--- version, [4] next_due_at, [5] next_bucket, [6] firing state, [7] the part, [8] the epoch of
--- the part's lease the claimer believes it holds (with :parts set, the fencing token: see
--- `domain.Fence`), [9] the error of a ring that could not be planned (claimed `failed`). Read with json_each, a whole batch
+-- A batch of claims travels as one JSON array (`:claims`) of one array per claim: its firing
+-- id, reminder id, due_at, the loaded version, next_due_at, next_bucket, firing state, the
+-- part, the epoch of the part's lease the claimer believes it holds (with :parts set, the
+-- fencing token: see `domain.Fence`) and the error of a ring that could not be planned
+-- (claimed `failed`), in the order `batches.SQLITE_CLAIMS` declares. The statements read each
+-- field by name: `{claim.due_at}` is filled in, at import (`queries`), with the read of that
+-- field from the claim's array `c.value`. Read with json_each, a whole batch
 -- is three statements, whatever its size, and each answers in one row: the Python thread
 -- that runs them takes the GIL once per statement, not once per ring (with a busy event loop
 -- beside it, each taking waits up to the interpreter's switch interval).
@@ -207,25 +209,25 @@ ORDER BY due_at, id LIMIT :limit
 -- `status = 'pending'` matches the partial index reminders_due too, and reading that whole
 -- (every pending row of a burst) is what a claim must never do.
 SELECT json_group_array(json_array(
-    json_extract(c.value, '$[0]'), r.id, r.owner, r.shard, r.due_at,
+    {claim.firing_id}, r.id, r.owner, r.shard, r.due_at,
     r.due_at + r.freshness * 1000000, r.channel, r.text, r.metadata, r.source,
-    CASE WHEN json_extract(c.value, '$[6]') = 'sending' AND r.channel = 'inapp'
-        THEN 'queued' ELSE json_extract(c.value, '$[6]') END,
-    CASE WHEN json_extract(c.value, '$[6]') = 'sending' AND r.channel = 'inapp'
-        THEN :waiting ELSE json_extract(c.value, '$[9]') END,
+    CASE WHEN {claim.state} = 'sending' AND r.channel = 'inapp'
+        THEN 'queued' ELSE {claim.state} END,
+    CASE WHEN {claim.state} = 'sending' AND r.channel = 'inapp'
+        THEN :waiting ELSE {claim.error} END,
     r.priority,
-    json_extract(c.value, '$[6]') = 'sending' AND r.channel = 'inapp'
+    {claim.state} = 'sending' AND r.channel = 'inapp'
 ))
 FROM json_each(:claims) AS c
 CROSS JOIN reminders AS r
-WHERE r.id = json_extract(c.value, '$[1]') AND r.status = 'pending'
-  AND r.due_at = json_extract(c.value, '$[2]') AND r.version = json_extract(c.value, '$[3]')
+WHERE r.id = {claim.reminder_id} AND r.status = 'pending'
+  AND r.due_at = {claim.due_at} AND r.version = {claim.version}
   AND (:parts IS NULL OR EXISTS (
       SELECT 1 FROM leases AS l
-      WHERE l.parts = :parts AND l.part = json_extract(c.value, '$[7]')
-        AND l.holder = :sender AND l.epoch = json_extract(c.value, '$[8]')
+      WHERE l.parts = :parts AND l.part = {claim.part}
+        AND l.holder = :sender AND l.epoch = {claim.epoch}
   ))
-  AND NOT EXISTS (SELECT 1 FROM firings WHERE id = json_extract(c.value, '$[0]'))
+  AND NOT EXISTS (SELECT 1 FROM firings WHERE id = {claim.firing_id})
 
 -- name: INSERT_FIRINGS
 -- Insert the firings CLAIMABLE decided (none exists: a clash is an error, never skipped); a
@@ -252,22 +254,21 @@ FROM json_each(:firings)
 -- `due_at`: out of reminders_finished, it goes with its ring's firing (PostgreSQL's CLAIM).
 UPDATE reminders
 SET status = CASE
-        WHEN json_extract(c.value, '$[4]') IS NOT NULL THEN 'pending'
+        WHEN {claim.next_due_at} IS NOT NULL THEN 'pending'
         WHEN reminders.rule IS NULL THEN 'fired'
         ELSE 'ended'
     END,
-    due_at = coalesce(json_extract(c.value, '$[4]'), json_extract(c.value, '$[2]')),
-    bucket = json_extract(c.value, '$[5]'),
+    due_at = coalesce({claim.next_due_at}, {claim.due_at}),
+    bucket = {claim.next_bucket},
     version = reminders.version + 1,
     updated_at = :now
 FROM json_each(:claims) AS c
-WHERE reminders.id = json_extract(c.value, '$[1]') AND reminders.status = 'pending'
-  AND reminders.due_at = json_extract(c.value, '$[2]')
-  AND reminders.version = json_extract(c.value, '$[3]')
+WHERE reminders.id = {claim.reminder_id} AND reminders.status = 'pending'
+  AND reminders.due_at = {claim.due_at} AND reminders.version = {claim.version}
   AND (:parts IS NULL OR EXISTS (
       SELECT 1 FROM leases AS l
-      WHERE l.parts = :parts AND l.part = json_extract(c.value, '$[7]')
-        AND l.holder = :sender AND l.epoch = json_extract(c.value, '$[8]')
+      WHERE l.parts = :parts AND l.part = {claim.part}
+        AND l.holder = :sender AND l.epoch = {claim.epoch}
   ))
 
 -- name: EXPIRE_OVERDUE
@@ -309,14 +310,17 @@ WHERE id IN (
 )
 RETURNING *
 
--- A batch of results travels as one JSON array (`:results`) of one array per result, the
--- columns of `batches.ResultColumns`: [0] firing id, [1] sender, [2] new state, [3]
--- next_attempt_at, [4] number, [5] at, [6] channel, [7] outcome of the round's last attempt
--- (nulls when none was made), [8] the firing's last error, then the attempt's [9] provider
--- id, [10] destination, [11] error, and [12] the destination of a first try the firing row
--- keeps (`AttemptResult.sent_to`). The rounds' attempts at other destinations travel the same
--- way, one row each (`batches.earlier_columns`: no result, [2], [3], [8] and [12] null), and
--- INSERT_ATTEMPTS records them too, run again with those rows as `:results`.
+-- A batch of results travels as one JSON array (`:results`) of one array per result: firing
+-- id, sender, new state, next_attempt_at, then the round's last attempt's number, at, channel
+-- and outcome (nulls when none was made), the firing's last error, the attempt's provider id,
+-- destination and error, and the destination of a first try the firing row keeps
+-- (`AttemptResult.sent_to`), in the order `batches.SQLITE_RESULTS` declares. The statements
+-- read each field by name: `{result.sent_to}` is filled in, at import (`queries`), with the
+-- read of that field from the result's array (`r.value` in INSERT_ATTEMPTS, `a.value` in
+-- FINISH_ATTEMPTS). The rounds' attempts at other destinations travel the same way, one row
+-- each (`batches.earlier_columns`: no result; state, next_attempt_at, last error and
+-- sent_to null), and INSERT_ATTEMPTS records them too, run again with those rows as
+-- `:results`.
 --
 -- A first try accepted with nothing to say, on the firing's own channel, stays on the firing
 -- row (`sent_to`) and writes no attempts row: one row write instead of two for the common
@@ -330,37 +334,34 @@ RETURNING *
 -- the array as the outer loop: firings are found by primary key, never through the partial
 -- index firings_sending.
 INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
-SELECT f.id, json_extract(r.value, '$[4]'), json_extract(r.value, '$[5]'),
-       json_extract(r.value, '$[6]'), json_extract(r.value, '$[7]'),
-       json_extract(r.value, '$[11]'), json_extract(r.value, '$[9]'),
-       json_extract(r.value, '$[10]')
+SELECT f.id, {result.number}, {result.at}, {result.channel}, {result.outcome}, {result.error},
+       {result.provider_id}, {result.destination}
 FROM json_each(:results) AS r
 CROSS JOIN firings AS f
-WHERE f.id = json_extract(r.value, '$[0]') AND f.state = 'sending'
-  AND f.sender = json_extract(r.value, '$[1]')
-  AND json_extract(r.value, '$[4]') IS NOT NULL
-  AND NOT (json_extract(r.value, '$[12]') IS NOT NULL AND f.channel = json_extract(r.value, '$[6]'))
+WHERE f.id = {result.firing_id} AND f.state = 'sending'
+  AND f.sender = {result.sender}
+  AND {result.number} IS NOT NULL
+  AND NOT ({result.sent_to} IS NOT NULL AND f.channel = {result.channel})
 ON CONFLICT (firing_id, number) DO NOTHING
 
 -- name: FINISH_ATTEMPTS
 -- Move each firing on after its attempt (or none), only while the reporting sender still
 -- holds it; the row count is how many results applied.
 UPDATE firings
-SET state = json_extract(a.value, '$[2]'),
-    attempts = coalesce(json_extract(a.value, '$[4]'), firings.attempts),
-    next_attempt_at = CASE json_extract(a.value, '$[2]') WHEN 'queued'
-        THEN coalesce(json_extract(a.value, '$[3]'), json_extract(a.value, '$[5]')) END,
+SET state = {result.state},
+    attempts = coalesce({result.number}, firings.attempts),
+    next_attempt_at = CASE {result.state} WHEN 'queued'
+        THEN coalesce({result.next_attempt_at}, {result.at}) END,
     sender = NULL,
     lease_until = NULL,
-    sent_at = CASE json_extract(a.value, '$[2]') WHEN 'sent'
-        THEN coalesce(json_extract(a.value, '$[5]'), :now) ELSE firings.sent_at END,
-    provider_id = coalesce(json_extract(a.value, '$[9]'), firings.provider_id),
-    last_error = json_extract(a.value, '$[8]'),
-    sent_to = CASE WHEN firings.channel = json_extract(a.value, '$[6]')
-        THEN json_extract(a.value, '$[12]') END
+    sent_at = CASE {result.state} WHEN 'sent'
+        THEN coalesce({result.at}, :now) ELSE firings.sent_at END,
+    provider_id = coalesce({result.provider_id}, firings.provider_id),
+    last_error = {result.last_error},
+    sent_to = CASE WHEN firings.channel = {result.channel} THEN {result.sent_to} END
 FROM json_each(:results) AS a
-WHERE firings.id = json_extract(a.value, '$[0]') AND firings.state = 'sending'
-  AND firings.sender = json_extract(a.value, '$[1]')
+WHERE firings.id = {result.firing_id} AND firings.state = 'sending'
+  AND firings.sender = {result.sender}
 
 -- name: RELEASE_DELIVERIES
 -- Hand firings back unsent: still `sending` held by :sender, they become `queued` for any

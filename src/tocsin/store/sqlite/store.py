@@ -488,7 +488,12 @@ class SqliteStore(Store):
         now_us, until_us = _us(now), _us(now + lease)
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)  # B-tree page locality
         rounds = [
-            _json(batches.rows([_firing_ids(one), *batches.claim_columns(one, fence, _us)]))
+            _json(
+                batches.SQLITE_CLAIMS.rows(
+                    batches.claim_columns(one, fence, _us)._asdict()
+                    | {"firing_id": _firing_ids(one)}
+                )
+            )
             for one in _rounds(ordered, lambda claim: claim.reminder_id)
         ]
         held = {"now": now_us, "sender": sender, "lease_until": until_us}
@@ -576,8 +581,12 @@ class SqliteStore(Store):
         now = _us(datetime.now(UTC))
         rounds = [
             {
-                "results": _json(batches.rows(batches.result_columns(one, _us))),
-                "earlier": _json(batches.rows(batches.earlier_columns(one, _us))),
+                "results": _json(
+                    batches.SQLITE_RESULTS.rows(batches.result_columns(one, _us)._asdict())
+                ),
+                "earlier": _json(
+                    batches.SQLITE_RESULTS.rows(batches.earlier_columns(one, _us)._asdict())
+                ),
                 "now": now,
             }
             for one in _rounds(ordered, lambda result: result.firing_id)
@@ -1008,7 +1017,7 @@ def _json(items: Sequence[Sequence[Any]]) -> str:
 
 
 def _firing_ids(claims: Sequence[Claim]) -> list[str]:
-    """Each claim's delivery identity, the field [0] of `:claims` (see `queries.CLAIMABLE`)."""
+    """Each claim's delivery identity, the `firing_id` of `:claims` (`batches.SQLITE_CLAIMS`)."""
     return [firing_id(claim.reminder_id, claim.due_at) for claim in claims]
 
 
