@@ -46,6 +46,11 @@ def route_of(value: str) -> Route:
     return route
 
 
+# Where a load of a bucket range starts reading when no page of it was read yet: its keyset
+# cursor is (the first bucket, this, ""), before every due instant and id of that bucket.
+BEFORE_ANY = datetime(1, 1, 1, tzinfo=UTC)
+
+
 def bucket_of(instant: datetime) -> int:
     """The bucket of an instant: its UTC epoch minute."""
     return (instant - EPOCH) // timedelta(minutes=1)

@@ -471,8 +471,8 @@ class PostgresStore(Store):
     ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
-        after_due, after_id = after or (None, None)
-        after_bucket = _opt_bucket(after_due)
+        after_due, after_id = after or (codec.BEFORE_ANY, "")
+        after_bucket = first_bucket if after is None else codec.bucket_of(after_due)
         bounds = (first_bucket, last_bucket, shards.start, shards[-1], limit)
         lanes = lanes_of(shards)
         ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)

@@ -282,13 +282,18 @@ RETURNING secrets.name
 -- one range scan of reminders_due, keyed ((shard / 64), coalesce(priority, 0), bucket,
 -- due_at, id, shard) — the lane $9 and the priority rank {rank} first, then reading order —
 -- that tests the shard range on each entry and reads no other lane's or priority's entry;
--- with $6/$7/$8, only those after (due_at, id) = ($6, $7), whose bucket is $8: the next page,
--- which starts where the last one stopped.
+-- only those after (bucket, due_at, id) = ($8, $6, $7): the next page, which starts where the
+-- last one stopped (a first page passes the range's first bucket and an instant before any).
+-- The cursor is always given, never `$6 IS NULL OR …`: the generic plan a prepared statement
+-- switches to after five runs cannot drop that OR, so the cursor became a filter, and each
+-- page read the bucket again from its start, a heap fetch for every row before the cursor
+-- (a million rings in a minute: 12.5 million buffers over 2.35 million rows loaded, p99
+-- 121 s; docs/benchmarks.md, "The packed minute, bisected").
 SELECT id, due_at, freshness, zone, anchor, rule, version, priority, bucket FROM reminders
 WHERE status = 'pending' AND shard / 64 = $9::integer + {offset}
   AND coalesce(priority, 0) = {rank}
   AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
-  AND ($6::timestamptz IS NULL OR (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text))
+  AND (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text)
 ORDER BY bucket, due_at, id
 LIMIT $5
 

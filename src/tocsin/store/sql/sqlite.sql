@@ -168,13 +168,17 @@ UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 -- name: _LOAD_RANK
 -- Pending reminders of a bucket range and a shard range at one priority, in due order: a range
 -- scan of reminders_due, keyed in this order (coalesce(priority, 0), bucket, due_at, id) —
--- the priority rank {rank} first; with :after_due/:after_id/:after_bucket, only those after
--- that (due_at, id), in that bucket: the next page.
+-- the priority rank {rank} first; only those after (:after_bucket, :after_due, :after_id), up
+-- to :last_bucket: the next page (a first page passes the range's first bucket and an instant
+-- before any). The cursor is the scan's lower bound, so it is the only one: given a
+-- `bucket >= :first_bucket` beside it, SQLite bounds the scan by that and tests the cursor on
+-- every row before it; and never `:after_due IS NULL OR …`, which keeps it out of the range
+-- scan (as it did on PostgreSQL's generic plan: postgres.sql, _LOAD_LANE).
 SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM reminders
 WHERE status = 'pending' AND coalesce(priority, 0) = {rank}
-  AND bucket BETWEEN :first_bucket AND :last_bucket
+  AND bucket <= :last_bucket
   AND shard BETWEEN :first_shard AND :last_shard
-  AND (:after_due IS NULL OR (bucket, due_at, id) > (:after_bucket, :after_due, :after_id))
+  AND (bucket, due_at, id) > (:after_bucket, :after_due, :after_id)
 ORDER BY bucket, due_at, id
 LIMIT :limit
 

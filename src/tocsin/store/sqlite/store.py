@@ -460,14 +460,13 @@ class SqliteStore(Store):
         ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
         statement = q.load_due(ranks)
         params = {
-            "first_bucket": first_bucket,
             "last_bucket": last_bucket,
             "first_shard": shards.start,
             "last_shard": shards[-1],
             "limit": limit,
-            "after_due": None if after is None else _us(after[0]),
-            "after_id": None if after is None else after[1],
-            "after_bucket": None if after is None else codec.bucket_of(after[0]),
+            "after_due": _us(codec.BEFORE_ANY if after is None else after[0]),
+            "after_id": "" if after is None else after[1],
+            "after_bucket": first_bucket if after is None else codec.bucket_of(after[0]),
         }
         rows = await self._db.read(
             lambda connection: connection.execute(statement, params).fetchall()
