@@ -320,7 +320,7 @@ async def _ring_in_place(
             [None] * count,
         ]
     )
-    written: int = await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER)
+    written: int = await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER, [])
     return written
 
 

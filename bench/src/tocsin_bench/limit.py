@@ -313,5 +313,5 @@ async def _loop(
                 [None] * size,  # urgent
             ]
         )
-        done += await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER)
+        done += await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER, [])
     return done

@@ -451,7 +451,7 @@ FROM reminders WHERE bucket = $1
 _SCHEDULER_WRITES = (
     ("claim", pg.CLAIM, 6),
     ("record", pg.RECORD_ATTEMPTS, 2),
-    ("insert", pg.INSERT_FIRINGS, 2),
+    ("insert", pg.INSERT_FIRINGS, 3),
     ("recover", pg.RECOVER_CLAIMS, 2),
 )
 
@@ -488,7 +488,13 @@ _KEYS: dict[str, dict[str, tuple[str, str]]] = {
         "firings": ("firings_pkey", _KEY.format(r"moved\.firing_id")),  # rung already?
     },
     "record": {"firings": ("firings_pkey", _KEY.format(_FIRST_FIELD.format("r")))},
-    "insert": {},
+    # The claims it settles, deleted by their id.
+    "insert": {
+        "claimed_rings": (
+            "claimed_rings_pkey",
+            r"\(id = ANY \((\$3|'\{[0-9,]*\}'::bigint\[\])\)\)",
+        )
+    },
     "recover": {
         "claimed_rings": (
             "claimed_rings_hold",
@@ -643,6 +649,7 @@ async def _scheduler_batches(
             }
         ),
         no_earlier,
+        [1, 2],  # the claims it settles
     )
     recover = (BUSY_MINUTE + timedelta(seconds=1.5), 100)
     return {"claim": claim, "record": record, "insert": insert, "recover": recover}

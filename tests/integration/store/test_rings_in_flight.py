@@ -154,6 +154,44 @@ async def test_recover_claims_leaves_a_written_ring_alone(
     )
 
 
+async def test_a_claim_goes_with_its_last_firing_written(
+    store: Store, migrated_db_url: str
+) -> None:
+    """Its sender's write of a claim's last firing deletes the claim, before its hold runs
+    out: recovery never reads a claim whose rings were all written (a released ring counts)."""
+    first, second, third = await _claimed(store, reminder("ana"), reminder("bo"), reminder("cy"))
+
+    await store.record_attempts([result(first, sender="w1"), result(second, sender="w1")])
+    open_after_two = await _claims_left(migrated_db_url)
+    await store.release_deliveries([third], sender="w1", now=NOW + timedelta(seconds=1))
+    open_after_all = await _claims_left(migrated_db_url)
+
+    assert open_after_two == (0 if first.stored else 1)
+    assert open_after_all == 0
+    assert await store.recover_claims(now=AFTER, limit=10) == 0
+
+
+async def test_a_claim_its_sender_wrote_late_is_recoverys(
+    store: Store, migrated_db_url: str
+) -> None:
+    """A claim whose hold ran out before its sender wrote its rings (the sender claimed again
+    after that) is left to recovery, which deletes it; the late write still applies."""
+    [late] = await _claimed(store, reminder("ana"))
+    bo = reminder("bo")
+    await store.add_reminders([bo])
+    [on_time] = await store.claim([claim(bo)], sender="w1", now=AFTER, lease=LEASE)
+
+    await store.record_attempts([result(late, sender="w1"), result(on_time, sender="w1")])
+    left = await _claims_left(migrated_db_url)
+    recovered = await store.recover_claims(now=AFTER + timedelta(seconds=1), limit=10)
+
+    assert left == (0 if late.stored else 1)
+    assert recovered == 0  # its ring is written: recovery only forgets the claim
+    assert await _claims_left(migrated_db_url) == 0
+    [sent] = await store.list_firings(late.reminder_id)
+    assert sent.state == FiringState.SENT
+
+
 async def test_recover_claims_does_nothing_before_the_hold_runs_out(
     store: Store, migrated_db_url: str
 ) -> None:

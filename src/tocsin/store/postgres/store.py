@@ -50,6 +50,7 @@ from tocsin.store.base import (
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
 from tocsin.store.postgres import queries as q
+from tocsin.store.postgres.claims import ClaimLedger
 from tocsin.store.postgres.failures import boundary
 from tocsin.store.postgres.pool import CONNECT_TIMEOUT, Pool
 from tocsin.store.postgres.wakeups import Wakeups
@@ -112,6 +113,7 @@ class PostgresStore(Store):
         self._pool = pool
         self._keyring = keyring
         self._wakeups = Wakeups(lambda: pool.hosts.connect(timeout=CONNECT_TIMEOUT))
+        self._claims = ClaimLedger()  # this process's claims not settled yet
 
     @classmethod
     async def connect(
@@ -512,12 +514,16 @@ class PostgresStore(Store):
             FEED_WAITING,
         )
         rows = await self._statement(q.CLAIM, *args)
-        return [
+        firings = [
             claimed_firing_from(
                 row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row[13]
             )
             for row in rows
         ]
+        if rows and rows[0]["claim"] is not None:
+            unwritten = [firing.id for firing in firings if not firing.stored]
+            self._claims.opened(rows[0]["claim"], unwritten, hold_until=lease_until, now=now)
+        return firings
 
     async def renew_leases(
         self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
@@ -602,6 +608,7 @@ class PostgresStore(Store):
             # Both name `firing_id`, the same id: the firing's, on the right, is the one sent.
             batches.POSTGRES_UNWRITTEN.json(columns | firings._asdict()),
             batches.POSTGRES_EARLIER.json(batches.earlier_columns(results, None)._asdict()),
+            self._claims.settled_by(firings.firing_id),  # deleted with their last firings
         )
         try:
             rows = await self._statement(q.INSERT_FIRINGS, *args)
@@ -609,6 +616,8 @@ class PostgresStore(Store):
             if getattr(error.__cause__, "sqlstate", None) != _UNIQUE_VIOLATION:
                 raise
             rows = await self._statement(after_recovery, *args)
+        # Each firing is written now: by this statement, or by recovery (its claim is gone).
+        self._claims.written(firings.firing_id)
         applied: int = rows[0][0]
         return applied
 

@@ -358,10 +358,11 @@ SET LOCAL enable_sort = off
 -- `claimed_rings` under the sender's hold: each ring's reminder, due instant, and the route
 -- and freshness it was claimed with (where it goes and by when are fixed here, whatever an
 -- edit changes before its firing is written), and the batch's oldest due instant, by which
--- retention finds the claims that may owe a ring to a reminder it would delete. Its firing is written once, with the outcome
--- of its first try (INSERT_FIRINGS); a claim whose sender never writes it is found by its
--- hold (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
--- `expired` ones, and the in-app feed's (below).
+-- retention finds the claims that may owe a ring to a reminder it would delete; the claim's
+-- id is every row's `claim`. Its firing is written once, with the outcome of its first try
+-- (INSERT_FIRINGS, which deletes the claim with its last firing); a claim whose sender never
+-- writes them all is found by its hold (RECOVER_CLAIMS). Written here are the rings with
+-- nothing to send now: `failed` and `expired` ones, and the in-app feed's (below).
 --
 -- A ring for the in-app feed alone is not a worker's to send: its firing is inserted
 -- `queued` until its deadline (with the note $6), for a page to take (MARK_FEED_SENT) or
@@ -423,6 +424,7 @@ WITH claim AS (
         array_agg(freshness), min(due_at)
     FROM ring WHERE NOT stored
     HAVING count(*) > 0
+    RETURNING id
 ), written AS (
     INSERT INTO firings (
         id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
@@ -438,7 +440,7 @@ WITH claim AS (
     RETURNING id
 )
 SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
-    state, error, priority, stored
+    state, error, priority, stored, (SELECT id FROM held) AS claim
 FROM ring
 WHERE NOT stored OR firing_id IN (SELECT id FROM written)
 
@@ -452,8 +454,12 @@ WHERE NOT stored OR firing_id IN (SELECT id FROM written)
 -- `INSERT_FIRINGS_AFTER_RECOVERY`. $1 is the batch, one JSON array of rows, each a firing
 -- with the outcome of its first try, read by name ({firing_fields}: the select list of
 -- `batches.POSTGRES_UNWRITTEN`, which declares their order; `route` is the firing's channel,
--- `channel` the try's); $2 the earlier attempts ({earlier}). Return how many were written.
-WITH result AS (
+-- `channel` the try's); $2 the earlier attempts ({earlier}); $3 the claims this write
+-- settles (their last unwritten firings are in the batch: `claims.ClaimLedger` counts them),
+-- whose rows go, so that recovery never reads them. Return how many were written.
+WITH settled AS (
+    DELETE FROM claimed_rings WHERE id = ANY($3::bigint[])
+), result AS (
     SELECT {firing_fields}
     FROM jsonb_array_elements($1::jsonb) AS r
 ), written AS (

@@ -45,7 +45,9 @@ CREATE TABLE claimed_rings (
     due_ats timestamp with time zone[] NOT NULL,
     routes text[],
     freshness integer[],
-    oldest_due timestamp with time zone NOT NULL DEFAULT '-infinity'::timestamp with time zone
+    oldest_due timestamp with time zone NOT NULL DEFAULT '-infinity'::timestamp with time zone,
+    id bigint NOT NULL,
+    CONSTRAINT claimed_rings_pkey PRIMARY KEY (id)
 );
 
 CREATE TABLE contacts (

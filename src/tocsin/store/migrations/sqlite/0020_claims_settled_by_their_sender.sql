@@ -1,0 +1,4 @@
+-- PostgreSQL's claims get an id, by which their sender deletes a claim once it wrote every
+-- firing of it. SQLite's claim writes each firing `sending` in its own transaction and keeps
+-- no claim rows. Nothing changes in this schema; the version keeps both backends'
+-- migrations numbered alike.
