@@ -457,10 +457,13 @@ async def _settle(spec: FiringSpec, url: str, workers: list[Process], last_due: 
             for worker in workers:
                 worker.sample()
             before_due = datetime.now(UTC) < last_due
-            # Counting takes the database's time from the engine being measured (0.4 s a
-            # count while a million reminders are pending): only the progress bar needs
-            # counts before the last ring is due, so it gets them seldom.
+            # Counting takes the database's time from the engine being measured (2.5 s a
+            # count in a million rings over a minute): before the last ring is due only the
+            # progress bar needs counts, and it gets the statistics' (outcome.firings_written).
             await asyncio.sleep(POLL_WHILE_DUE if before_due else POLL_AFTER_DUE)
+            if before_due and (written := await _written(url)) is not None:
+                bar.update(min(written, total))
+                continue
             left = await _unfinished(url, last_bucket)
             if left is None:
                 continue
@@ -468,6 +471,14 @@ async def _settle(spec: FiringSpec, url: str, workers: list[Process], last_due: 
             if not before_due and left.total == 0:
                 return True
     return False
+
+
+async def _written(url: str) -> int | None:
+    """Firings written so far by the statistics, or None (SQLite; the database away)."""
+    try:
+        return await outcome.firings_written(url)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        return None
 
 
 async def _unfinished(url: str, last_bucket: int) -> outcome.Unfinished | None:
