@@ -36,6 +36,8 @@ class ClaimLedger:
         """Track claim `claim`, whose rings `firing_ids` its sender holds until `hold_until`;
         forget the claims whose hold ran out before `now` (recovery's from then on)."""
         self._forget_before(now)
+        if not firing_ids:
+            return
         entry = self._open[claim] = _Open(hold_until, set(firing_ids))
         for firing_id in entry.unwritten:
             self._claim_of[firing_id] = claim
@@ -45,8 +47,12 @@ class ClaimLedger:
         counts = Counter(self._claim_of[i] for i in set(firing_ids) if i in self._claim_of)
         return [claim for claim, n in counts.items() if len(self._open[claim].unwritten) == n]
 
-    def written(self, firing_ids: Iterable[str]) -> None:
-        """`firing_ids` are written: a claim with none left unwritten is settled."""
+    def written(self, firing_ids: Iterable[str], settled: Sequence[int]) -> list[int]:
+        """`firing_ids` are written, by a statement that deleted the claims `settled`: a
+        claim with none left unwritten is done. Return the claims done but not deleted (two
+        writes of one claim's last firings at once, each counting the other's as unwritten):
+        their rows are the caller's to delete."""
+        done: list[int] = []
         for firing_id in firing_ids:
             claim = self._claim_of.pop(firing_id, None)
             if claim is None:
@@ -55,6 +61,8 @@ class ClaimLedger:
             entry.unwritten.discard(firing_id)
             if not entry.unwritten:
                 del self._open[claim]
+                done.append(claim)
+        return [claim for claim in done if claim not in settled]
 
     def _forget_before(self, now: datetime) -> None:
         stale = [claim for claim, entry in self._open.items() if entry.hold_until < now]

@@ -604,11 +604,12 @@ class PostgresStore(Store):
             [result.firing for result in results if result.firing is not None]
         )
         columns = batches.result_columns(results, None)._asdict()
+        settled = self._claims.settled_by(firings.firing_id)  # deleted with their last firings
         args = (
             # Both name `firing_id`, the same id: the firing's, on the right, is the one sent.
             batches.POSTGRES_UNWRITTEN.json(columns | firings._asdict()),
             batches.POSTGRES_EARLIER.json(batches.earlier_columns(results, None)._asdict()),
-            self._claims.settled_by(firings.firing_id),  # deleted with their last firings
+            settled,
         )
         try:
             rows = await self._statement(q.INSERT_FIRINGS, *args)
@@ -617,7 +618,8 @@ class PostgresStore(Store):
                 raise
             rows = await self._statement(after_recovery, *args)
         # Each firing is written now: by this statement, or by recovery (its claim is gone).
-        self._claims.written(firings.firing_id)
+        if done := self._claims.written(firings.firing_id, settled):
+            await self._statement(q.FORGET_CLAIMS, done)
         applied: int = rows[0][0]
         return applied
 

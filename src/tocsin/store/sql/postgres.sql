@@ -520,6 +520,11 @@ ON CONFLICT (id) DO NOTHING
 SELECT {attempt_fields}
 FROM jsonb_array_elements($2::jsonb) AS e
 
+-- name: FORGET_CLAIMS
+-- Delete claims whose firings are all written ($1: their ids), which the write of their last
+-- firing did not: two writes of one claim's last firings at once (`claims.ClaimLedger`).
+DELETE FROM claimed_rings WHERE id = ANY($1::bigint[])
+
 -- name: RECOVER_CLAIMS
 -- Write, `queued` for any sender now ($1), the rings of up to $2 claims whose sender's hold
 -- ran out before it wrote their firings, and forget those claims. Each claim is taken by one
