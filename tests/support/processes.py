@@ -36,12 +36,18 @@ def clean_env(*, secret_key: str | None = TEST_SECRET_KEY, **settings: str) -> d
     return env | settings
 
 
+# A hang guard, not a speed bound: a command spends ~0.8 s of CPU (most of it importing), and
+# beside four CPU hogs and the parallel test run on two CPUs `keys create`, `keys
+# rotate-secrets` and `api` on an old schema each passed 30 s, their work done.
+COMMAND_TIMEOUT = 90
+
+
 def tocsin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tocsin", *args],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=COMMAND_TIMEOUT,
         env=env or clean_env(),
         check=False,
     )
