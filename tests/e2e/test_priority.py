@@ -31,6 +31,7 @@ BULK = 2_000
 URGENT = 20
 PEER_DOWN = 4.0  # seconds after T
 URGENT_DUE = 8.0  # seconds after T
+SAVE_LEAD = 20.0  # seconds from the service being up to T: the bulk saves take ~0.3 s here
 # A bound a loaded machine cannot break by chance: ~0.1-0.5 s here, against a bulk backlog
 # that drains for ~17 s after the peer is back.
 URGENT_LATE_AT_MOST = 6.0
@@ -60,6 +61,8 @@ def _save(
     for start in range(0, count, 1_000):
         answer = client.post("/v1/reminders:batch", json={"items": items[start : start + 1_000]})
         assert answer.status_code == 200, answer.text
+        refused = [item for item in answer.json()["items"] if item["status"] != "created"]
+        assert not refused, f"{len(refused)} refused, the first: {refused[0]}"
         made |= {item["id"] for item in answer.json()["items"]}
     assert len(made) == count
     one = client.get(f"/v1/reminders/{min(made)}").json()
@@ -83,21 +86,29 @@ def _first_accepted(arrivals: dict[str, list[list[Any]]], ids: set[str]) -> dict
 async def test_urgent_rings_go_ahead_of_a_bulk_backlog(
     pg_migrated_url: str, tmp_path: Path
 ) -> None:
-    start = datetime.now(UTC).replace(microsecond=0)
-    due = start + timedelta(seconds=20)  # the saves and the start-up take seconds
-    down_until = due.timestamp() + PEER_DOWN
-    peer = ("--fail-until", str(down_until), "--delay", "0.05")
     with (
-        receiver(*peer) as sink,
+        receiver("--delay", "0.05") as sink,
         service("postgres", tmp_path, pg_migrated_url, sink, SETTINGS) as base,
         httpx.Client(base_url=base, timeout=30) as client,
     ):
+        # T is set once the service is up, the lead is for the saves alone: set before the
+        # start-up (1.5 s here, 4 s beside four CPU hogs, more beside the parallel test run),
+        # a clean-clone run beside four hogs saved no bulk item (KeyError 'id': each refused,
+        # its `at` past by then, it seems).
+        due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=SAVE_LEAD)
+        down_until = due.timestamp() + PEER_DOWN
+        async with httpx.AsyncClient() as control:
+            (await control.post(f"{sink.url}/fail?from=0&until={down_until}")).raise_for_status()
         bulk = _save(client, due, "bulk", BULK)
         sleep_until(due + timedelta(seconds=2))
         urgent_due = due + timedelta(seconds=URGENT_DUE)
         urgent = _save(client, urgent_due, "urgent", URGENT)
 
-        await wait_all_sent(pg_migrated_url, BULK + URGENT, within=360)  # a loaded machine
+        # ~24 s here. Beside four CPU hogs it does not drain at all (a product defect, not
+        # this bound): each taken firing is refused "not tried: the hold on it would end
+        # before a send could; taken again" and taken again at once, ~1,400 a second, while
+        # a handful is sent.
+        await wait_all_sent(pg_migrated_url, BULK + URGENT, within=360)
         stats = await sink.astats(ids=True)
 
     arrivals = stats["arrivals"]
