@@ -18,6 +18,9 @@ from tocsin.domain import FiringState, ReminderStatus
 from tocsin.store import Store
 
 DUE = T0.replace(hour=18, minute=0)  # 18:00:00Z
+# A ring the wake-up brought in, late only by a loaded machine; found by the sweep, it
+# would be a minute late.
+ON_TIME_SECONDS = 10
 
 
 def z(instant: datetime) -> str:
@@ -53,7 +56,8 @@ async def sent(store: Store, reminder_id: str) -> bool:
 
 
 async def test_created_three_seconds_before_due_rings_on_time(store: Store, api_for: Any) -> None:
-    # A sweep too slow to help: only the wake-up can make it ring on time.
+    # A sweep too slow to help (the next one is a minute on): only the wake-up can make it
+    # ring within seconds.
     clock = SystemClock()
     api = api_for(clock)
     async with running(store, settings(sweep_seconds=60), clock):
@@ -62,11 +66,13 @@ async def test_created_three_seconds_before_due_rings_on_time(store: Store, api_
         response = await api.post("/v1/reminders", json=body(due))
         assert response.status_code == 201, response.text
         made = response.json()
-        await eventually(lambda: sent(store, made["id"]), within=8)
+        # Within milliseconds here; beside four CPU hogs and the parallel test run (this
+        # process runs the engine, the API and the checks) not recorded 5 s after its due.
+        await eventually(lambda: sent(store, made["id"]), within=30)
     (firing,) = await firings_of(store, made["id"])
     assert firing.due_at == due
     assert firing.sent_at is not None
-    assert timedelta(0) <= firing.sent_at - due < timedelta(seconds=1)
+    assert timedelta(0) <= firing.sent_at - due < timedelta(seconds=ON_TIME_SECONDS)
 
 
 async def test_an_edit_from_18_00_to_18_30_rings_at_18_30_only(store: Store, api_for: Any) -> None:
