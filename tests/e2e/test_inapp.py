@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.e2e.workers import workers
+from tests.e2e.workers import holders, workers
+from tests.integration.engine.support import eventually
 from tests.support.processes import clean_env, running, tocsin
 from tests.support.sse import feed
 
@@ -96,6 +97,10 @@ def serving(folder: Path) -> Iterator[tuple[str, str, dict[str, str]]]:
     env = clean_env(**FAST)
     with running("serve", "--db", db, env=env, log=folder / "serve.log") as (base, _):
         yield base, key, tokens
+
+
+async def worker_holds_all(db_url: str, worker: str) -> bool:
+    return await holders(db_url) == {worker: 4}
 
 
 def soon(seconds: int) -> datetime:
@@ -268,6 +273,9 @@ async def test_the_feed_of_api_processes_beside_a_worker(
         running("api", *db, "--workers", "2", env=env, log=tmp_path / "api.log") as (base, _),
     ):
         started.start(pg_migrated_url, "w1")
+        # Its parts held before a ring is timed: it holds them 1-3.5 s after its start here,
+        # and the first ring is due 3 s after this (it came 7 s late beside four CPU hogs).
+        await eventually(lambda: worker_holds_all(pg_migrated_url, "w1"), within=60, every=0.2)
         async with deployment(base, key, tokens) as ring:
             await keeps_owners_apart(ring)
             await rings_on_time_and_is_sent(ring)
