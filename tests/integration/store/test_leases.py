@@ -6,8 +6,13 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
+import pytest
+
 from tocsin.domain import HeldParts
 from tocsin.store import Store, open_store
+from tocsin.store.postgres import queries as pg
+from tocsin.store.postgres.store import RENEWAL_TIMEOUT_FLOOR
 
 TTL = timedelta(seconds=10)
 SHORT = timedelta(seconds=0.5)  # for the tests that wait for a lease to run out
@@ -171,3 +176,28 @@ async def test_a_new_part_count_starts_from_the_lowest_watermark(store: Store) -
 
     assert regrouped.parts == frozenset(range(4))
     assert set(regrouped.watermarks.values()) == {500}
+
+
+@pytest.mark.postgres
+async def test_a_renewal_stopped_inside_its_turn_is_ended_and_others_renew(
+    pg_store: Store, pg_migrated_url: str
+) -> None:
+    """A worker stopped inside its renewal (paused, cut off) held the renewals' turn until its
+    connection closed: nobody renewed meanwhile. The server now ends it once it has been idle
+    for half the lease (at least RENEWAL_TIMEOUT_FLOOR), and the others renew."""
+    await renew(pg_store, "healthy", ttl=SHORT)
+    stopped = await asyncpg.connect(pg_migrated_url)
+    try:
+        transaction = stopped.transaction()
+        await transaction.start()
+        floor_ms = str(int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000))
+        await stopped.execute(pg.RENEWAL_TIMEOUT, floor_ms)  # as a renewal of SHORT starts
+        await stopped.execute(pg.LOCK_RENEWALS)  # and then sends nothing more
+
+        held = await asyncio.wait_for(renew(pg_store, "healthy", ttl=SHORT), timeout=60)
+
+        assert held.parts == set(range(PARTS))
+        with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, OSError)):
+            await stopped.execute("SELECT 1")  # the server ended it
+    finally:
+        stopped.terminate()

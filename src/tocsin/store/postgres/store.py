@@ -854,6 +854,9 @@ async def _migrate(connection: asyncpg.Connection) -> list[int]:
     return applied
 
 
+RENEWAL_TIMEOUT_FLOOR = timedelta(seconds=1)  # never shorter, however short the lease
+
+
 async def _renew(
     connection: asyncpg.Connection,
     worker: str,
@@ -862,6 +865,8 @@ async def _renew(
     breakers: Sequence[str],
 ) -> HeldParts:
     s = q.shared
+    stalled = max(RENEWAL_TIMEOUT_FLOOR, ttl / 2)  # a renewal ended after this long idle
+    await connection.execute(q.RENEWAL_TIMEOUT, str(int(stalled.total_seconds() * 1000)))
     await connection.execute(q.LOCK_RENEWALS)
     now: datetime = await connection.fetchval(q.DATABASE_NOW)
     joined = await connection.fetchval(*s.WAS_LIVE.bind(worker=worker, since=now - ttl)) is None

@@ -663,6 +663,15 @@ WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
 
 -- -- leases -----------------------------------------------------------------------------------
 
+-- name: RENEWAL_TIMEOUT
+-- A renewal whose worker stops inside it (paused, cut off from the network) is ended by the
+-- server once it has sent nothing for $1 (milliseconds, half the lease), which releases the
+-- turn (LOCK_RENEWALS) and the lease rows it locked: without it, the turn stayed taken until
+-- that session's connection closed, and no worker renewed or took over anything meanwhile,
+-- its own parts included. A renewal's statements follow each other at once, so a healthy
+-- one never waits that long between two.
+SELECT set_config('idle_in_transaction_session_timeout', $1::text, true)
+
 -- name: LOCK_RENEWALS
 -- Renewals take turns (released at commit), so that each counts the live workers with the
 -- heartbeats of those renewing beside it: two renewing at once (both back after an outage)
