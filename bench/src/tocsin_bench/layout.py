@@ -32,6 +32,7 @@ from typing import Any
 
 import asyncpg
 
+from tocsin.store import batches
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
@@ -206,7 +207,9 @@ WHERE g.ctid = (
   AND (g.state, g.sender) = (outcome.held_state, outcome.sender)
 """
 
-_NO_EARLIER = json_rows([[]] * 8)  # no attempts at other destinations
+_NO_EARLIER = batches.POSTGRES_EARLIER.json(
+    {name: [] for name in batches.POSTGRES_EARLIER.names}
+)  # no attempts at other destinations
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,62 +283,80 @@ async def _pass(connection: asyncpg.Connection, name: str, due: datetime) -> dic
 async def _ring_in_place(
     connection: asyncpg.Connection, batch: list[str], due: datetime, *, weekly: bool
 ) -> int:
+    """Tocsin's CLAIM and INSERT_FIRINGS, their batches built by name from the order
+    `batches` declares, as the store builds them."""
     size, now = len(batch), datetime.now(UTC)
-    following = due + _WEEK
-    claims = json_rows(
-        [
-            batch,
-            [due] * size,
-            [1] * size,  # the version loaded
-            [following if weekly else None] * size,
-            [int(following.timestamp()) // 60 if weekly else None] * size,
-            ["sending"] * size,
-            [0] * size,  # the part, held at epoch 1 (_LEASE)
-            [1] * size,
-            [None] * size,
-            ["pending"] * size,
-        ]
+    next_due, next_bucket = _next_of(due, weekly=weekly)
+    claims = batches.POSTGRES_CLAIMS.json(
+        {
+            "reminder_id": batch,
+            "due_at": [due] * size,
+            "version": [1] * size,  # the version loaded
+            "next_due_at": [next_due] * size,
+            "next_bucket": [next_bucket] * size,
+            "state": ["sending"] * size,
+            "part": [0] * size,  # held at epoch 1 (_LEASE)
+            "epoch": [1] * size,
+            "error": [None] * size,
+            "loaded_status": ["pending"] * size,
+        }
     )
     hold = now + timedelta(seconds=20)
     claimed = await connection.fetch(CLAIM, claims, now, _SENDER, hold, 1, FEED_WAITING)
     if not claimed:
         return 0
-    sent = datetime.now(UTC)
-    count = len(claimed)
-    firings = json_rows(
-        [
-            *(list(column) for column in zip(*(row[:10] for row in claimed), strict=True)),
-            [now] * count,
-            ["sent"] * count,
-            [None] * count,
-            [1] * count,
-            [sent] * count,
-            ["webhook"] * count,
-            ["sent"] * count,
-            [None] * count,
-            [None] * count,
-            ["app:layout"] * count,
-            [None] * count,
-            ["app:layout"] * count,  # a first try accepted: kept on the firing row
-            [None] * count,
-        ]
+    sent, count = datetime.now(UTC), len(claimed)
+    rings = _CLAIMED_FIELDS
+    firings = batches.POSTGRES_UNWRITTEN.json(
+        {name: [row[n] for row in claimed] for n, name in enumerate(rings)}
+        | {
+            "created_at": [now] * count,
+            "state": ["sent"] * count,
+            "next_attempt_at": [None] * count,
+            "number": [1] * count,
+            "at": [sent] * count,
+            "channel": ["webhook"] * count,
+            "outcome": ["sent"] * count,
+            "last_error": [None] * count,
+            "provider_id": [None] * count,
+            "destination": ["app:layout"] * count,
+            "error": [None] * count,
+            "sent_to": ["app:layout"] * count,  # a first try accepted: kept on the firing row
+            "priority": [None] * count,
+        }
     )
     written: int = await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER, [])
     return written
+
+
+# What CLAIM answers first, in its order: the fields of a ring's firing.
+_CLAIMED_FIELDS = (
+    "firing_id", "reminder_id", "owner", "shard", "due_at", "deadline", "route", "text",
+    "metadata", "source",
+)  # fmt: skip
+
+
+def _next_of(due: datetime, *, weekly: bool) -> tuple[datetime | None, int | None]:
+    """A ring's next due instant and its bucket: a week on for a weekly series, none for a
+    one-off."""
+    if not weekly:
+        return None, None
+    following = due + _WEEK
+    return following, int(following.timestamp()) // 60
 
 
 async def _ring_due_order(
     connection: asyncpg.Connection, batch: list[str], due: datetime, *, weekly: bool
 ) -> int:
     size, now = len(batch), datetime.now(UTC)
-    following = due + _WEEK
+    next_due, next_bucket = _next_of(due, weekly=weekly)
     claims = json_rows(
         [
             batch,
             [due] * size,
             [1] * size,
-            [following if weekly else None] * size,
-            [int(following.timestamp()) // 60 if weekly else None] * size,
+            [next_due] * size,
+            [next_bucket] * size,
             [0] * size,
             [1] * size,
         ]
