@@ -139,13 +139,21 @@ def _utc(instant: datetime | None) -> str | None:
     return format_utc(instant) if instant is not None else None
 
 
-def etag(version: int) -> str:
-    return f'"{version}"'
+def etag(version: int, due_at: datetime | None, status: str) -> str:
+    """A reminder's ETag: its version (API writes) and where its rings are — the occurrence
+    that waits (its epoch second), else its status — so a ring changes it as an edit does,
+    and an edit made on what the reminder was before a ring is refused as stale."""
+    where = str(int(due_at.timestamp())) if due_at is not None else status
+    return f'"{version}.{where}"'
 
 
-def etag_matches(if_match: str, version: int) -> bool:
-    """Whether an `If-Match` header names this version (`*` names any)."""
-    wanted = etag(version)
+def etag_of(item: Reminder) -> str:
+    return etag(item.version, item.due_at, item.status.value)
+
+
+def etag_matches(if_match: str, item: Reminder) -> bool:
+    """Whether an `If-Match` header names the reminder as it is (`*` names any)."""
+    wanted = etag_of(item)
     for candidate in if_match.split(","):
         tag = candidate.strip().removeprefix("W/")
         if tag in ("*", wanted):
@@ -154,7 +162,7 @@ def etag_matches(if_match: str, version: int) -> bool:
 
 
 def reminder_headers(item: Reminder) -> dict[str, str]:
-    return {"ETag": etag(item.version), "Location": f"/v1/reminders/{item.id}"}
+    return {"ETag": etag_of(item), "Location": f"/v1/reminders/{item.id}"}
 
 
 def encode_cursor(last_id: str) -> str:

@@ -328,7 +328,7 @@ class ReminderService:
             raise Problem(
                 428, "precondition-required", "an edit needs If-Match with the reminder's ETag"
             )
-        if not render.etag_matches(if_match, current.version):
+        if not render.etag_matches(if_match, current):
             raise stale(current)
         self.check_configured(patch.route)
         now = self.clock.now()
@@ -336,7 +336,9 @@ class ReminderService:
             lambda: changes.edited(current, patch, now=now),
             field="repeat" if patch.when is None else "when",
         )
-        saved = await self.store.update_reminder(updated, expected_version=current.version)
+        saved = await self.store.update_reminder(
+            updated, expected_version=current.version, waiting=current.due_at
+        )
         if saved is None:
             raise stale(await self.get(principal, reminder_id))
         return saved
@@ -353,7 +355,9 @@ class ReminderService:
             if not changes.is_pending_one_off(current):
                 return 201, await self._snooze_ring(current, due)
             moved = changes.moved_one_off(current, due, now=now)
-            saved = await self.store.update_reminder(moved, expected_version=current.version)
+            saved = await self.store.update_reminder(
+                moved, expected_version=current.version, waiting=current.due_at
+            )
             if saved is not None:
                 return 200, saved
         raise Problem(409, "conflict", "the reminder kept changing while snoozing it; retry")
@@ -413,8 +417,8 @@ def stale(current: Reminder) -> Problem:
     return Problem(
         412,
         "precondition-failed",
-        f"the reminder changed since you read it: its ETag is now {render.etag(current.version)}",
-        headers={"ETag": render.etag(current.version)},
+        f"the reminder changed since you read it: its ETag is now {render.etag_of(current)}",
+        headers={"ETag": render.etag_of(current)},
     )
 
 

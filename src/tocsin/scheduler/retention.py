@@ -54,6 +54,7 @@ def added(one: Pruned, other: Pruned) -> Pruned:
         attempts=one.attempts + other.attempts,
         reminders=one.reminders + other.reminders,
         idempotency_keys=one.idempotency_keys + other.idempotency_keys,
+        rings=one.rings + other.rings,
     )
 
 
@@ -103,7 +104,7 @@ class Retention:
                 limit=batch,
             )
             total = added(total, done)
-            if max(done.firings, done.reminders, done.idempotency_keys) < batch:
+            if max(done.firings, done.reminders, done.idempotency_keys, done.rings) < batch:
                 return total
             await asyncio.sleep(self._tuning.pause.total_seconds())
         return total
@@ -133,4 +134,5 @@ def _fields(done: Pruned) -> dict[str, int]:
         "attempts": done.attempts,
         "reminders": done.reminders,
         "idempotency_keys": done.idempotency_keys,
+        "rings": done.rings,
     }

@@ -107,6 +107,7 @@ class ClaimColumns(NamedTuple):
 
     reminder_id: Annotated[list[str], "text"]
     due_at: Annotated[list[Any], "timestamptz"]
+    bucket: Annotated[list[int], "integer"]
     version: Annotated[list[int], "integer"]
     next_due_at: Annotated[list[Any], "timestamptz"]
     next_bucket: Annotated[list[int | None], "integer"]
@@ -123,6 +124,7 @@ def claim_columns(claims: Sequence[Claim], fence: Fence | None, instant: Instant
     return ClaimColumns(
         reminder_id=[claim.reminder_id for claim in claims],
         due_at=_instants([claim.due_at for claim in claims], instant),
+        bucket=[codec.bucket_of(claim.due_at) for claim in claims],
         version=[claim.version for claim in claims],
         next_due_at=_instants(next_due, instant),
         next_bucket=[None if due is None else codec.bucket_of(due) for due in next_due],
@@ -248,9 +250,8 @@ _OUTCOME = _picked(
     "error",
 )
 
-# CLAIM's $1: each claim, then the status its reminder was loaded in (`pending`: compared as a
-# value of the batch, never a constant, for the plan's sake; postgres.sql says why).
-POSTGRES_CLAIMS = Batch(fields=(*_CLAIM.values(), Field("loaded_status", "text")))
+# CLAIM's $1: each claim.
+POSTGRES_CLAIMS = Batch(fields=tuple(_CLAIM.values()))
 # RECORD_ATTEMPTS' $1: each result, then the state its firing was handed out in (`sending`).
 POSTGRES_RESULTS = Batch(fields=(*_RESULT.values(), Field("held_state", "text")))
 # INSERT_FIRINGS' $1: each firing a claim did not write, with the outcome of its first try.

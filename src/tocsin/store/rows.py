@@ -53,12 +53,15 @@ def _optional(value: Any, instant: Instant) -> datetime | None:
 
 
 def reminder_from(row: Row, instant: Instant) -> Reminder:
-    """A stored reminder, with its last firing when the row has one. `due_at` is None unless
-    it is pending: a reminder its ring finished keeps that ring's instant in the column (it
-    then goes with its ring's firing instead of through reminders_finished), which is no next
-    ring to show."""
+    """A stored reminder, with its last firing when the row has one. A row read with what its
+    rings say (`now_status`, `now_due`: the store's ring state) is as it is now; the
+    reminder's own columns are what its last API write made it. `due_at` is None unless it
+    is pending: a reminder a ring of an earlier release finished keeps that ring's instant in
+    the column, which is no next ring to show."""
     columns = row.keys()  # `in` on an sqlite3.Row looks at values, not names
-    status = ReminderStatus(row["status"])
+    now = "now_status" in columns
+    status = ReminderStatus(row["now_status"] if now else row["status"])
+    due_at = row["now_due"] if now else row["due_at"]
     last = None
     if "last_id" in columns and row["last_id"] is not None:
         last = FiringSummary(
@@ -78,7 +81,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         at=row["at"],
         repeat=row["repeat"],
         status=status,
-        due_at=_optional(row["due_at"], instant) if status is ReminderStatus.PENDING else None,
+        due_at=_optional(due_at, instant) if status is ReminderStatus.PENDING else None,
         freshness=row["freshness"],
         metadata=codec.load_json(row["metadata"]),
         source=row["source"],

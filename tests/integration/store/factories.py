@@ -127,6 +127,7 @@ async def put_back(store: Store, original: Reminder) -> Reminder:
     back = await store.update_reminder(
         replace(current, status=ReminderStatus.PENDING, due_at=original.due_at),
         expected_version=current.version,
+        waiting=current.due_at,
     )
     assert back is not None
     return back

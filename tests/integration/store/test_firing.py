@@ -143,6 +143,7 @@ async def test_a_claim_at_a_due_time_the_row_left_changes_nothing(store: Store) 
     await store.update_reminder(
         replace(one_off, due_at=one_off.due_at + MINUTE),
         expected_version=1,
+        waiting=one_off.due_at,
     )
 
     assert await store.claim([stale], sender="w", now=NOW, lease=LEASE) == []
@@ -160,6 +161,7 @@ async def test_a_claim_of_an_older_version_changes_nothing(store: Store) -> None
     edited = await store.update_reminder(
         replace(series, schedule=replace(series.schedule, rule=None), repeat=None),
         expected_version=1,
+        waiting=series.due_at,
     )
     assert edited is not None
 
@@ -274,7 +276,7 @@ async def test_a_batch_with_a_stale_and_a_current_claim_of_one_reminder_rings_it
     assert one_off.due_at is not None
     stale = claim(one_off)
     moved = await store.update_reminder(
-        replace(one_off, due_at=one_off.due_at + MINUTE), expected_version=1
+        replace(one_off, due_at=one_off.due_at + MINUTE), expected_version=1, waiting=one_off.due_at
     )
     assert moved is not None
 

@@ -43,12 +43,14 @@ async def test_an_edit_changes_the_priority(store: Store) -> None:
     made = reminder()
     await store.add_reminders([made])
     edited = await store.update_reminder(
-        replace(made, priority=Priority.BULK), expected_version=made.version
+        replace(made, priority=Priority.BULK), expected_version=made.version, waiting=made.due_at
     )
     assert edited is not None
     assert edited.priority is Priority.BULK
     back = await store.update_reminder(
-        replace(edited, priority=Priority.URGENT), expected_version=edited.version
+        replace(edited, priority=Priority.URGENT),
+        expected_version=edited.version,
+        waiting=edited.due_at,
     )
     assert back is not None
     assert back.priority is Priority.URGENT

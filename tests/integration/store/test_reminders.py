@@ -151,8 +151,10 @@ async def test_update_applies_only_at_the_expected_version(store: Store) -> None
         original, text="Feed the cat", due_at=NOW + timedelta(hours=1), updated_at=later
     )
 
-    saved = await store.update_reminder(change, expected_version=1)
-    stale = await store.update_reminder(edited(original, text="lost"), expected_version=1)
+    saved = await store.update_reminder(change, expected_version=1, waiting=original.due_at)
+    stale = await store.update_reminder(
+        edited(original, text="lost"), expected_version=1, waiting=original.due_at
+    )
 
     assert saved is not None
     assert saved == replace(change, version=2)
@@ -165,7 +167,9 @@ async def test_update_can_move_a_reminder_to_ended_and_back(store: Store) -> Non
     await store.add_reminders([original])
 
     ended = await store.update_reminder(
-        edited(original, status=ReminderStatus.ENDED, due_at=None), expected_version=1
+        edited(original, status=ReminderStatus.ENDED, due_at=None),
+        expected_version=1,
+        waiting=original.due_at,
     )
 
     assert ended is not None

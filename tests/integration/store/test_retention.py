@@ -72,7 +72,10 @@ async def _text_edited(store: Store, target: Reminder, *, at: datetime, **change
     current = await store.get_reminder(target.id)
     assert current is not None
     changed = edited(current, text="Water the tomatoes", updated_at=at, **changes)
-    assert await store.update_reminder(changed, expected_version=current.version) is not None
+    saved = await store.update_reminder(
+        changed, expected_version=current.version, waiting=current.due_at
+    )
+    assert saved is not None
 
 
 def _key(name: str, created_at: datetime) -> IdempotencyRecord:

@@ -67,7 +67,9 @@ async def test_pending_in_zones_pages_by_id_with_bounded_scans(store: Store) -> 
 async def test_reschedule_moves_only_rows_still_as_read(store: Store) -> None:
     moved, edited, rung, cancelled = (reminder(f"o{n}") for n in range(4))
     await store.add_reminders([moved, edited, rung, cancelled])
-    await store.update_reminder(replace(edited, text="new text"), expected_version=1)
+    await store.update_reminder(
+        replace(edited, text="new text"), expected_version=1, waiting=edited.due_at
+    )
     await store.claim([claim(rung)], sender="worker-1", now=NOW, lease=LEASE)
     await store.cancel_reminder(cancelled.id, now=NOW)
 

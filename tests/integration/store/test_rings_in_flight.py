@@ -460,7 +460,7 @@ async def test_a_ring_in_flight_shows_as_its_reminders_last_firing(store: Store)
     [listed] = await store.list_reminders(series.owner, now=NOW)
     assert got is not None
     edited = await store.update_reminder(
-        replace(got, text="Water the garden"), expected_version=got.version
+        replace(got, text="Water the garden"), expected_version=got.version, waiting=got.due_at
     )
     assert edited is not None
     await store.record_attempts([result(ringing, sender="w1")])
@@ -528,6 +528,7 @@ async def _claimed_then_edited(store: Store) -> tuple[Firing, Reminder]:
     edited = await store.update_reminder(
         replace(current, channel=one(Channel.EMAIL), freshness=60, updated_at=NOW),
         expected_version=current.version,
+        waiting=current.due_at,
     )
     assert edited is not None
     return ringing, edited

@@ -78,7 +78,9 @@ async def test_edits_and_snoozes_that_bring_a_reminder_near_wake_listeners(store
     near = later + timedelta(seconds=20)
     snoozed = replace(reminder(due_at=later + timedelta(seconds=40), created_at=later))
 
-    await store.update_reminder(edited(far, due_at=near, updated_at=later), expected_version=1)
+    await store.update_reminder(
+        edited(far, due_at=near, updated_at=later), expected_version=1, waiting=far.due_at
+    )
     await store.snooze_firing(firing.id, snoozed)
 
     await eventually(lambda: len(heard) == 2)
@@ -91,11 +93,17 @@ async def test_writes_that_leave_nothing_due_soon_stay_quiet(store: Store) -> No
     heard, listener = recorder()
     await store.listen_due(listener)
 
-    await store.update_reminder(edited(original, text="later"), expected_version=1)
     await store.update_reminder(
-        edited(original, status=ReminderStatus.ENDED, due_at=None), expected_version=2
+        edited(original, text="later"), expected_version=1, waiting=original.due_at
     )
-    await store.update_reminder(edited(original, due_at=NOW), expected_version=1)  # stale
+    await store.update_reminder(
+        edited(original, status=ReminderStatus.ENDED, due_at=None),
+        expected_version=2,
+        waiting=original.due_at,
+    )
+    await store.update_reminder(  # stale
+        edited(original, due_at=NOW), expected_version=1, waiting=original.due_at
+    )
     await store.add_reminders([reminder(status=ReminderStatus.CANCELLED)])
 
     await settle()

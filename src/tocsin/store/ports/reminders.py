@@ -72,19 +72,23 @@ class ReminderStore(Protocol):
 
     @abstractmethod
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int
+        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
     ) -> Reminder | None:
         """Replace the mutable fields (text, channel, schedule, at, repeat, status, due_at,
         freshness, metadata) of the row with `reminder.id`, only while its version is
-        `expected_version`; the version becomes `expected_version + 1` and `updated_at` becomes
-        `reminder.updated_at`. Return the row as saved (with its
-        `last_firing`), or None when the version no longer matches (the caller lost a race:
-        re-read to say why). Wakes `listen_due` listeners when pending and due soon."""
+        `expected_version` and, when `waiting` is the occurrence that waited to ring as the
+        caller read the reminder (its `due_at`), only by taking that occurrence back before
+        a claim takes it (whichever takes it first wins: an edit that lost to a claim
+        changes nothing). The version becomes `expected_version + 1` and `updated_at`
+        becomes `reminder.updated_at`. Return the row as saved (with its `last_firing`), or
+        None when the caller lost a race (re-read to say why). Wakes `listen_due` listeners
+        when pending and due soon."""
 
     @abstractmethod
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
-        """Set status `cancelled` (due_at None, version + 1) only while the row is `pending`.
-        Return the cancelled row, or None when it was not pending (or does not exist)."""
+        """Set status `cancelled` (due_at None, version + 1) by taking back the occurrence
+        that waits to ring, if one does. Return the cancelled row, or None when none waited
+        (or the reminder does not exist)."""
 
     @abstractmethod
     async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:

@@ -20,10 +20,11 @@ class Pruned:
     attempts: int
     reminders: int
     idempotency_keys: int
+    rings: int = 0  # rows of `rings` (PostgreSQL) no reader needs any more
 
     @property
     def rows(self) -> int:
-        return self.firings + self.attempts + self.reminders + self.idempotency_keys
+        return self.firings + self.attempts + self.reminders + self.idempotency_keys + self.rings
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -39,14 +39,17 @@ def select_list(batch: batches.Batch, row: str) -> str:
     )
 
 
-def _last_firing(table: str, now: str) -> str:
-    return _TEXT["_LAST_FIRING"].format(table=table, now=now)
+def _ring_state(table: str, now: str) -> str:
+    return _TEXT["_RING_STATE"].format(table=table, now=now)
 
 
-GET_REMINDER = _TEXT["GET_REMINDER"].format(last_firing=_last_firing("r", "$2"))
-LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(last_firing=_last_firing("r", "$6"))
-UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(last_firing=_last_firing("saved", "$16"))
-CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(last_firing=_last_firing("cancelled", "$2"))
+ADD_REMINDER = _TEXT["ADD_REMINDER"].format(waiting=_TEXT["_WAITING"])
+PENDING_COUNTS = _TEXT["PENDING_COUNTS"].format(waiting=_TEXT["_WAITING"])
+GET_REMINDER = _TEXT["GET_REMINDER"].format(ring_state=_ring_state("r", "$2"))
+LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(ring_state=_ring_state("r", "$6"))
+UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(ring_state=_ring_state("saved", "$16"))
+CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(ring_state=_ring_state("cancelled", "$2"))
+PENDING_IN_ZONES = _TEXT["PENDING_IN_ZONES"].format(ring_state=_ring_state("r", "NULL"))
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
     last_lane=LANES - 1, lane_width=LANE_WIDTH, last_rank=len(PRIORITY_RANKS) - 1
 )

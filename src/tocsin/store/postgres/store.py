@@ -87,6 +87,10 @@ _SEALED_QUERIES = {
 }
 
 
+class _NothingSaved(Exception):
+    """Rolls back a statement's transaction that saved nothing (`_all_or_nothing`)."""
+
+
 def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
     """The first result of each firing. One statement changes a firing once, with whichever
     of the results naming it the plan meets first, so only the first is sent, the one that
@@ -271,11 +275,10 @@ class PostgresStore(Store):
         return [reminder_from(row, _as_is) for row in rows]
 
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int
+        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
     ) -> Reminder | None:
         wake = [codec.wake_payload(*pair) for pair in codec.wake_ups([reminder])]
-        row = await self._fetchrow(
-            q.UPDATE_REMINDER,
+        args = (
             reminder.id,
             expected_version,
             reminder.text,
@@ -293,12 +296,45 @@ class PostgresStore(Store):
             wake,
             reminder.updated_at,
             codec.stored_priority(reminder.priority),
+            waiting,
+            None if waiting is None else codec.bucket_of(waiting),
         )
+        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
         return None if row is None else reminder_from(row, _as_is)
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
-        row = await self._fetchrow(q.CANCEL_REMINDER, reminder_id, now)
-        return None if row is None else reminder_from(row, _as_is)
+        # A claim may take the occurrence between the read and the cancel: then a series'
+        # next one waits instead, read again (a one-off's ring went: nothing waits).
+        for _ in range(_RETRIES):
+            current = await self.get_reminder(reminder_id, now=now)
+            if current is None or current.due_at is None:
+                return None
+            row = await self._all_or_nothing(
+                q.CANCEL_REMINDER,
+                reminder_id,
+                now,
+                current.version,
+                current.due_at,
+                codec.bucket_of(current.due_at),
+            )
+            if row is not None:
+                return reminder_from(row, _as_is)
+        return None
+
+    async def _all_or_nothing(self, sql: str, *args: Any) -> Record | None:
+        """The one row `sql` answers, in a transaction rolled back when it answers none: a
+        statement that took an occurrence back but saved nothing leaves it waiting."""
+
+        async def work(connection: asyncpg.Connection) -> Record | None:
+            row: Record | None = await connection.fetchrow(sql, *args)
+            if row is None:
+                raise _NothingSaved
+            return row
+
+        try:
+            return await self._transaction(work)
+        except _NothingSaved:
+            return None
 
     async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
         async def work(connection: asyncpg.Connection) -> str | None:
@@ -504,9 +540,8 @@ class PostgresStore(Store):
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
         lease_until = now + lease
         columns = batches.claim_columns(ordered, fence, None)._asdict()
-        loaded = [ReminderStatus.PENDING.value] * len(ordered)  # the status each was loaded in
         args = (
-            batches.POSTGRES_CLAIMS.json(columns | {"loaded_status": loaded}),
+            batches.POSTGRES_CLAIMS.json(columns),
             now,
             sender,
             lease_until,
@@ -516,7 +551,7 @@ class PostgresStore(Store):
         rows = await self._statement(q.CLAIM, *args)
         firings = [
             claimed_firing_from(
-                row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row[13]
+                row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row["stored"]
             )
             for row in rows
         ]
@@ -724,6 +759,7 @@ class PostgresStore(Store):
             attempts=firings["attempts"],
             reminders=firings["reminders"] + reminders,
             idempotency_keys=keys,
+            rings=firings["rings"],
         )
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
@@ -771,8 +807,7 @@ class PostgresStore(Store):
             return []
         ordered = sorted(moves, key=lambda move: move.reminder_id)  # lock in one order
         wake = [codec.wake_payload(*pair) for pair in codec.move_wake_ups(ordered, now)]
-        rows = await self._fetch(
-            q.RESCHEDULE,
+        args = (
             [move.reminder_id for move in ordered],
             [move.version for move in ordered],
             [move.was for move in ordered],
@@ -781,6 +816,17 @@ class PostgresStore(Store):
             now,
             wake,
         )
+
+        async def work(connection: asyncpg.Connection) -> list[Record]:
+            rows: list[Record] = await connection.fetch(q.RESCHEDULE, *args)
+            if rows and rows[0]["taken"] != len(rows):
+                raise _NothingSaved  # an occurrence taken back but not moved: keep it
+            return rows
+
+        try:
+            rows = await self._transaction(work)
+        except _NothingSaved:
+            return []
         return [row["id"] for row in rows]
 
     # -- StatusReads: the status board and metrics ---------------------------------------------

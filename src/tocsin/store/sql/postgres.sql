@@ -26,7 +26,7 @@ INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
 
 -- name: ADD_REMINDERS
 -- Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
--- statement (so all or nothing); then announce the reminders due soon ($27: `shard:second`
+-- statement (so all or nothing), each pending one's occurrence waiting in `due`; then announce the reminders due soon ($27: `shard:second`
 -- payloads), delivered on commit. $28: the reminders' priorities (a column of $7…$26).
 WITH saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
@@ -44,6 +44,11 @@ WITH saved_key AS (
         $19::integer[], $20::integer[], $21::json[], $22::text[], $23::text[], $24::integer[],
         $25::timestamptz[], $26::timestamptz[], $28::smallint[]
     )
+    RETURNING shard, priority, bucket, due_at, id, version, status
+), waiting AS (
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM saved
+    WHERE status = 'pending'
 )
 SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 
@@ -59,10 +64,12 @@ SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 WITH room AS (
     SELECT $29::integer = 0 OR (
         SELECT count(*) FILTER (
-            WHERE mine.status = 'pending' AND mine.source IS NOT DISTINCT FROM $22::text
+            WHERE mine.source IS NOT DISTINCT FROM $22::text AND {waiting}
         )
-        FROM (SELECT status, source FROM reminders WHERE owner = $8::text LIMIT 4 * $29::integer)
-            AS mine
+        FROM (
+            SELECT id, version, due_at, rule, status, source FROM reminders
+            WHERE owner = $8::text LIMIT 4 * $29::integer
+        ) AS mine
     ) < $29::integer AS ok
 ), saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
@@ -80,6 +87,11 @@ WITH room AS (
         $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
         $25::timestamptz, $26::timestamptz, $28::smallint
     WHERE (SELECT ok FROM room)
+    RETURNING shard, priority, bucket, due_at, id, version, status
+), waiting AS (
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM saved
+    WHERE status = 'pending'
 )
 SELECT ok, CASE WHEN ok AND $27::text IS NOT NULL THEN pg_notify('tocsin_due', $27::text) END
 FROM room
@@ -93,81 +105,157 @@ FROM room
 -- pending rows, against 0.2 ms.
 SELECT wanted.owner, wanted.source, (
     SELECT count(*) FILTER (
-        WHERE mine.status = 'pending' AND mine.source IS NOT DISTINCT FROM wanted.source
+        WHERE mine.source IS NOT DISTINCT FROM wanted.source AND {waiting}
     )
-    FROM (SELECT r.status, r.source FROM reminders AS r WHERE r.owner = wanted.owner LIMIT $3)
-        AS mine
+    FROM (
+        SELECT r.id, r.version, r.due_at, r.rule, r.status, r.source FROM reminders AS r
+        WHERE r.owner = wanted.owner LIMIT $3
+    ) AS mine
 ) AS pending
 FROM unnest($1::text[], $2::text[]) AS wanted (owner, source)
 
--- A reminder's last firing: its newest written firing, or the ring a claim handed to a sender
--- whose firing is not written yet (`rang_due_at`, shown `sending` until its deadline, judged
--- at `now`, the caller's clock, else the database's: by then it is written, sent or expired,
--- RECOVER_CLAIMS), whichever is due later. (The deadline also keeps an old ring whose firing
--- retention deleted from showing again.) A template: `queries._last_firing` fills in {table},
--- the row's alias, and {now}, the parameter of the caller's clock.
+-- name: _WAITING
+-- {waiting} of ADD_REMINDER and PENDING_COUNTS: whether a reminder of the owner's (`mine`)
+-- counts as pending: its row says so and, for a one-off, its ring was not claimed (a probe
+-- of rings_pkey). A series counts while its row says so, whether or not its last ring
+-- went: finding out costs a walk of its rings a row, and a series with an end is rare
+-- (it goes once retention removes it).
+mine.status = 'pending' AND (mine.rule IS NOT NULL OR NOT EXISTS (
+    SELECT 1 FROM rings AS g
+    WHERE (g.due_at, g.reminder_id, g.version) = (mine.due_at, mine.id, mine.version)
+))
 
--- name: _LAST_FIRING
+-- What a reminder is now, worked out from its rings (a template: `queries._ring_state` fills
+-- in {table}, the row's alias, and {now}, the parameter of the caller's clock, else the
+-- database's). A claim leaves the reminder's row as its last API write made it (`due_at` the
+-- occurrence that write scheduled, at `version`); each ring of that version is a row of
+-- `rings` naming the occurrence after it (`next_due`, NULL after the last). So the reader
+-- starts at the newest of the reminder's written firings (a probe of firings_pkey, `<id>.`
+-- to `<id>/`) when it rang at this version, else at the occurrence the write scheduled, and
+-- follows `next_due` through `rings` (a probe of rings_pkey a step) to the last ring of the
+-- version: one or two probes, more only while rings of it are claimed and their firings not
+-- written yet (retention keeps a pending series' newest ring and its firing: PRUNE_FIRINGS).
+-- Its columns:
+-- - `now_status`: the row's own status when it is not `pending` (cancelled; `fired` or
+--   `ended` as claims of an earlier release wrote them); else `pending` while an occurrence
+--   waits, `fired` (a one-off) or `ended` (a series) after the last ring;
+-- - `now_due`: the occurrence that waits, if any;
+-- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest written firing, or
+--   a ring claimed after it whose firing is not written yet (shown `sending` until its
+--   deadline: by then its sender or recovery wrote it).
+
+-- name: _RING_STATE
 LEFT JOIN LATERAL (
-    SELECT id, due_at, state FROM (
-        (SELECT id, due_at, state, true AS written FROM firings
-         WHERE id > {table}.id || '.' AND id < {table}.id || '/' ORDER BY id DESC LIMIT 1)
+    SELECT id, due_at, state FROM firings
+    WHERE id > {table}.id || '.' AND id < {table}.id || '/' ORDER BY id DESC LIMIT 1
+) AS written ON true
+LEFT JOIN LATERAL (
+    WITH RECURSIVE chain (due_at, repeat, next_due, depth) AS (
+        (SELECT g.due_at, g.repeat, g.next_due, 1 FROM rings AS g
+         WHERE g.reminder_id = {table}.id AND g.version = {table}.version
+           AND g.due_at IN ({table}.due_at, written.due_at) AND {table}.status = 'pending'
+         ORDER BY g.due_at DESC LIMIT 1)
         UNION ALL
-        SELECT {table}.id || '.' || floor(extract(epoch FROM {table}.rang_due_at))::bigint,
-            {table}.rang_due_at, 'sending', false
-        WHERE {table}.rang_due_at + make_interval(secs => {table}.freshness)
-            > coalesce({now}::timestamptz, clock_timestamp())
-    ) AS rings
-    ORDER BY due_at DESC, written DESC
-    LIMIT 1
-) AS last ON true
+        SELECT g.due_at, g.repeat, g.next_due, chain.depth + 1
+        FROM chain JOIN rings AS g
+            ON g.due_at = chain.next_due AND g.reminder_id = {table}.id
+            AND g.version = {table}.version
+    )
+    SELECT due_at, repeat, next_due FROM chain ORDER BY depth DESC LIMIT 1
+) AS rung ON true
+CROSS JOIN LATERAL (
+    SELECT
+        CASE
+            WHEN {table}.status <> 'pending' OR rung.due_at IS NULL
+                OR rung.next_due IS NOT NULL THEN {table}.status
+            WHEN {table}.rule IS NULL THEN 'fired'
+            ELSE 'ended'
+        END AS now_status,
+        CASE
+            WHEN {table}.status <> 'pending' THEN NULL
+            WHEN rung.due_at IS NULL THEN {table}.due_at
+            ELSE rung.next_due
+        END AS now_due,
+        CASE WHEN claimed THEN {table}.id || '.' || floor(extract(epoch FROM rung.due_at))::bigint
+            ELSE written.id END AS last_id,
+        CASE WHEN claimed THEN rung.due_at ELSE written.due_at END AS last_due_at,
+        CASE WHEN claimed THEN 'sending' ELSE written.state END AS last_state
+    FROM (
+        SELECT NOT rung.repeat AND rung.due_at > coalesce(written.due_at, '-infinity')
+            AND rung.due_at + make_interval(secs => {table}.freshness)
+                > coalesce({now}::timestamptz, clock_timestamp()) AS claimed
+    ) AS unwritten
+) AS now
 
 -- name: GET_REMINDER
--- One reminder with its last firing (newest due), judged at $2 (else the database's clock).
-SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
-FROM reminders AS r
-{last_firing}
+-- One reminder as it is now (`_RING_STATE`), judged at $2 (else the database's clock).
+SELECT r.*, now.* FROM reminders AS r
+{ring_state}
 WHERE r.id = $1
 
 -- name: LIST_REMINDERS
--- An owner's reminders after a given id, in id order, optionally of one status (index
--- reminders_owner), each with its last firing.
-SELECT r.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
-FROM reminders AS r
-{last_firing}
-WHERE r.owner = $1 AND r.id > $2 AND ($3::text IS NULL OR r.status = $3)
-  AND ($5::text IS NULL OR r.source = $5)
+-- An owner's reminders after a given id, in id order (index reminders_owner), each as it is
+-- now, optionally of one status as it is now ($3) or saved by one app ($5).
+SELECT r.*, now.* FROM reminders AS r
+{ring_state}
+WHERE r.owner = $1 AND r.id > $2 AND ($5::text IS NULL OR r.source = $5)
+  AND ($3::text IS NULL OR now.now_status = $3)
 ORDER BY r.id
 LIMIT $4
 
 -- name: UPDATE_REMINDER
--- Replace a reminder's mutable fields while its version is $2; return it with its last
--- firing, announcing it ($15: zero or one payload) when it is now due soon. $17: priority.
-WITH saved AS (
+-- Replace a reminder's mutable fields while its version is $2 and, when $18 names the
+-- occurrence that waited as the caller read it (at minute $19), only by taking it back:
+-- deleting its row of `due`, which a claim deletes too, so the first of the two wins (a
+-- claim that deleted it first rang it, and the edit is refused: the caller read a reminder
+-- that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
+-- reminder as it is now, announcing it ($15: zero or one payload) when it is due soon.
+-- $17: priority. Run in a transaction that rolls back when nothing was saved.
+WITH taken AS (
+    DELETE FROM due AS d
+    USING reminders AS r
+    WHERE r.id = $1 AND r.version = $2 AND $18::timestamptz IS NOT NULL
+      AND (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+        = (r.shard / 64, coalesce(r.priority, 0), $19::integer, $18, r.id, r.version)
+    RETURNING d.reminder_id
+), saved AS (
     UPDATE reminders
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
         version = $2 + 1, updated_at = $16, priority = $17
-    WHERE id = $1 AND version = $2
+    WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT * FROM taken))
     RETURNING *
+), waiting AS (
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM saved
+    WHERE status = 'pending'
 )
-SELECT saved.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state,
+SELECT saved.*, now.*,
     (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($15::text[]) AS wake) AS woke
 FROM saved
-{last_firing}
+{ring_state}
 
 -- name: CANCEL_REMINDER
--- Cancel a reminder while it is pending; return it with its last firing.
-WITH cancelled AS (
+-- Cancel a reminder at version $3 by taking back the occurrence that waits, $4 at minute $5
+-- (as UPDATE_REMINDER: a claim that deleted it first rang it, and the cancel finds nothing
+-- to take back); return it as it is now. In a transaction that rolls back when nothing was
+-- cancelled.
+WITH taken AS (
+    DELETE FROM due AS d
+    USING reminders AS r
+    WHERE r.id = $1 AND r.version = $3
+      AND (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+        = (r.shard / 64, coalesce(r.priority, 0), $5::integer, $4::timestamptz, r.id, r.version)
+    RETURNING d.reminder_id
+), cancelled AS (
     UPDATE reminders
     SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
         updated_at = $2
-    WHERE id = $1 AND status = 'pending'
+    WHERE id IN (SELECT * FROM taken) AND version = $3 AND status = 'pending'
     RETURNING *
 )
-SELECT cancelled.*, last.id AS last_id, last.due_at AS last_due_at, last.state AS last_state
-FROM cancelled
-{last_firing}
+SELECT cancelled.*, now.* FROM cancelled
+{ring_state}
 
 -- name: MARK_SNOOZED
 -- Mark a firing snoozed by a new one-off ($1), once, and say by which: $1 when this marked
@@ -222,14 +310,13 @@ ORDER BY c.id
 -- -- metrics --------------------------------------------------------------------------------------
 
 -- name: OLDEST_PENDING
--- The due time of the oldest pending reminder: the first entry of each lane and priority of
--- reminders_due (keyed by lane, then priority rank), then the earliest of those.
+-- The due time of the oldest occurrence waiting: the first entry of each lane and priority of
+-- due_pkey (keyed by lane, then priority rank), then the earliest of those.
 SELECT min(first.due_at) FROM generate_series(0, {last_lane}) AS lanes (lane),
     generate_series(0, {last_rank}) AS ranks (rank),
 LATERAL (
-    SELECT due_at FROM reminders
-    WHERE status = 'pending' AND shard / {lane_width} = lanes.lane
-      AND coalesce(priority, 0) = ranks.rank
+    SELECT due_at FROM due
+    WHERE lane = lanes.lane AND rank = ranks.rank
     ORDER BY bucket, due_at
     LIMIT 1
 ) AS first
@@ -278,23 +365,25 @@ RETURNING secrets.name
 -- -- the scheduler ----------------------------------------------------------------------------
 
 -- name: _LOAD_LANE
--- Pending reminders of one lane's bucket range and shard range at one priority, in due order:
--- one range scan of reminders_due, keyed ((shard / 64), coalesce(priority, 0), bucket,
--- due_at, id, shard) — the lane $9 and the priority rank {rank} first, then reading order —
--- that tests the shard range on each entry and reads no other lane's or priority's entry;
--- only those after (bucket, due_at, id) = ($8, $6, $7): the next page, which starts where the
--- last one stopped (a first page passes the range's first bucket and an instant before any).
+-- The occurrences waiting in one lane's bucket range and shard range at one priority, in due
+-- order: one range scan of due_pkey, keyed (lane, rank, bucket, due_at, reminder_id, version)
+-- — the lane $9 and the priority rank {rank} first, then reading order — that tests the
+-- shard range on each entry and reads no other lane's or priority's entry; only those after
+-- (bucket, due_at, reminder_id) = ($8, $6, $7): the next page, which starts where the last
+-- one stopped (a first page passes the range's first bucket and an instant before any).
+-- Each with what its claim needs of its reminder's row, read by primary key.
 -- The cursor is always given, never `$6 IS NULL OR …`: the generic plan a prepared statement
 -- switches to after five runs cannot drop that OR, so the cursor became a filter, and each
 -- page read the bucket again from its start, a heap fetch for every row before the cursor
 -- (a million rings in a minute: 12.5 million buffers over 2.35 million rows loaded, p99
 -- 121 s; docs/benchmarks.md, "The packed minute, bisected").
-SELECT id, due_at, freshness, zone, anchor, rule, version, priority, bucket FROM reminders
-WHERE status = 'pending' AND shard / 64 = $9::integer + {offset}
-  AND coalesce(priority, 0) = {rank}
-  AND bucket BETWEEN $1 AND $2 AND shard BETWEEN $3 AND $4
-  AND (bucket, due_at, id) > ($8::integer, $6::timestamptz, $7::text)
-ORDER BY bucket, due_at, id
+SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, d.version,
+    r.priority, d.bucket
+FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id
+WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
+  AND d.bucket BETWEEN $1 AND $2 AND d.shard BETWEEN $3 AND $4
+  AND (d.bucket, d.due_at, d.reminder_id) > ($8::integer, $6::timestamptz, $7::text)
+ORDER BY d.bucket, d.due_at, d.reminder_id
 LIMIT $5
 
 -- name: _LOAD_DUE
@@ -332,37 +421,37 @@ ORDER BY bucket, due_at, id LIMIT $5
 SET LOCAL enable_sort = off
 
 -- name: CLAIM
--- Claim a batch in one statement: $1 is the batch, one JSON array of rows, each a claim and
--- the status its reminder was loaded in (`pending`), read by name: {claim_fields} is the
--- select list of `batches.POSTGRES_CLAIMS`, which declares their order.
--- `moved` is the conditional update of each row, found by its id, only while it is still
--- exactly what was loaded: in the status it was loaded in, at the loaded due time, at the
--- loaded version (an edit, snooze or cancel since
--- the load bumped it: the claim loses, and the scheduler rings the new version instead). A
--- series moves on to its next due time, computed from the rule of that version; a one-off or
--- finished series ends; either keeps the due instant it rang at (`rang_due_at`). One that
--- ends keeps it in `due_at` too, so the row its ring finished stays out of
--- reminders_finished (`due_at IS NULL`: its entry was ~70 B of a ring's WAL) and goes with
--- its ring's record instead (PRUNE_FIRINGS); readers see `due_at` only while pending
--- (`rows.reminder_from`). With $5 (the part count) set, a claim applies only while its part's
--- lease is held by the sender $3 at the epoch the sender believes it holds (the row's
--- `epoch`): a worker whose lease ran out and was taken over changes nothing (the fencing
--- token). A claim with an `error` records a ring that could not be planned: `failed`, with
--- the error as its last_error. Each row it moved
--- rings once under its delivery identity (`<reminder id>.<due epoch second>`, made here:
--- tocsin.ids.firing_id): one whose firing is written already (a series edited back to an
--- instant that rang) rings no more. $2: now; $4: the sender's hold.
+-- Claim a batch in one statement: $1 is the batch, one JSON array of rows, each a claim, read
+-- by name: {claim_fields} is the select list of `batches.POSTGRES_CLAIMS`, which declares
+-- their order.
+-- `taken` deletes each claim's occurrence from `due` (the row the loader read, found by its
+-- key: the lane and priority rank of its reminder's row, the minute, the instant, the
+-- reminder and the version), only while it is still there: an edit, snooze or cancel that
+-- took it back since the load deleted it first, and the claim loses (the scheduler rings
+-- the new version instead); of two claims of one occurrence, the first wins. With $5 (the
+-- part count) set, a claim applies only while its part's lease is held by the sender $3 at
+-- the epoch the sender believes it holds (the row's `epoch`): a worker whose lease ran out
+-- and was taken over changes nothing (the fencing token). The reminder's row is read, never
+-- written: `moved` keeps the claims whose reminder is still at the version loaded. Each
+-- becomes a row of `rings` naming the occurrence after it (`next_due`: a series' next,
+-- computed from the rule of that version; NULL for a one-off or a finished series), which
+-- waits in `due` in its turn. A ring rings once under its delivery identity (`<reminder
+-- id>.<due epoch second>`, made here: tocsin.ids.firing_id): one rung already, by another
+-- version (a series edited back to an instant that rang) or by a claim of an earlier
+-- release (its firing written), is a `repeat`: it rings no more, and its series goes on.
+-- A claim with an `error` records a ring that could not be planned: `failed`, with the
+-- error as its last_error. $2: now; $4: the sender's hold.
 --
--- A ring to send is not written here (`stored` false): the update of its reminder is the
--- claim's one row write, and the rings of the batch go, as arrays in one row, into
--- `claimed_rings` under the sender's hold: each ring's reminder, due instant, and the route
--- and freshness it was claimed with (where it goes and by when are fixed here, whatever an
--- edit changes before its firing is written), and the batch's oldest due instant, by which
--- retention finds the claims that may owe a ring to a reminder it would delete; the claim's
--- id is every row's `claim`. Its firing is written once, with the outcome of its first try
--- (INSERT_FIRINGS, which deletes the claim with its last firing); a claim whose sender never
--- writes them all is found by its hold (RECOVER_CLAIMS). Written here are the rings with
--- nothing to send now: `failed` and `expired` ones, and the in-app feed's (below).
+-- A ring to send is not written here (`stored` false): its firing is written once, with the
+-- outcome of its first try (INSERT_FIRINGS, which deletes the claim with its last firing),
+-- and until then the rings of the batch wait, as arrays in one row, in `claimed_rings`
+-- under the sender's hold: each ring's reminder, due instant, and the route and freshness
+-- it was claimed with (where it goes and by when are fixed here, whatever an edit changes
+-- before its firing is written), and the batch's oldest due instant, by which retention
+-- finds the claims that may owe a ring to a reminder it would delete; the claim's id is
+-- every row's `claim`. A claim whose sender never writes them all is found by its hold
+-- (RECOVER_CLAIMS). Written here are the rings with nothing to send now: `failed` and
+-- `expired` ones, and the in-app feed's (below).
 --
 -- A ring for the in-app feed alone is not a worker's to send: its firing is inserted
 -- `queued` until its deadline (with the note $6), for a page to take (MARK_FEED_SENT) or
@@ -373,38 +462,53 @@ SET LOCAL enable_sort = off
 WITH claim AS (
     SELECT {claim_fields}
     FROM jsonb_array_elements($1::jsonb) AS c
-), moved AS (
-    UPDATE reminders AS r
-    SET status = CASE
-            WHEN claim.next_due_at IS NOT NULL THEN 'pending'
-            WHEN r.rule IS NULL THEN 'fired'
-            ELSE 'ended'
-        END,
-        due_at = coalesce(claim.next_due_at, claim.due_at),
-        bucket = claim.next_bucket,
-        version = r.version + 1,
-        updated_at = $2,
-        rang_due_at = claim.due_at
-    FROM claim
-    WHERE r.id = claim.reminder_id
-      AND (r.status, r.due_at, r.version) = (claim.loaded_status, claim.due_at, claim.version)
+), taken AS (
+    DELETE FROM due AS d
+    USING claim JOIN reminders AS r ON r.id = claim.reminder_id
+    WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+        = (r.shard / 64, coalesce(r.priority, 0), claim.bucket, claim.due_at,
+           claim.reminder_id, claim.version)
       AND ($5::integer IS NULL OR EXISTS (
           SELECT 1 FROM leases AS l
           WHERE l.parts = $5 AND l.part = claim.part AND l.holder = $3
             AND l.epoch = claim.epoch
       ))
-    RETURNING r.id || '.' || floor(extract(epoch FROM claim.due_at))::bigint AS firing_id,
-        r.id AS reminder_id, r.owner, r.shard, claim.due_at,
-        claim.due_at + make_interval(secs => r.freshness) AS deadline, r.channel, r.text,
+    RETURNING claim.*
+), moved AS (
+    SELECT r.id || '.' || floor(extract(epoch FROM taken.due_at))::bigint AS firing_id,
+        r.id AS reminder_id, r.owner, r.shard, r.version, taken.due_at,
+        taken.due_at + make_interval(secs => r.freshness) AS deadline, r.channel, r.text,
         r.metadata, r.source,
-        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
-            ELSE claim.state END AS state,
-        CASE WHEN claim.state = 'sending' AND r.channel = 'inapp' THEN $6
-            ELSE claim.error END AS error,
-        claim.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority, r.freshness
+        CASE WHEN taken.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
+            ELSE taken.state END AS state,
+        CASE WHEN taken.state = 'sending' AND r.channel = 'inapp' THEN $6
+            ELSE taken.error END AS error,
+        taken.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority, r.freshness,
+        taken.next_due_at, taken.next_bucket
+    FROM taken JOIN reminders AS r ON r.id = taken.reminder_id
+    WHERE r.version = taken.version AND r.status = 'pending'
+), decided AS (
+    INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
+    SELECT due_at, reminder_id, version, EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE g.due_at = moved.due_at AND g.reminder_id = moved.reminder_id
+              AND NOT g.repeat
+        ) OR EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id),
+        next_due_at
+    FROM moved
+    ON CONFLICT (due_at, reminder_id, version) DO NOTHING
+    RETURNING reminder_id, due_at, repeat
+), waiting AS (
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+    SELECT shard / 64, coalesce(priority, 0), next_bucket, next_due_at, reminder_id, version,
+        shard
+    FROM moved
+    WHERE next_due_at IS NOT NULL
+      AND (reminder_id, due_at) IN (SELECT reminder_id, due_at FROM decided)
+    ON CONFLICT DO NOTHING
 ), ring AS (
     SELECT moved.*, state <> 'sending' AS stored FROM moved
-    WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
+    WHERE (reminder_id, due_at) IN (SELECT reminder_id, due_at FROM decided WHERE NOT repeat)
 ), announced AS (
     SELECT count(pg_notify('tocsin_feed', payload)) AS notifications
     FROM (
@@ -813,44 +917,83 @@ SELECT count(*) FROM sent
 -- One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
 -- firings_due from its old end; a ring still being delivered is never old enough, and one a
 -- statement holds is skipped, never waited for), their attempts, by primary key, and the
--- reminders their rings finished, by primary key. Such a reminder (a fired one-off, a series
--- its last ring ended) kept that ring's due instant in `due_at` (CLAIM), so it is not in
--- reminders_finished: it goes with the last of its firings, once the ring that finished it
--- is due before $1 too (a series whose last ring is on its way, its firing not written yet,
--- stays) and no other firing is left (a probe of firings_pkey, `<id>.` to `<id>/`, which
--- still shows the firings this statement deletes: a statement does not see its own changes,
--- so they are named). The delete checks the row again as it is when it gets to it: an edit
--- that made the reminder pending again, or saved it with `due_at` NULL (it is in
--- reminders_finished then, PRUNE_REMINDERS), wins. It waits for a reminder an edit holds
--- rather than skipping it: skipped, it would have no firing left to go with. The rings of
--- a reminder a claim kept since before $1 names stay, with it, until recovery forgot the
--- claim ({owed}: a whole fleet stopped longer than retention keeps, back with claims whose
--- holds ran out long ago).
+-- reminders their rings finished, by primary key; and as many old rows of `rings`.
+-- A reminder waiting for its next occurrence keeps its newest firing (a probe of
+-- firings_pkey for a later one): readers start from it (`_RING_STATE`). A reminder goes
+-- with the last of its firings once the ring that finished it (the last of its version,
+-- `next_due` NULL; or, rung by a release before, a row that is not pending) is due before
+-- $1 and no other firing is left (a probe of firings_pkey, `<id>.` to `<id>/`, which still
+-- shows the firings this statement deletes: a statement does not see its own changes, so
+-- they are named). The delete checks the row again as it is when it gets to it: an edit
+-- since wins. It waits for a reminder an edit holds rather than skipping it: skipped, it
+-- would have no firing left to go with. The rings of a reminder a claim kept since before
+-- $1 names stay, with it, until recovery forgot the claim ({owed}: a whole fleet stopped
+-- longer than retention keeps, back with claims whose holds ran out long ago).
+-- A row of `rings` due before $1 goes once no reader starts from it or walks through it:
+-- its reminder is gone or at another version, or a firing of its version due later is
+-- written (readers start there); the oldest first, a range scan of rings_pkey.
 WITH gone AS (
     DELETE FROM firings
     WHERE id = ANY(ARRAY(
-        SELECT id FROM firings
-        WHERE due_at < $1 AND state IN ('sent', 'failed', 'expired')
-          AND reminder_id NOT IN ({owed})
-        ORDER BY due_at
+        SELECT f.id FROM firings AS f
+        WHERE f.due_at < $1 AND f.state IN ('sent', 'failed', 'expired')
+          AND f.reminder_id NOT IN ({owed})
+          AND (EXISTS (
+                  SELECT 1 FROM firings AS later
+                  WHERE later.id > f.id AND later.id < f.reminder_id || '/'
+              ) OR NOT EXISTS (
+                  SELECT 1 FROM reminders AS r
+                  WHERE r.id = f.reminder_id AND r.status = 'pending'
+                    AND NOT EXISTS (
+                        SELECT 1 FROM rings AS g
+                        WHERE (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
+                          AND g.next_due IS NULL AND NOT g.repeat
+                    )
+              ))
+        ORDER BY f.due_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED
     ))
-    RETURNING id, reminder_id
+    RETURNING id, reminder_id, due_at
 ), attempts_gone AS (
     DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), reminders_gone AS (
     DELETE FROM reminders AS r
     WHERE id = ANY(ARRAY(SELECT reminder_id FROM gone))
-      AND status <> 'pending' AND due_at < $1
+      AND (
+          (status <> 'pending' AND due_at < $1)
+          OR (status = 'pending' AND EXISTS (
+              SELECT 1 FROM gone JOIN rings AS g
+                  ON (g.due_at, g.reminder_id, g.version) = (gone.due_at, r.id, r.version)
+              WHERE gone.reminder_id = r.id AND g.next_due IS NULL AND NOT g.repeat
+          ))
+      )
       AND NOT EXISTS (
           SELECT 1 FROM firings
           WHERE id > r.id || '.' AND id < r.id || '/' AND id NOT IN (SELECT id FROM gone)
       )
     RETURNING 1
+), rings_gone AS (
+    DELETE FROM rings
+    WHERE ctid = ANY(ARRAY(
+        SELECT g.ctid FROM rings AS g
+        LEFT JOIN reminders AS r ON r.id = g.reminder_id
+        WHERE g.due_at < $1
+          AND (r.id IS NULL OR r.version <> g.version OR EXISTS (
+              SELECT 1 FROM firings AS later
+              JOIN rings AS h
+                  ON (h.due_at, h.reminder_id, h.version) = (later.due_at, r.id, r.version)
+              WHERE later.id > r.id || '.' || floor(extract(epoch FROM g.due_at))::bigint
+                AND later.id < r.id || '/'
+          ))
+        ORDER BY g.due_at
+        LIMIT $2
+        FOR UPDATE OF g SKIP LOCKED
+    ))
+    RETURNING 1
 )
 SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts,
-    (SELECT count(*) FROM reminders_gone) AS reminders
+    (SELECT count(*) FROM reminders_gone) AS reminders, (SELECT count(*) FROM rings_gone) AS rings
 
 -- name: _PRUNE_REMINDERS
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
@@ -934,24 +1077,44 @@ SELECT $1, zone, digest FROM unnest($2::text[], $3::text[]) AS given (zone, dige
 ON CONFLICT (version, zone) DO NOTHING
 
 -- name: PENDING_IN_ZONES
--- The pending reminders with ids in ($1, $2] whose zone is one of $3.
-SELECT id, shard, zone, anchor, rule, due_at, version FROM reminders
-WHERE id > $1 AND id <= $2 AND status = 'pending' AND zone = ANY($3::text[])
-ORDER BY id
+-- The pending reminders with ids in ($1, $2] whose zone is one of $3, each with the
+-- occurrence that waits (`_RING_STATE`, judged at the database's clock).
+SELECT r.id, r.shard, r.zone, r.anchor, r.rule, now.now_due AS due_at, r.version
+FROM reminders AS r
+{ring_state}
+WHERE r.id > $1 AND r.id <= $2 AND r.zone = ANY($3::text[]) AND now.now_due IS NOT NULL
+ORDER BY r.id
 
 -- name: RESCHEDULE
--- Move reminders to new due times, each only while it is still pending at the due time and
--- version it was read with (a claim, edit or cancel since then wins); announce the wake-ups
--- ($7) when any moved.
-WITH moved AS (
+-- Move reminders to new due times, each only by taking back the occurrence that waited as it
+-- was read (`was`, deleted from `due`: a claim, edit or cancel since then deleted it first,
+-- and wins) at the version it was read with; the new occurrence waits in `due`. Announce
+-- the wake-ups ($7) when any moved. In a transaction with the caller's check that every
+-- occurrence taken back was moved.
+WITH m AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[]
+    ) AS m (id, version, was, due_at, bucket)
+), taken AS (
+    DELETE FROM due AS d
+    USING m JOIN reminders AS r ON r.id = m.id
+    WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+        = (r.shard / 64, coalesce(r.priority, 0),
+           floor(extract(epoch FROM m.was) / 60)::integer, m.was, m.id, m.version)
+    RETURNING m.*
+), moved AS (
     UPDATE reminders AS r
-    SET due_at = m.due_at, bucket = m.bucket, version = r.version + 1, updated_at = $6
-    FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[])
-        AS m (id, version, was, due_at, bucket)
-    WHERE r.id = m.id AND r.version = m.version AND r.due_at = m.was AND r.status = 'pending'
-    RETURNING r.id
+    SET due_at = taken.due_at, bucket = taken.bucket, version = r.version + 1,
+        updated_at = $6
+    FROM taken
+    WHERE r.id = taken.id AND r.version = taken.version AND r.status = 'pending'
+    RETURNING r.id, r.shard, r.priority, r.bucket, r.due_at, r.version
+), waiting AS (
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM moved
 )
-SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke
+SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke,
+    (SELECT count(*) FROM taken) AS taken
 FROM moved
 
 -- -- the status board ---------------------------------------------------------------------------
@@ -972,17 +1135,16 @@ WHERE holder IS NOT NULL AND expires_at > clock_timestamp()
 ORDER BY holder, part
 
 -- name: COUNT_DUE
--- Pending reminders due in each bucket of [$1, $2], each counted up to $3: one range scan of
--- `reminders_due` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES),
+-- Occurrences waiting in each bucket of [$1, $2], each counted up to $3: one range scan of
+-- `due_pkey` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES),
 -- priority (its second, urgent 0 and bulk 1) and bucket, each stopped at the cap; their
 -- counts add up to the bucket's, capped again.
 SELECT buckets.bucket, least($3::bigint, (
     SELECT sum((
         SELECT count(*) FROM (
-            SELECT 1 FROM reminders
-            WHERE status = 'pending' AND shard / 64 = lanes.lane
-              AND coalesce(priority, 0) = ranks.rank
-              AND reminders.bucket = buckets.bucket
+            SELECT 1 FROM due
+            WHERE due.lane = lanes.lane AND due.rank = ranks.rank
+              AND due.bucket = buckets.bucket
             LIMIT $3
         ) AS capped
     ))::bigint
@@ -991,13 +1153,12 @@ SELECT buckets.bucket, least($3::bigint, (
 FROM generate_series($1::integer, $2::integer) AS buckets (bucket)
 
 -- name: COUNT_OVERDUE
--- Pending reminders due before bucket $1, counted up to $2 (the sweep keeps them few): one
--- range scan of `reminders_due` per lane and priority, as COUNT_DUE.
+-- Occurrences waiting from before bucket $1, counted up to $2 (the sweep keeps them few):
+-- one range scan of `due_pkey` per lane and priority, as COUNT_DUE.
 SELECT least($2::bigint, sum((
     SELECT count(*) FROM (
-        SELECT 1 FROM reminders
-        WHERE status = 'pending' AND shard / 64 = lanes.lane
-          AND coalesce(priority, 0) = ranks.rank AND bucket < $1
+        SELECT 1 FROM due
+        WHERE due.lane = lanes.lane AND due.rank = ranks.rank AND due.bucket < $1
         LIMIT $2
     ) AS capped
 ))::bigint)

@@ -66,6 +66,17 @@ CREATE TABLE contacts (
     CONSTRAINT contacts_pkey PRIMARY KEY (id)
 );
 
+CREATE TABLE due (
+    lane smallint NOT NULL,
+    rank smallint NOT NULL,
+    bucket integer NOT NULL,
+    due_at timestamp with time zone NOT NULL,
+    reminder_id text COLLATE "C" NOT NULL,
+    version integer NOT NULL,
+    shard smallint NOT NULL,
+    CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
+);
+
 CREATE TABLE firings (
     due_at timestamp with time zone NOT NULL,
     deadline timestamp with time zone NOT NULL,
@@ -149,6 +160,15 @@ CREATE TABLE reminders (
     CONSTRAINT reminders_status CHECK ((status = ANY (ARRAY['pending'::text, 'fired'::text, 'ended'::text, 'cancelled'::text])))
 );
 
+CREATE TABLE rings (
+    due_at timestamp with time zone NOT NULL,
+    reminder_id text COLLATE "C" NOT NULL,
+    version integer NOT NULL,
+    repeat boolean NOT NULL,
+    next_due timestamp with time zone,
+    CONSTRAINT rings_pkey PRIMARY KEY (due_at, reminder_id, version)
+);
+
 CREATE TABLE schema_migrations (
     version integer NOT NULL,
     applied_at timestamp with time zone NOT NULL DEFAULT now(),
@@ -184,6 +204,5 @@ CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE 
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
-CREATE INDEX reminders_due ON public.reminders USING btree (((shard / 64)), COALESCE((priority)::integer, 0), bucket, due_at, id, shard) WHERE (status = 'pending'::text);
 CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE ((status <> 'pending'::text) AND (due_at IS NULL));
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);
