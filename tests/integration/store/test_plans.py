@@ -190,12 +190,17 @@ BUSY_MINUTE = NOW + timedelta(minutes=BUCKETS + 1)
 # BUSY reminders due within BUSY_MINUTE, their shards spread over all 1,024 and interleaved
 # in the heap as saves from many owners leave them.
 _ADD_BUSY_MINUTE = """
-INSERT INTO reminders (due_at, created_at, updated_at, bucket, freshness, version, shard, id,
-    owner, status, channel, text, zone, anchor)
-SELECT $1::timestamptz + (n % 60) * interval '1 second', $1, $1, $2, 60, 1,
-    ((n::bigint * 7919) % 1024)::smallint, 'busy' || lpad(n::text, 16, '0'), 'busy-' || n,
-    'pending', 'null', 'ring', 'UTC', $1::text
-FROM generate_series(1, $3::integer) AS n
+WITH added AS (
+    INSERT INTO reminders (due_at, created_at, updated_at, bucket, freshness, version, shard,
+        id, owner, status, channel, text, zone, anchor)
+    SELECT $1::timestamptz + (n % 60) * interval '1 second', $1, $1, $2, 60, 1,
+        ((n::bigint * 7919) % 1024)::smallint, 'busy' || lpad(n::text, 16, '0'), 'busy-' || n,
+        'pending', 'null', 'ring', 'UTC', $1::text
+    FROM generate_series(1, $3::integer) AS n
+    RETURNING shard, bucket, due_at, id, version
+)
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+SELECT shard / 64, 0, bucket, due_at, id, version, shard FROM added
 """
 
 
@@ -207,7 +212,7 @@ async def busy_pg(pg_migrated_url: str) -> str:
     connection = await asyncpg.connect(pg_migrated_url)
     try:
         await connection.execute(_ADD_BUSY_MINUTE, BUSY_MINUTE, bucket_of(BUSY_MINUTE), BUSY)
-        await connection.execute("ANALYZE reminders")
+        await connection.execute("ANALYZE reminders; ANALYZE due")
     finally:
         await connection.close()
     return pg_migrated_url
@@ -215,8 +220,9 @@ async def busy_pg(pg_migrated_url: str) -> str:
 
 @pytest.mark.postgres
 async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: str) -> None:
-    """Whatever plan the planner picks unguided, a part reads reminders_due within its own
-    lane (the index's first column): never the other parts' entries of the minute."""
+    """Whatever plan the planner picks unguided, a part reads due_pkey within its own lane
+    (the index's first column): never the other parts' entries of the minute; each row's
+    reminder is read by its primary key."""
     busy = bucket_of(BUSY_MINUTE)
     connection = await asyncpg.connect(busy_pg)
     try:
@@ -241,11 +247,13 @@ async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: st
     for plan in plans:
         nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
-        scans = [n for n in nodes if "Index Name" in n]
+        scans = [n for n in nodes if n.get("Relation Name") == "due"]
         assert scans, plan
-        assert all(n["Index Name"] == "reminders_due" for n in scans), plan
-        assert all(re.match(r"\(\(\(shard / 64\) = \d+\)", n["Index Cond"]) for n in scans)
-        assert all("COALESCE" in n["Index Cond"] for n in scans), plan  # its priority's range
+        assert all(n["Index Name"] == "due_pkey" for n in scans), plan
+        assert all(re.match(r"\(\(lane = \d+\) AND \(rank = \d\)", n["Index Cond"]) for n in scans)
+        rows = [n for n in nodes if n.get("Relation Name") == "reminders"]
+        assert rows, plan
+        assert all(n["Index Name"] == "reminders_pkey" for n in rows), plan
 
 
 @pytest.mark.postgres
@@ -283,15 +291,15 @@ async def test_postgres_pages_a_part_in_index_order(busy_pg: str) -> None:
 
     for plan in plans:
         nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
-        scans = [n for n in nodes if n.get("Relation Name") == "reminders"]
+        scans = [n for n in nodes if n.get("Relation Name") == "due"]
         assert scans, plan
         assert all(n["Node Type"] == "Index Scan" for n in scans), plan
-        assert all(n["Index Name"] == "reminders_due" for n in scans), plan
+        assert all(n["Index Name"] == "due_pkey" for n in scans), plan
         assert not any(n["Node Type"] in ("Sort", "Seq Scan") for n in nodes), plan
         # The cursor bounds the range scan: a filter instead read the part's bucket from its
         # start for every page, a heap fetch a row (the generic plan of `$6 IS NULL OR …`).
         for scan in scans:
-            assert "ROW(bucket, due_at, id) >" in scan["Index Cond"], plan
+            assert "ROW(bucket, due_at, reminder_id) >" in scan["Index Cond"], plan
             assert "ROW(bucket" not in scan.get("Filter", ""), plan
 
 
@@ -484,8 +492,24 @@ _FIRST_FIELD = r"\({}\.value ->> 0\)"  # the first field of a batch's JSON row
 # Per statement, each table it reads: the index, and the condition the index is read by.
 _KEYS: dict[str, dict[str, tuple[str, str]]] = {
     "claim": {
-        "reminders": ("reminders_pkey", _KEY.format(_FIRST_FIELD.format("c"))),
-        "firings": ("firings_pkey", _KEY.format(r"moved\.firing_id")),  # rung already?
+        # Its claims' reminders, once for the key of their occurrence and once for the ring.
+        "reminders": (
+            "reminders_pkey",
+            _KEY.format(_FIRST_FIELD.format("c")) + "|" + _KEY.format(r"taken\.reminder_id"),
+        ),
+        # The occurrence, probed by its whole key.
+        "due": (
+            "due_pkey",
+            r"\(\(lane = claim\.lane\) AND \(rank = claim\.rank\) AND \(bucket = claim\.bucket\)"
+            r" AND \(due_at = claim\.due_at\) AND \(reminder_id = \(claim\.reminder_id\)::text\)"
+            r" AND \(version = claim\.version\)\)",
+        ),
+        # Rung already, by another version or a release before?
+        "rings": (
+            "rings_pkey",
+            r"\(\(due_at = moved\.due_at\) AND \(reminder_id = moved\.reminder_id\)\)",
+        ),
+        "firings": ("firings_pkey", _KEY.format(r"moved\.firing_id")),
     },
     "record": {"firings": ("firings_pkey", _KEY.format(_FIRST_FIELD.format("r")))},
     # The claims it settles, deleted by their id.
@@ -515,7 +539,8 @@ def _assert_read_by_key(plan: dict[str, Any], name: str, where: tuple[str, ...])
     nodes = list(_nodes(plan))
     scans = [n for n in nodes if "Relation Name" in n and n["Node Type"] != "ModifyTable"]
     read = [n for n in scans if n["Relation Name"] != "leases"]  # leases: 16 rows
-    assert {n["Relation Name"] for n in read} == set(keys), where
+    summary = [(n["Relation Name"], n.get("Index Name"), n.get("Index Cond")) for n in read]
+    assert {n["Relation Name"] for n in read} == set(keys), (where[:3], summary)
     for node in read:
         index, condition = keys[node["Relation Name"]]
         if node["Relation Name"] == "claimed_rings":
@@ -593,6 +618,7 @@ async def _scheduler_batches(
             {
                 "reminder_id": [row["id"] for row in rows],
                 "due_at": [row["due_at"] for row in rows],
+                "bucket": [busy] * size,
                 "version": [row["version"] for row in rows],
                 "next_due_at": [None] * size,
                 "next_bucket": [None] * size,
@@ -600,7 +626,6 @@ async def _scheduler_batches(
                 "part": [row["shard"] // 64 for row in rows],
                 "epoch": [1] * size,
                 "error": [None] * size,
-                "loaded_status": ["pending"] * size,
             }
         ),
         BUSY_MINUTE,
@@ -731,6 +756,7 @@ async def test_postgres_reads_the_queues_numbers_from_partial_indexes(pg_migrate
     connection = await asyncpg.connect(pg_migrated_url)
     try:
         await connection.execute("ANALYZE reminders")
+        await connection.execute("ANALYZE due")
         await connection.execute("ANALYZE firings")
         depth = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.QUEUE_DEPTH)
         oldest = await connection.fetchval("EXPLAIN (FORMAT JSON) " + pg.OLDEST_PENDING)
@@ -740,7 +766,7 @@ async def test_postgres_reads_the_queues_numbers_from_partial_indexes(pg_migrate
     depth_nodes = list(_nodes(json.loads(depth)[0]["Plan"]))
     oldest_nodes = list(_nodes(json.loads(oldest)[0]["Plan"]))
     assert {n.get("Index Name") for n in depth_nodes} >= {"firings_queued", "firings_sending"}
-    assert any(n.get("Index Name") == "reminders_due" for n in oldest_nodes), oldest
+    assert any(n.get("Index Name") == "due_pkey" for n in oldest_nodes), oldest
     for node in (*depth_nodes, *oldest_nodes):
         assert node["Node Type"] not in ("Seq Scan", "Sort"), node
 

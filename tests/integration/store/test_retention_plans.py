@@ -19,6 +19,8 @@ from tocsin.store.sqlite import queries as lite
 _PG_EXTRA = """
 INSERT INTO attempts (firing_id, number, at, channel, outcome)
 SELECT id, 1, due_at, channel, 'sent' FROM firings;
+INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
+SELECT due_at, reminder_id, 1, false, NULL FROM firings ON CONFLICT DO NOTHING;
 INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
 SELECT 'phone', 'key-' || n, 'h', 201, '\\x7b7d', now() - n * interval '5 seconds'
 FROM generate_series(1, 20000) AS n;
@@ -46,6 +48,7 @@ _PG_PRUNES = {
         "reminders_pkey",
         "firings_pkey",
         "claimed_rings_oldest",
+        "rings_pkey",
     },
     "PRUNE_REMINDERS": {
         "reminders_finished",
@@ -82,8 +85,9 @@ async def test_postgres_prunes_through_the_age_indexes(pg_migrated_url: str) -> 
     for name, indexes in _PG_PRUNES.items():
         for plan in plans[name]:
             nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
-            assert indexes <= {n.get("Index Name") for n in nodes}, plan
-            assert not any(n["Node Type"] in ("Seq Scan", "Sort") for n in nodes), plan
+            read = [(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes]
+            assert indexes <= {n.get("Index Name") for n in nodes}, (name, read)
+            assert not any(n["Node Type"] in ("Seq Scan", "Sort") for n in nodes), (name, read)
 
 
 async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:

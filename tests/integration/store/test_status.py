@@ -235,7 +235,7 @@ async def test_postgres_status_reads_use_indexes(pg_migrated_url: str) -> None:
     await _fill(pg_migrated_url)
     connection = await asyncpg.connect(pg_migrated_url)
     try:
-        await connection.execute("ANALYZE reminders; ANALYZE firings")
+        await connection.execute("ANALYZE reminders; ANALYZE due; ANALYZE firings")
         statements: dict[str, tuple[str, tuple[int, ...]]] = {
             "COUNT_DUE": (pg.COUNT_DUE, (FIRST, FIRST + 59, 100)),
             "COUNT_OVERDUE": (pg.COUNT_OVERDUE, (FIRST, 100)),
@@ -252,8 +252,8 @@ async def test_postgres_status_reads_use_indexes(pg_migrated_url: str) -> None:
         await connection.close()
 
     expected = {
-        "COUNT_DUE": {"reminders_due"},
-        "COUNT_OVERDUE": {"reminders_due"},
+        "COUNT_DUE": {"due_pkey"},
+        "COUNT_OVERDUE": {"due_pkey"},
         "SAMPLE_RINGS": {"firings_due"},
         "COUNT_QUEUE": {"firings_queued", "firings_sending"},
     }

@@ -71,7 +71,9 @@ INSERT_FIRINGS_UNLESS_WRITTEN = _TEXT["_INSERT_FIRINGS"].format(
 RECORD_ATTEMPTS = _TEXT["RECORD_ATTEMPTS"].format(
     result_fields=select_list(batches.POSTGRES_RESULTS, "r"), earlier=_EARLIER
 )
-PRUNE_FIRINGS = _TEXT["_PRUNE_FIRINGS"].format(owed=_TEXT["_OWED"])
+PRUNE_FIRINGS = _TEXT["_PRUNE_FIRINGS"].format(
+    owed=_TEXT["_OWED"], ring_state=_ring_state("r", "NULL")
+)
 PRUNE_REMINDERS = _TEXT["_PRUNE_REMINDERS"].format(owed=_TEXT["_OWED"])
 
 

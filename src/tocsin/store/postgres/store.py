@@ -91,6 +91,13 @@ class _NothingSaved(Exception):
     """Rolls back a statement's transaction that saved nothing (`_all_or_nothing`)."""
 
 
+def _on_its_way(reminder: Reminder) -> datetime | None:
+    """The due instant of the reminder's ring on its way (claimed, its firing not written),
+    as read: an API write that starts a new version keeps it for readers."""
+    last = reminder.last_firing
+    return last.due_at if last is not None and last.state is FiringState.SENDING else None
+
+
 def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
     """The first result of each firing. One statement changes a firing once, with whichever
     of the results naming it the plan meets first, so only the first is sent, the one that
@@ -298,6 +305,7 @@ class PostgresStore(Store):
             codec.stored_priority(reminder.priority),
             waiting,
             None if waiting is None else codec.bucket_of(waiting),
+            _on_its_way(reminder),
         )
         row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
         return None if row is None else reminder_from(row, _as_is)
@@ -316,6 +324,7 @@ class PostgresStore(Store):
                 current.version,
                 current.due_at,
                 codec.bucket_of(current.due_at),
+                _on_its_way(current),
             )
             if row is not None:
                 return reminder_from(row, _as_is)

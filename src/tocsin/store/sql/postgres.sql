@@ -131,10 +131,13 @@ mine.status = 'pending' AND (mine.rule IS NOT NULL OR NOT EXISTS (
 -- occurrence that write scheduled, at `version`); each ring of that version is a row of
 -- `rings` naming the occurrence after it (`next_due`, NULL after the last). So the reader
 -- starts at the newest of the reminder's written firings (a probe of firings_pkey, `<id>.`
--- to `<id>/`) when it rang at this version, else at the occurrence the write scheduled, and
+-- to `<id>/`) when it rang at this version (a version rings from its own occurrence on, so
+-- that firing is never before it), else at the occurrence the write scheduled, and
 -- follows `next_due` through `rings` (a probe of rings_pkey a step) to the last ring of the
--- version: one or two probes, more only while rings of it are claimed and their firings not
--- written yet (retention keeps a pending series' newest ring and its firing: PRUNE_FIRINGS).
+-- version, the one whose next occurrence has no ring: two or three probes, more only while
+-- rings of it are claimed and their firings not written yet (retention keeps what a reader
+-- starts from and walks through: PRUNE_FIRINGS). `next_due` is always later than its ring,
+-- so the walk ends.
 -- Its columns:
 -- - `now_status`: the row's own status when it is not `pending` (cancelled; `fired` or
 --   `ended` as claims of an earlier release wrote them); else `pending` while an occurrence
@@ -142,7 +145,10 @@ mine.status = 'pending' AND (mine.rule IS NOT NULL OR NOT EXISTS (
 -- - `now_due`: the occurrence that waits, if any;
 -- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest written firing, or
 --   a ring claimed after it whose firing is not written yet (shown `sending` until its
---   deadline: by then its sender or recovery wrote it).
+--   deadline: by then its sender or recovery wrote it): the last of the version's rings,
+--   or the one an earlier version left on its way, which the API write that ended that
+--   version kept in `rang_due_at` (as claims of an earlier release did);
+-- - `last_rung`: the due instant of the version's last ring, written or not.
 
 -- name: _RING_STATE
 LEFT JOIN LATERAL (
@@ -150,18 +156,28 @@ LEFT JOIN LATERAL (
     WHERE id > {table}.id || '.' AND id < {table}.id || '/' ORDER BY id DESC LIMIT 1
 ) AS written ON true
 LEFT JOIN LATERAL (
-    WITH RECURSIVE chain (due_at, repeat, next_due, depth) AS (
-        (SELECT g.due_at, g.repeat, g.next_due, 1 FROM rings AS g
-         WHERE g.reminder_id = {table}.id AND g.version = {table}.version
-           AND g.due_at IN ({table}.due_at, written.due_at) AND {table}.status = 'pending'
-         ORDER BY g.due_at DESC LIMIT 1)
+    WITH RECURSIVE chain (due_at, repeat, next_due) AS (
+        (SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
+         WHERE (g.due_at, g.reminder_id, g.version)
+             = (written.due_at, {table}.id, {table}.version)
+           AND {table}.status = 'pending'
+         UNION ALL
+         SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
+         WHERE (g.due_at, g.reminder_id, g.version)
+             = ({table}.due_at, {table}.id, {table}.version)
+           AND {table}.status = 'pending'
+         LIMIT 1)
         UNION ALL
-        SELECT g.due_at, g.repeat, g.next_due, chain.depth + 1
+        SELECT g.due_at, g.repeat, g.next_due
         FROM chain JOIN rings AS g
-            ON g.due_at = chain.next_due AND g.reminder_id = {table}.id
-            AND g.version = {table}.version
+            ON (g.due_at, g.reminder_id, g.version)
+                = (chain.next_due, {table}.id, {table}.version)
     )
-    SELECT due_at, repeat, next_due FROM chain ORDER BY depth DESC LIMIT 1
+    SELECT due_at, repeat, next_due FROM chain
+    WHERE next_due IS NULL OR NOT EXISTS (
+        SELECT 1 FROM rings AS g
+        WHERE (g.due_at, g.reminder_id, g.version) = (chain.next_due, {table}.id, {table}.version)
+    )
 ) AS rung ON true
 CROSS JOIN LATERAL (
     SELECT
@@ -176,14 +192,19 @@ CROSS JOIN LATERAL (
             WHEN rung.due_at IS NULL THEN {table}.due_at
             ELSE rung.next_due
         END AS now_due,
-        CASE WHEN claimed THEN {table}.id || '.' || floor(extract(epoch FROM rung.due_at))::bigint
+        CASE WHEN claimed THEN {table}.id || '.' || floor(extract(epoch FROM ringing))::bigint
             ELSE written.id END AS last_id,
-        CASE WHEN claimed THEN rung.due_at ELSE written.due_at END AS last_due_at,
-        CASE WHEN claimed THEN 'sending' ELSE written.state END AS last_state
+        CASE WHEN claimed THEN ringing ELSE written.due_at END AS last_due_at,
+        CASE WHEN claimed THEN 'sending' ELSE written.state END AS last_state,
+        rung.due_at AS last_rung
     FROM (
-        SELECT NOT rung.repeat AND rung.due_at > coalesce(written.due_at, '-infinity')
-            AND rung.due_at + make_interval(secs => {table}.freshness)
-                > coalesce({now}::timestamptz, clock_timestamp()) AS claimed
+        SELECT ringing > coalesce(written.due_at, '-infinity')
+            AND ringing + make_interval(secs => {table}.freshness)
+                > coalesce({now}::timestamptz, clock_timestamp()) AS claimed, ringing
+        FROM (
+            SELECT greatest(CASE WHEN NOT rung.repeat THEN rung.due_at END,
+                {table}.rang_due_at) AS ringing
+        ) AS latest
     ) AS unwritten
 ) AS now
 
@@ -210,7 +231,9 @@ LIMIT $4
 -- claim that deleted it first rang it, and the edit is refused: the caller read a reminder
 -- that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
 -- reminder as it is now, announcing it ($15: zero or one payload) when it is due soon.
--- $17: priority. Run in a transaction that rolls back when nothing was saved.
+-- $17: priority; $20: the reminder's ring on its way as the caller read it, if any, kept in
+-- `rang_due_at` for readers (`_RING_STATE`). Run in a transaction that rolls back when
+-- nothing was saved.
 WITH taken AS (
     DELETE FROM due AS d
     USING reminders AS r
@@ -222,7 +245,8 @@ WITH taken AS (
     UPDATE reminders
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
-        version = $2 + 1, updated_at = $16, priority = $17
+        version = $2 + 1, updated_at = $16, priority = $17,
+        rang_due_at = coalesce($20::timestamptz, rang_due_at)
     WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT * FROM taken))
     RETURNING *
 ), waiting AS (
@@ -238,7 +262,8 @@ FROM saved
 -- name: CANCEL_REMINDER
 -- Cancel a reminder at version $3 by taking back the occurrence that waits, $4 at minute $5
 -- (as UPDATE_REMINDER: a claim that deleted it first rang it, and the cancel finds nothing
--- to take back); return it as it is now. In a transaction that rolls back when nothing was
+-- to take back), keeping its ring on its way ($6, as UPDATE_REMINDER's $20); return it as it
+-- is now. In a transaction that rolls back when nothing was
 -- cancelled.
 WITH taken AS (
     DELETE FROM due AS d
@@ -250,7 +275,7 @@ WITH taken AS (
 ), cancelled AS (
     UPDATE reminders
     SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
-        updated_at = $2
+        updated_at = $2, rang_due_at = coalesce($6::timestamptz, rang_due_at)
     WHERE id IN (SELECT * FROM taken) AND version = $3 AND status = 'pending'
     RETURNING *
 )
@@ -426,7 +451,10 @@ SET LOCAL enable_sort = off
 -- their order.
 -- `taken` deletes each claim's occurrence from `due` (the row the loader read, found by its
 -- key: the lane and priority rank of its reminder's row, the minute, the instant, the
--- reminder and the version), only while it is still there: an edit, snooze or cancel that
+-- reminder and the version; the key is made whole first, in `keyed`, so that the planner
+-- reads it as one probe of due_pkey: with the lane and rank taken from the reminder's row
+-- in the same join it probed by those alone and filtered the rest, reading the lane's whole
+-- range a claim), only while it is still there: an edit, snooze or cancel that
 -- took it back since the load deleted it first, and the claim loses (the scheduler rings
 -- the new version instead); of two claims of one occurrence, the first wins. With $5 (the
 -- part count) set, a claim applies only while its part's lease is held by the sender $3 at
@@ -462,12 +490,15 @@ SET LOCAL enable_sort = off
 WITH claim AS (
     SELECT {claim_fields}
     FROM jsonb_array_elements($1::jsonb) AS c
+), keyed AS MATERIALIZED (
+    SELECT claim.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank
+    FROM claim JOIN reminders AS r ON r.id = claim.reminder_id
 ), taken AS (
     DELETE FROM due AS d
-    USING claim JOIN reminders AS r ON r.id = claim.reminder_id
+    USING keyed AS claim
     WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
-        = (r.shard / 64, coalesce(r.priority, 0), claim.bucket, claim.due_at,
-           claim.reminder_id, claim.version)
+        = (claim.lane, claim.rank, claim.bucket, claim.due_at, claim.reminder_id,
+           claim.version)
       AND ($5::integer IS NULL OR EXISTS (
           SELECT 1 FROM leases AS l
           WHERE l.parts = $5 AND l.part = claim.part AND l.holder = $3
@@ -916,76 +947,81 @@ SELECT count(*) FROM sent
 -- name: _PRUNE_FIRINGS
 -- One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
 -- firings_due from its old end; a ring still being delivered is never old enough, and one a
--- statement holds is skipped, never waited for), their attempts, by primary key, and the
--- reminders their rings finished, by primary key; and as many old rows of `rings`.
--- A reminder waiting for its next occurrence keeps its newest firing (a probe of
--- firings_pkey for a later one): readers start from it (`_RING_STATE`). A reminder goes
--- with the last of its firings once the ring that finished it (the last of its version,
--- `next_due` NULL; or, rung by a release before, a row that is not pending) is due before
--- $1 and no other firing is left (a probe of firings_pkey, `<id>.` to `<id>/`, which still
--- shows the firings this statement deletes: a statement does not see its own changes, so
--- they are named). The delete checks the row again as it is when it gets to it: an edit
--- since wins. It waits for a reminder an edit holds rather than skipping it: skipped, it
--- would have no firing left to go with. The rings of a reminder a claim kept since before
--- $1 names stay, with it, until recovery forgot the claim ({owed}: a whole fleet stopped
--- longer than retention keeps, back with claims whose holds ran out long ago).
+-- statement holds is skipped, never waited for), their attempts, by primary key, the
+-- reminders their rings finished, by primary key, and as many old rows of `rings`.
+-- A reminder that still waits to ring keeps its newest firing when a ring of its version is
+-- there: readers start from it ({ring_state}, `_RING_STATE`, judged for each candidate).
+-- A reminder goes with the last of its firings once its rings ended it (`fired`, `ended`,
+-- the last ring due before $1; or, rung by a release before, a row that is not pending,
+-- due before $1) and no other firing is left (a probe of firings_pkey, `<id>.` to `<id>/`,
+-- which still shows the firings this statement deletes: a statement does not see its own
+-- changes, so they are named). The delete checks the row again as it is when it gets to
+-- it: an edit since wins. It waits for a reminder an edit holds rather than skipping it:
+-- skipped, it would have no firing left to go with. The rings of a reminder a claim kept
+-- since before $1 names stay, with it, until recovery forgot the claim ({owed}: a whole
+-- fleet stopped longer than retention keeps, back with claims whose holds ran out long ago).
 -- A row of `rings` due before $1 goes once no reader starts from it or walks through it:
--- its reminder is gone or at another version, or a firing of its version due later is
--- written (readers start there); the oldest first, a range scan of rings_pkey.
+-- its reminder is gone (this statement's included) or at another version, or a firing of
+-- its version due later is written and stays (readers start there); the oldest first, a
+-- range scan of rings_pkey (bounded below as well, as {owed} is, for the generic plan).
 WITH gone AS (
     DELETE FROM firings
     WHERE id = ANY(ARRAY(
         SELECT f.id FROM firings AS f
         WHERE f.due_at < $1 AND f.state IN ('sent', 'failed', 'expired')
           AND f.reminder_id NOT IN ({owed})
-          AND (EXISTS (
-                  SELECT 1 FROM firings AS later
-                  WHERE later.id > f.id AND later.id < f.reminder_id || '/'
-              ) OR NOT EXISTS (
-                  SELECT 1 FROM reminders AS r
-                  WHERE r.id = f.reminder_id AND r.status = 'pending'
-                    AND NOT EXISTS (
-                        SELECT 1 FROM rings AS g
-                        WHERE (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
-                          AND g.next_due IS NULL AND NOT g.repeat
-                    )
-              ))
+          AND NOT EXISTS (
+              SELECT 1 FROM reminders AS r
+              {ring_state}
+              WHERE r.id = f.reminder_id AND now.now_status = 'pending'
+                AND now.last_id IS NOT DISTINCT FROM f.id
+                AND EXISTS (
+                    SELECT 1 FROM rings AS g
+                    WHERE (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
+                )
+          )
         ORDER BY f.due_at
         LIMIT $2
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE OF f SKIP LOCKED
     ))
     RETURNING id, reminder_id, due_at
 ), attempts_gone AS (
     DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
+), finished AS (
+    SELECT r.id FROM reminders AS r
+    {ring_state}
+    WHERE r.id = ANY(ARRAY(SELECT reminder_id FROM gone))
+      AND ((r.status <> 'pending' AND r.due_at < $1)
+           OR (r.status = 'pending' AND now.now_status IN ('fired', 'ended')
+               AND now.last_rung < $1))
 ), reminders_gone AS (
     DELETE FROM reminders AS r
-    WHERE id = ANY(ARRAY(SELECT reminder_id FROM gone))
-      AND (
-          (status <> 'pending' AND due_at < $1)
-          OR (status = 'pending' AND EXISTS (
-              SELECT 1 FROM gone JOIN rings AS g
-                  ON (g.due_at, g.reminder_id, g.version) = (gone.due_at, r.id, r.version)
-              WHERE gone.reminder_id = r.id AND g.next_due IS NULL AND NOT g.repeat
-          ))
-      )
+    WHERE id = ANY(ARRAY(SELECT id FROM finished))
       AND NOT EXISTS (
           SELECT 1 FROM firings
           WHERE id > r.id || '.' AND id < r.id || '/' AND id NOT IN (SELECT id FROM gone)
       )
-    RETURNING 1
+    RETURNING id
 ), rings_gone AS (
     DELETE FROM rings
     WHERE ctid = ANY(ARRAY(
         SELECT g.ctid FROM rings AS g
-        LEFT JOIN reminders AS r ON r.id = g.reminder_id
-        WHERE g.due_at < $1
-          AND (r.id IS NULL OR r.version <> g.version OR EXISTS (
-              SELECT 1 FROM firings AS later
-              JOIN rings AS h
-                  ON (h.due_at, h.reminder_id, h.version) = (later.due_at, r.id, r.version)
-              WHERE later.id > r.id || '.' || floor(extract(epoch FROM g.due_at))::bigint
-                AND later.id < r.id || '/'
-          ))
+        WHERE g.due_at >= '-infinity' AND g.due_at < $1
+          AND NOT EXISTS (
+              SELECT 1 FROM reminders AS r
+              WHERE r.id = g.reminder_id AND r.version = g.version
+                AND r.id NOT IN (SELECT id FROM reminders_gone)
+                AND NOT EXISTS (
+                    SELECT 1 FROM firings AS later
+                    WHERE later.id > r.id || '.' || floor(extract(epoch FROM g.due_at))::bigint
+                      AND later.id < r.id || '/' AND later.id NOT IN (SELECT id FROM gone)
+                      AND EXISTS (
+                          SELECT 1 FROM rings AS h
+                          WHERE (h.due_at, h.reminder_id, h.version)
+                              = (later.due_at, later.reminder_id, r.version)
+                      )
+                )
+          )
         ORDER BY g.due_at
         LIMIT $2
         FOR UPDATE OF g SKIP LOCKED
@@ -1095,13 +1131,16 @@ WITH m AS (
     SELECT * FROM unnest(
         $1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[]
     ) AS m (id, version, was, due_at, bucket)
+), keyed AS MATERIALIZED (
+    SELECT m.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank,
+        floor(extract(epoch FROM m.was) / 60)::integer AS was_bucket
+    FROM m JOIN reminders AS r ON r.id = m.id
 ), taken AS (
     DELETE FROM due AS d
-    USING m JOIN reminders AS r ON r.id = m.id
+    USING keyed AS m
     WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
-        = (r.shard / 64, coalesce(r.priority, 0),
-           floor(extract(epoch FROM m.was) / 60)::integer, m.was, m.id, m.version)
-    RETURNING m.*
+        = (m.lane, m.rank, m.was_bucket, m.was, m.id, m.version)
+    RETURNING m.id, m.version, m.due_at, m.bucket
 ), moved AS (
     UPDATE reminders AS r
     SET due_at = taken.due_at, bucket = taken.bucket, version = r.version + 1,
