@@ -34,38 +34,147 @@ INSERT INTO reminders (
 INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
 VALUES (?, ?, ?, ?, ?, ?)
 
--- name: GET_REMINDER
--- One reminder with its last firing (newest due).
-SELECT r.*, f.id AS last_id, f.due_at AS last_due_at, f.state AS last_state
-FROM reminders AS r
-LEFT JOIN firings AS f ON f.id = (
-    SELECT id FROM firings WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
-)
-WHERE r.id = ?
+-- name: INSERT_DUE
+-- The occurrence a reminder's row names waits to ring, while the row is pending: a row of
+-- `due` keyed by the lane and priority rank of the reminder, its minute and instant, and the
+-- row's version. Run after each write that saves a row (:id) with a new occurrence: a
+-- create, a snooze's new one-off, an edit, a rezone.
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard
+FROM reminders
+WHERE id = :id AND status = 'pending'
 
 -- name: PENDING_COUNT
--- An owner's reminders after a given id, in id order, optionally of one status (index
--- reminders_owner), each with its last firing.
 -- How many pending reminders an owner keeps from one app (NULL: the owner himself), among at
--- most :limit of the owner's rows read by reminders_owner (the status is judged outside the
--- read, as in the PostgreSQL query of the same name: so that the partial reminders_due is
--- never the index read).
-SELECT count(*) FILTER (WHERE status = 'pending' AND source IS :source)
-FROM (SELECT status, source FROM reminders WHERE owner = :owner LIMIT :limit)
+-- most :limit of the owner's rows read by reminders_owner. A row counts as pending as on
+-- PostgreSQL (its _WAITING says why a series counts while its row says so): its status says
+-- so and, for a one-off, its ring was not claimed (a probe of the key of `rings`).
+SELECT count(*) FILTER (
+    WHERE mine.source IS :source AND mine.status = 'pending' AND (
+        mine.rule IS NOT NULL OR NOT EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (mine.due_at, mine.id, mine.version)
+        )
+    )
+)
+FROM (
+    SELECT id, version, due_at, rule, status, source FROM reminders
+    WHERE owner = :owner LIMIT :limit
+) AS mine
+
+-- Reminders as they are now, worked out from their rings as PostgreSQL's _RING_STATE does
+-- (it says how; the reads are the same): a claim leaves the reminder's row as its last API
+-- write made it, and each ring of that version is a row of `rings` naming the occurrence
+-- after it. The reader starts at the newest of the reminder's written firings (a probe of
+-- the firings' key, `<id>.` to `<id>/`) when it rang at this version, else at the
+-- occurrence the write scheduled, and follows `next_due` through `rings` (a probe of its key
+-- a step) to the last ring of the version, the one whose next occurrence has no ring. Each
+-- row of `reminders` comes with:
+-- - `now_status`: the row's own status when it is not `pending` (cancelled; `fired` or
+--   `ended` as claims of an earlier release wrote them); else `pending` while an occurrence
+--   waits, `fired` (a one-off) or `ended` (a series) after the last ring;
+-- - `now_due`: the occurrence that waits, if any;
+-- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest written firing, or the
+--   version's last ring when it came after it and its firing is not there (shown `sending`
+--   until its deadline, judged at :now). SQLite's claim writes the firing of each ring it
+--   rings, so only retention leaves one out, and an API write never leaves a ring on its
+--   way behind (PostgreSQL keeps those in `rang_due_at`);
+-- - `last_rung`: the due instant of the version's last ring.
+-- SQLite has no LATERAL join: the state is one JSON value worked out from `r` and handed to
+-- json_each, whose argument may name the tables before it and is evaluated once a row (a
+-- scalar subquery in the select list would be copied into each column that reads it, the
+-- walk with it). A template: `queries` fills it in where a statement reads
+-- {reminders_now}; a statement's conditions on the reminder's own columns are tested
+-- before the walk.
+
+-- name: _REMINDERS_NOW
+SELECT r.*, now.value ->> 'now_status' AS now_status, now.value ->> 'now_due' AS now_due,
+    now.value ->> 'last_id' AS last_id, now.value ->> 'last_due_at' AS last_due_at,
+    now.value ->> 'last_state' AS last_state, now.value ->> 'last_rung' AS last_rung
+FROM reminders AS r
+CROSS JOIN json_each((
+    WITH RECURSIVE written AS (
+        SELECT id, due_at, state FROM firings
+        WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
+    ), chain (due_at, repeat, next_due) AS (
+        SELECT * FROM (
+            SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version)
+                = ((SELECT due_at FROM written), r.id, r.version)
+              AND r.status = 'pending'
+            UNION ALL
+            SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (r.due_at, r.id, r.version)
+              AND r.status = 'pending'
+            LIMIT 1
+        )
+        UNION ALL
+        SELECT g.due_at, g.repeat, g.next_due
+        FROM chain JOIN rings AS g
+            ON (g.due_at, g.reminder_id, g.version) = (chain.next_due, r.id, r.version)
+    ), rung AS (
+        SELECT due_at, repeat, next_due FROM chain
+        WHERE next_due IS NULL OR NOT EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (chain.next_due, r.id, r.version)
+        )
+    ), last AS (
+        SELECT rung.due_at AS rung_due, rung.next_due, written.id, written.due_at,
+            written.state,
+            coalesce(NOT rung.repeat
+                AND (written.due_at IS NULL OR rung.due_at > written.due_at)
+                AND rung.due_at + r.freshness * 1000000 > :now, false) AS claimed
+        FROM (SELECT 1) LEFT JOIN rung ON true LEFT JOIN written ON true
+    )
+    SELECT json_array(json_object(
+        'now_status', CASE
+            WHEN r.status <> 'pending' OR rung_due IS NULL OR next_due IS NOT NULL
+                THEN r.status
+            WHEN r.rule IS NULL THEN 'fired'
+            ELSE 'ended'
+        END,
+        'now_due', CASE
+            WHEN r.status <> 'pending' THEN NULL
+            WHEN rung_due IS NULL THEN r.due_at
+            ELSE next_due
+        END,
+        'last_id', CASE WHEN claimed THEN r.id || '.' || (rung_due / 1000000) ELSE id END,
+        'last_due_at', CASE WHEN claimed THEN rung_due ELSE due_at END,
+        'last_state', CASE WHEN claimed THEN 'sending' ELSE state END,
+        'last_rung', rung_due
+    ))
+    FROM last
+)) AS now
+
+-- name: GET_REMINDER
+-- One reminder as it is now (`_REMINDERS_NOW`), judged at :now.
+SELECT * FROM ({reminders_now}) WHERE id = :id
 
 -- name: LIST_REMINDERS
-SELECT r.*, f.id AS last_id, f.due_at AS last_due_at, f.state AS last_state
-FROM reminders AS r
-LEFT JOIN firings AS f ON f.id = (
-    SELECT id FROM firings WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
-)
-WHERE r.owner = :owner AND r.id > :after_id AND (:status IS NULL OR r.status = :status)
-  AND (:source IS NULL OR r.source = :source)
-ORDER BY r.id
+-- An owner's reminders after a given id, in id order (index reminders_owner), each as it is
+-- now, optionally of one status as it is now (:status) or saved by one app (:source).
+SELECT * FROM ({reminders_now})
+WHERE owner = :owner AND id > :after_id AND (:source IS NULL OR source = :source)
+  AND (:status IS NULL OR now_status = :status)
+ORDER BY id
 LIMIT :limit
 
+-- name: TAKE_BACK
+-- Take back the occurrence that waits to ring at :waiting (minute :waiting_bucket) for
+-- reminder :id at version :version: delete its row of `due`, found by its key (the lane and
+-- priority rank of the reminder's row). A claim deletes it too (TAKE_CLAIMED), each in a
+-- write transaction of its own: whichever comes first wins, and the row count says whether
+-- this one did (an edit, cancel or rezone that lost to a claim changes nothing).
+DELETE FROM due
+WHERE (lane, rank, bucket, due_at, reminder_id, version) = (
+    SELECT shard / 64, coalesce(priority, 0), :waiting_bucket, :waiting, id, version
+    FROM reminders
+    WHERE id = :id AND version = :version
+)
+
 -- name: UPDATE_REMINDER
--- Replace a reminder's mutable fields while its version is the expected one.
+-- Replace a reminder's mutable fields while its version is the expected one (after
+-- TAKE_BACK took its occurrence back, when one waited as the caller read it).
 UPDATE reminders
 SET text = :text, channel = :channel, zone = :zone, anchor = :anchor, rule = :rule, at = :at,
     repeat = :repeat, status = :status, due_at = :due_at, bucket = :bucket,
@@ -74,10 +183,11 @@ SET text = :text, channel = :channel, zone = :zone, anchor = :anchor, rule = :ru
 WHERE id = :id AND version = :expected_version
 
 -- name: CANCEL_REMINDER
--- Cancel a reminder while it is pending.
+-- Cancel a reminder at version :version, whose occurrence TAKE_BACK just took back.
 UPDATE reminders
-SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1, updated_at = ?
-WHERE id = ? AND status = 'pending'
+SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
+    updated_at = :now
+WHERE id = :id AND version = :version AND status = 'pending'
 
 -- name: MARK_SNOOZED
 -- Mark a firing snoozed by a new one-off, once, and say by which (PostgreSQL's statement of
@@ -128,18 +238,24 @@ ORDER BY c.id
 
 -- -- metrics --------------------------------------------------------------------------------------
 
+-- name: _LANES_AND_RANKS
+-- {lanes_and_ranks} of OLDEST_PENDING, COUNT_DUE and COUNT_OVERDUE: every lane (the 16 of
+-- tocsin.ids.LANES) and every priority rank, the first two columns of the key of `due`, so
+-- that each pair is one range scan of it.
+lanes (lane) AS (SELECT 0 UNION ALL SELECT lane + 1 FROM lanes WHERE lane < {last_lane}),
+ranks (rank) AS (SELECT 0 UNION ALL SELECT rank + 1 FROM ranks WHERE rank < {last_rank})
+
 -- name: OLDEST_PENDING
--- The oldest pending reminder's due time: the first entry of each priority of reminders_due
--- (keyed by the priority's rank, then bucket, due_at), the earlier of the two; no row when
--- nothing is pending.
-SELECT min(due_at) FROM (
-    SELECT * FROM (SELECT due_at FROM reminders
-        WHERE status = 'pending' AND coalesce(priority, 0) = 0 ORDER BY bucket, due_at LIMIT 1)
-    UNION ALL
-    SELECT * FROM (SELECT due_at FROM reminders
-        WHERE status = 'pending' AND coalesce(priority, 0) = 1 ORDER BY bucket, due_at LIMIT 1)
-)
-HAVING count(*) > 0
+-- The due time of the oldest occurrence waiting: the first entry of `due` of each lane and
+-- priority, then the earliest of those (NULL when nothing waits).
+WITH RECURSIVE {lanes_and_ranks}
+SELECT min((
+    SELECT d.due_at FROM due AS d
+    WHERE d.lane = lanes.lane AND d.rank = ranks.rank
+    ORDER BY d.bucket, d.due_at
+    LIMIT 1
+))
+FROM lanes, ranks
 
 -- name: DISABLE_WEBHOOK
 UPDATE apps SET webhook_disabled = 1 WHERE name = ?
@@ -165,115 +281,174 @@ UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 
 -- -- the scheduler ----------------------------------------------------------------------------
 
--- name: _LOAD_RANK
--- Pending reminders of a bucket range and a shard range at one priority, in due order: a range
--- scan of reminders_due, keyed in this order (coalesce(priority, 0), bucket, due_at, id) —
--- the priority rank {rank} first; only those after (:after_bucket, :after_due, :after_id), up
--- to :last_bucket: the next page (a first page passes the range's first bucket and an instant
--- before any). The cursor is the scan's lower bound, so it is the only one: given a
--- `bucket >= :first_bucket` beside it, SQLite bounds the scan by that and tests the cursor on
--- every row before it; and never `:after_due IS NULL OR …`, which keeps it out of the range
--- scan (as it did on PostgreSQL's generic plan: postgres.sql, _LOAD_LANE).
-SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM reminders
-WHERE status = 'pending' AND coalesce(priority, 0) = {rank}
-  AND bucket <= :last_bucket
-  AND shard BETWEEN :first_shard AND :last_shard
-  AND (bucket, due_at, id) > (:after_bucket, :after_due, :after_id)
+-- name: _LOAD_LANE
+-- The occurrences waiting in lane {lane} at priority rank {rank}, of a bucket range and a
+-- shard range, in due order: a range scan of the key of `due`, (lane, rank, bucket, due_at,
+-- reminder_id, version), that tests the shard range on each entry; only those after
+-- (:after_bucket, :after_due, :after_id), up to :last_bucket: the next page (a first page
+-- passes the range's first bucket and an instant before any). Each with what its claim
+-- needs of its reminder's row, read by primary key (`CROSS JOIN` keeps `due` the outer
+-- loop). The cursor is the scan's lower bound, so it is the only one: given a
+-- `bucket >= :first_bucket` beside it, SQLite bounds the scan by that and tests the cursor
+-- on every row before it; and never `:after_due IS NULL OR …`, which keeps it out of the
+-- range scan (as it did on PostgreSQL's generic plan: postgres.sql, _LOAD_LANE). The bucket
+-- is the last column, for the merge's order (`_LOAD_DUE`).
+SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
+    d.version, r.priority, d.bucket AS bucket
+FROM due AS d
+CROSS JOIN reminders AS r
+WHERE d.lane = {lane} AND d.rank = {rank} AND d.bucket <= :last_bucket
+  AND d.shard BETWEEN :first_shard AND :last_shard
+  AND (d.bucket, d.due_at, d.reminder_id) > (:after_bucket, :after_due, :after_id)
+  AND r.id = d.reminder_id
+
+-- name: _LOAD_DUE
+-- The occurrences waiting in the lanes of a shard range at one priority or both: the
+-- {branches}, one `_LOAD_LANE` scan per lane and priority, joined by UNION ALL. The ORDER BY
+-- of the compound, by the columns each branch reads in key order, makes SQLite merge them
+-- as it reads (MERGE (UNION ALL): each branch read only as far as the merge takes it, which
+-- stops at the limit). 32 branches load a page at ~3.2 µs a row, against ~2.3 µs for the
+-- two of a `due` keyed without lanes (200,000 rows, pages of 500).
+{branches}
 ORDER BY bucket, due_at, id
 LIMIT :limit
 
--- name: _LOAD_DUE
--- Pending reminders of every priority: the {urgent} and {bulk} `_LOAD_RANK` scans, merged
--- (in due order: the bucket is the due time's minute).
-SELECT * FROM (SELECT * FROM ({urgent}) UNION ALL SELECT * FROM ({bulk}))
-ORDER BY due_at, id LIMIT :limit
-
 -- A batch of claims travels as one JSON array (`:claims`) of one array per claim: its firing
--- id, reminder id, due_at, the loaded version, next_due_at, next_bucket, firing state, the
--- part, the epoch of the part's lease the claimer believes it holds (with :parts set, the
--- fencing token: see `domain.Fence`) and the error of a ring that could not be planned
--- (claimed `failed`), in the order `batches.SQLITE_CLAIMS` declares. The statements read each
+-- id (the delivery identity), then the fields of `batches.ClaimColumns` (the reminder id,
+-- due_at and its minute, the loaded version, next_due_at, next_bucket, firing state, the
+-- part, the epoch of the part's lease the claimer believes it holds — with :parts set, the
+-- fencing token: see `domain.Fence` — and the error of a ring that could not be planned,
+-- claimed `failed`), in the order `batches.SQLITE_CLAIMS` declares. The statements read each
 -- field by name: `{claim.due_at}` is filled in, at import (`queries`), with the read of that
--- field from the claim's array `c.value`. Read with json_each, a whole batch
--- is three statements, whatever its size, and each answers in one row: the Python thread
--- that runs them takes the GIL once per statement, not once per ring (with a busy event loop
--- beside it, each taking waits up to the interpreter's switch interval).
+-- field from the claim's array `c.value`. The rings CLAIMABLE decides travel the same way
+-- (`:rings`, `:firings`), in the order `queries.DECIDED` declares, read as `{ring.due_at}`
+-- from `g.value`. Read with json_each, a whole batch is five statements, whatever its size,
+-- and each answers in one row: the Python thread that runs them takes the GIL once per
+-- statement, not once per ring (with a busy event loop beside it, each taking waits up to
+-- the interpreter's switch interval).
+--
+-- The claim, in its one write transaction (nothing changes the rows between these), follows
+-- PostgreSQL's CLAIM: CLAIMABLE decides, TAKE_CLAIMED deletes each claim's occurrence from
+-- `due`, INSERT_RINGS records each ring decided, INSERT_NEXT_DUE makes a series' next
+-- occurrence wait, and INSERT_FIRINGS writes the firings to send (SQLite's claim writes
+-- each ring's firing itself: migrations/sqlite/0015). The reminder's row is read, never
+-- written.
 
 -- name: CLAIMABLE
--- The firings the claims will make: for each claim whose row is still what was loaded
--- (pending, at the loaded due time and version), whose lease is still held at the epoch
--- given (when :parts is set), and whose firing id (the delivery identity) does not exist
--- yet, the firing built from the row, as one JSON array of [id, reminder_id, owner, shard,
--- due_at, deadline, channel, text, metadata, source, state, error, priority, feed] (`:firings` of
--- INSERT_FIRINGS). A ring for the in-app feed alone is `queued` until its deadline, with the
--- note :waiting, for a page to take (the store announces it after the commit; PostgreSQL's
--- CLAIM says why). Run first in the
--- claim's write transaction, so nothing changes the rows before they are claimed. `CROSS
--- JOIN` keeps the claims as the outer loop, so each reminder is found by its primary key:
--- `status = 'pending'` matches the partial index reminders_due too, and reading that whole
--- (every pending row of a burst) is what a claim must never do.
-SELECT json_group_array(json_array(
-    {claim.firing_id}, r.id, r.owner, r.shard, r.due_at,
-    r.due_at + r.freshness * 1000000, r.channel, r.text, r.metadata, r.source,
-    CASE WHEN {claim.state} = 'sending' AND r.channel = 'inapp'
-        THEN 'queued' ELSE {claim.state} END,
-    CASE WHEN {claim.state} = 'sending' AND r.channel = 'inapp'
-        THEN :waiting ELSE {claim.error} END,
-    r.priority,
-    {claim.state} = 'sending' AND r.channel = 'inapp'
-))
-FROM json_each(:claims) AS c
-CROSS JOIN reminders AS r
-WHERE r.id = {claim.reminder_id} AND r.status = 'pending'
-  AND r.due_at = {claim.due_at} AND r.version = {claim.version}
-  AND (:parts IS NULL OR EXISTS (
-      SELECT 1 FROM leases AS l
-      WHERE l.parts = :parts AND l.part = {claim.part}
-        AND l.holder = :sender AND l.epoch = {claim.epoch}
-  ))
-  AND NOT EXISTS (SELECT 1 FROM firings WHERE id = {claim.firing_id})
+-- The rings the claims decide, as two JSON arrays of rows (`queries.DECIDED`): every ring
+-- (`:rings` of INSERT_RINGS and INSERT_NEXT_DUE), and those to ring, the firings to write
+-- (`:firings` of INSERT_FIRINGS). A claim decides a ring only while its occurrence still
+-- waits in `due` (a probe of its key: the lane and priority rank of the reminder's row, the
+-- minute, the instant, the reminder and the version), its reminder is still pending at the
+-- version loaded (an edit, snooze or cancel since took the occurrence back, and the claim
+-- loses: the scheduler rings the new version instead), no ring of it is recorded at that key,
+-- and, when :parts is set, the part's lease is still held by :sender at the epoch given. A
+-- ring rings once under its delivery identity (`<reminder id>.<due epoch second>`, the
+-- claim's `firing_id`): one rung already, by another version (a series edited back to an
+-- instant that rang) or by a claim of an earlier release (its firing written), is a
+-- `repeat`: it is recorded, makes no firing, and its series goes on. A ring for the in-app
+-- feed alone is `queued` until its deadline, with the note :waiting, for a page to take (the
+-- store announces it after the commit; PostgreSQL's CLAIM says why). `CROSS JOIN` keeps the
+-- claims as the outer loop, so each reminder is found by its primary key. `decided` is
+-- worked out once, MATERIALIZED: inlined, its columns are copied into each of the three
+-- reads below, `repeat`'s probes with them (10 µs of CPU a ring against 15, batches of
+-- 1,000 rings).
+WITH decided AS MATERIALIZED (
+    SELECT {claim.firing_id} AS firing_id, r.id AS reminder_id, r.owner, r.shard,
+        {claim.due_at} AS due_at, {claim.due_at} + r.freshness * 1000000 AS deadline,
+        r.channel, r.text, r.metadata, r.source,
+        CASE WHEN {claim.state} = 'sending' AND r.channel = 'inapp'
+            THEN 'queued' ELSE {claim.state} END AS state,
+        CASE WHEN {claim.state} = 'sending' AND r.channel = 'inapp'
+            THEN :waiting ELSE {claim.error} END AS error,
+        r.priority,
+        {claim.state} = 'sending' AND r.channel = 'inapp' AS feed,
+        r.version, {claim.next_due_at} AS next_due_at, {claim.next_bucket} AS next_bucket,
+        r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank,
+        EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE g.due_at = {claim.due_at} AND g.reminder_id = r.id AND NOT g.repeat
+        ) OR EXISTS (SELECT 1 FROM firings AS f WHERE f.id = {claim.firing_id}) AS repeat
+    FROM json_each(:claims) AS c
+    CROSS JOIN reminders AS r
+    WHERE r.id = {claim.reminder_id} AND r.version = {claim.version} AND r.status = 'pending'
+      AND EXISTS (
+          SELECT 1 FROM due AS d
+          WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+              = (r.shard / 64, coalesce(r.priority, 0), {claim.bucket}, {claim.due_at},
+                 r.id, r.version)
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM rings AS g
+          WHERE (g.due_at, g.reminder_id, g.version) = ({claim.due_at}, r.id, r.version)
+      )
+      AND (:parts IS NULL OR EXISTS (
+          SELECT 1 FROM leases AS l
+          WHERE l.parts = :parts AND l.part = {claim.part}
+            AND l.holder = :sender AND l.epoch = {claim.epoch}
+      ))
+)
+SELECT json_group_array(json_array({ring_columns})) AS rings,
+    json_group_array(json_array({ring_columns})) FILTER (WHERE NOT repeat) AS firings
+FROM decided
+
+-- name: TAKE_CLAIMED
+-- Delete each claim's occurrence from `due` (found by its key, the lane and priority rank of
+-- its reminder's row first), under the same fence as CLAIMABLE: the claim took it, whether
+-- it rang or lost to its reminder's later version (an occurrence an edit left behind goes
+-- too). Run after CLAIMABLE, which asks whether it waited.
+-- The key's columns come after a constant 0 on both sides: SQLite takes the comparison
+-- affinity of a row value's IN from its first member, and with the INTEGER `lane` there it
+-- probes the key by the columns before `reminder_id` alone (TEXT) and tests the rest on
+-- every entry of them: a burst's whole second of a lane, for each claim. A constant has no
+-- affinity, and the probe is by the whole key.
+DELETE FROM due
+WHERE (0, lane, rank, bucket, due_at, reminder_id, version) IN (
+    SELECT 0, r.shard / 64, coalesce(r.priority, 0), {claim.bucket}, {claim.due_at}, r.id,
+        {claim.version}
+    FROM json_each(:claims) AS c
+    CROSS JOIN reminders AS r
+    WHERE r.id = {claim.reminder_id}
+      AND (:parts IS NULL OR EXISTS (
+          SELECT 1 FROM leases AS l
+          WHERE l.parts = :parts AND l.part = {claim.part}
+            AND l.holder = :sender AND l.epoch = {claim.epoch}
+      ))
+)
+
+-- name: INSERT_RINGS
+-- Record each ring CLAIMABLE decided: its key, whether it is a repeat, and the occurrence
+-- after it (NULL after a one-off's or a finished series' last), which readers follow.
+INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
+SELECT {ring.due_at}, {ring.reminder_id}, {ring.version}, {ring.repeat}, {ring.next_due_at}
+FROM json_each(:rings) AS g
+
+-- name: INSERT_NEXT_DUE
+-- A series' next occurrence waits in `due` in its turn, at the version of the ring before
+-- it (one there already, saved by an edit of the same version, is left as it is).
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+SELECT {ring.lane}, {ring.rank}, {ring.next_bucket}, {ring.next_due_at}, {ring.reminder_id},
+    {ring.version}, {ring.shard}
+FROM json_each(:rings) AS g
+WHERE {ring.next_due_at} IS NOT NULL
+ON CONFLICT DO NOTHING
 
 -- name: INSERT_FIRINGS
--- Insert the firings CLAIMABLE decided (none exists: a clash is an error, never skipped); a
--- `sending` one is held by :sender until :lease_until.
+-- Insert the firings CLAIMABLE decided to ring (none exists: a clash is an error, never
+-- skipped); a `sending` one is held by :sender until :lease_until.
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
     attempts, next_attempt_at, sender, lease_until, created_at, last_error, priority
 )
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
-       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
-       json_extract(value, '$[9]'), json_extract(value, '$[10]'), 0,
-       CASE WHEN json_extract(value, '$[13]') THEN json_extract(value, '$[5]')
-           WHEN json_extract(value, '$[10]') = 'queued' THEN :now END,
-       CASE json_extract(value, '$[10]') WHEN 'sending' THEN :sender END,
-       CASE json_extract(value, '$[10]') WHEN 'sending' THEN :lease_until END,
-       :now, json_extract(value, '$[11]'), json_extract(value, '$[12]')
-FROM json_each(:firings)
-
--- name: CLAIM_REMINDERS
--- The conditional update that starts a ring, for each claim of the batch: only while the row
--- is still what was loaded, under the same fence as CLAIMABLE. Moves a series on to its next
--- due time; ends a one-off or a finished series, keeping the due instant it rang at in
--- `due_at`: out of reminders_finished, it goes with its ring's firing (PostgreSQL's CLAIM).
-UPDATE reminders
-SET status = CASE
-        WHEN {claim.next_due_at} IS NOT NULL THEN 'pending'
-        WHEN reminders.rule IS NULL THEN 'fired'
-        ELSE 'ended'
-    END,
-    due_at = coalesce({claim.next_due_at}, {claim.due_at}),
-    bucket = {claim.next_bucket},
-    version = reminders.version + 1,
-    updated_at = :now
-FROM json_each(:claims) AS c
-WHERE reminders.id = {claim.reminder_id} AND reminders.status = 'pending'
-  AND reminders.due_at = {claim.due_at} AND reminders.version = {claim.version}
-  AND (:parts IS NULL OR EXISTS (
-      SELECT 1 FROM leases AS l
-      WHERE l.parts = :parts AND l.part = {claim.part}
-        AND l.holder = :sender AND l.epoch = {claim.epoch}
-  ))
+SELECT {ring.firing_id}, {ring.reminder_id}, {ring.owner}, {ring.shard}, {ring.due_at},
+       {ring.deadline}, {ring.channel}, {ring.text}, {ring.metadata}, {ring.source},
+       {ring.state}, 0,
+       CASE WHEN {ring.feed} THEN {ring.deadline}
+           WHEN {ring.state} = 'queued' THEN :now END,
+       CASE {ring.state} WHEN 'sending' THEN :sender END,
+       CASE {ring.state} WHEN 'sending' THEN :lease_until END,
+       :now, {ring.error}, {ring.priority}
+FROM json_each(:firings) AS g
 
 -- name: EXPIRE_OVERDUE
 -- Firings that need a sender but are past their deadline become expired, saying so
@@ -461,39 +636,88 @@ ON CONFLICT (firing_id, number) DO NOTHING
 
 -- -- upkeep: retention ------------------------------------------------------------------------
 
+-- One batch of old rings, in one write, as PostgreSQL's PRUNE_FIRINGS does it in one
+-- statement (it says why each row may go or must stay): OLD_FIRINGS picks the batch and
+-- FINISHED_BY_RING the reminders that go with it, both before anything is deleted (as that
+-- statement's snapshot sees the rows); PRUNE_ATTEMPTS, PRUNE_FIRINGS and
+-- PRUNE_FINISHED_BY_RING delete those by key; PRUNE_RINGS then judges `rings` by what is
+-- left (as that statement names what it deletes).
+
+-- name: OLD_FIRINGS
+-- One batch of old rings: the oldest final firings due before :before, at most :limit (a
+-- range scan of firings_due from its old end), each with its reminder; but a reminder that
+-- still waits to ring keeps its newest firing when a ring of its version is there: readers
+-- start from it (`_REMINDERS_NOW`, judged at :now for each candidate).
+SELECT f.id, f.reminder_id FROM firings AS f
+WHERE f.due_at < :before AND f.state IN ('sent', 'failed', 'expired')
+  AND NOT EXISTS (
+      SELECT 1 FROM ({reminders_now}) AS reminder
+      WHERE reminder.id = f.reminder_id AND reminder.now_status = 'pending'
+        AND reminder.last_id IS f.id
+        AND EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version)
+                = (f.due_at, reminder.id, reminder.version)
+        )
+  )
+ORDER BY f.due_at
+LIMIT :limit
+
+-- name: FINISHED_BY_RING
+-- Of the reminders of OLD_FIRINGS' batch (:reminders, a JSON array of ids), by primary key,
+-- those that go with it: their rings ended them (a pending row its last ring made `fired`
+-- or `ended`, that ring due before :before; or a row a claim of an earlier release finished,
+-- not pending, `due_at` its ring's instant, due before :before: not in reminders_finished),
+-- and no firing of theirs is left but the batch's (:firings; a probe of the firings' key).
+SELECT reminder.id FROM ({reminders_now}) AS reminder
+WHERE reminder.id IN (SELECT value FROM json_each(:reminders))
+  AND ((reminder.status <> 'pending' AND reminder.due_at < :before)
+       OR (reminder.status = 'pending' AND reminder.now_status IN ('fired', 'ended')
+           AND reminder.last_rung < :before))
+  AND NOT EXISTS (
+      SELECT 1 FROM firings AS f
+      WHERE f.id > reminder.id || '.' AND f.id < reminder.id || '/'
+        AND f.id NOT IN (SELECT value FROM json_each(:firings))
+  )
+
 -- name: PRUNE_ATTEMPTS
--- The attempts of one batch of old firings: the oldest final firings due before :before, at
--- most :limit (a range scan of firings_due). Run first: in one write the batch is the same.
-DELETE FROM attempts WHERE firing_id IN (
-    SELECT id FROM firings
-    WHERE due_at < :before AND state IN ('sent', 'failed', 'expired')
-    ORDER BY due_at
-    LIMIT :limit
-)
+-- The attempts of the batch's firings (:firings, a JSON array of ids), by primary key.
+DELETE FROM attempts WHERE firing_id IN (SELECT value FROM json_each(:firings))
 
 -- name: PRUNE_FIRINGS
--- One batch of old firings: the same oldest final firings; each one's reminder id, for
--- PRUNE_FINISHED_BY_RING.
-DELETE FROM firings WHERE id IN (
-    SELECT id FROM firings
-    WHERE due_at < :before AND state IN ('sent', 'failed', 'expired')
-    ORDER BY due_at
-    LIMIT :limit
-)
-RETURNING reminder_id
+-- The batch's firings (:firings), by primary key.
+DELETE FROM firings WHERE id IN (SELECT value FROM json_each(:firings))
 
 -- name: PRUNE_FINISHED_BY_RING
--- The reminders of the firings just deleted (:reminders, one JSON array of their ids), by
--- primary key, that their ring finished (not pending, `due_at` kept: not in
--- reminders_finished), once that ring is due before :before too and they have no firing left
--- (a probe of the firings' primary key): PostgreSQL's PRUNE_FIRINGS says why. Run after
--- PRUNE_FIRINGS in the same write.
-DELETE FROM reminders
-WHERE id IN (SELECT value FROM json_each(:reminders))
-  AND status <> 'pending' AND due_at < :before
-  AND NOT EXISTS (
-      SELECT 1 FROM firings WHERE id > reminders.id || '.' AND id < reminders.id || '/'
-  )
+-- The reminders FINISHED_BY_RING found (:reminders, a JSON array of ids), by primary key.
+DELETE FROM reminders WHERE id IN (SELECT value FROM json_each(:reminders))
+
+-- name: PRUNE_RINGS
+-- The oldest rows of `rings` due before :before, at most :limit, that no reader starts from
+-- or walks through any more, judged after the batch went: their reminder is gone or at
+-- another version, or a firing of it due later is there whose ring is of the reminder's
+-- version (readers start there); a range scan of the key of `rings` from its old end.
+DELETE FROM rings
+WHERE (0, due_at, reminder_id, version) IN (  -- the whole key: TAKE_CLAIMED says why 0
+    SELECT 0, g.due_at, g.reminder_id, g.version FROM rings AS g
+    WHERE g.due_at < :before
+      AND NOT EXISTS (
+          SELECT 1 FROM reminders AS r
+          WHERE r.id = g.reminder_id AND r.version = g.version
+            AND NOT EXISTS (
+                SELECT 1 FROM firings AS later
+                WHERE later.id > r.id || '.' || (g.due_at / 1000000)
+                  AND later.id < r.id || '/'
+                  AND EXISTS (
+                      SELECT 1 FROM rings AS h
+                      WHERE (h.due_at, h.reminder_id, h.version)
+                          = (later.due_at, later.reminder_id, r.version)
+                  )
+            )
+      )
+    ORDER BY g.due_at
+    LIMIT :limit
+)
 
 -- name: PRUNE_REMINDERS
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
@@ -536,18 +760,21 @@ SELECT 1 FROM zone_data WHERE version = ? LIMIT 1
 INSERT OR IGNORE INTO zone_data (version, zone, digest) VALUES (?, ?, ?)
 
 -- name: PENDING_IN_ZONES
--- The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON).
-SELECT id, shard, zone, anchor, rule, due_at, version FROM reminders
+-- The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON), each
+-- with the occurrence that waits (`_REMINDERS_NOW`, judged at :now); the rows' own
+-- conditions are tested first, so only a pending row of those zones is walked.
+SELECT id, shard, zone, anchor, rule, now_due AS due_at, version FROM ({reminders_now})
 WHERE id > :after AND id <= :last AND status = 'pending'
-  AND zone IN (SELECT value FROM json_each(:zones))
+  AND zone IN (SELECT value FROM json_each(:zones)) AND now_due IS NOT NULL
 ORDER BY id
 
 -- name: RESCHEDULE
--- Move one reminder to a new due time, only while it is still pending at the due time and
--- version it was read with (a claim, edit or cancel since then wins).
+-- Move a reminder to a new due time (:due_at, minute :bucket) after TAKE_BACK took back the
+-- occurrence that waited as it was read (a claim, edit or cancel since then took it first,
+-- and wins); the new occurrence waits in `due` (INSERT_DUE).
 UPDATE reminders
 SET due_at = :due_at, bucket = :bucket, version = version + 1, updated_at = :now
-WHERE id = :id AND version = :version AND due_at = :was AND status = 'pending'
+WHERE id = :id AND version = :version AND status = 'pending'
 
 -- -- the status board ---------------------------------------------------------------------------
 
@@ -558,42 +785,36 @@ WHERE holder IS NOT NULL AND expires_at > :now
 ORDER BY holder, part
 
 -- name: COUNT_DUE
--- Pending reminders due in each bucket of [:first, :last], each counted up to :cap: one range
--- scan of `reminders_due` per priority and bucket, each stopped at the cap, then capped again.
-WITH RECURSIVE buckets (bucket) AS (
+-- Occurrences waiting in each bucket of [:first, :last], each counted up to :cap: one range
+-- scan of the key of `due` per lane, priority and bucket, each stopped at the cap; their
+-- counts add up to the bucket's, capped again.
+WITH RECURSIVE {lanes_and_ranks}, buckets (bucket) AS (
     SELECT :first UNION ALL SELECT bucket + 1 FROM buckets WHERE bucket < :last
 )
 SELECT buckets.bucket, min(:cap, (
-    SELECT count(*) FROM (
-        SELECT 1 FROM reminders
-        WHERE status = 'pending' AND coalesce(priority, 0) = 0
-          AND reminders.bucket = buckets.bucket
-        LIMIT :cap
-    )
-) + (
-    SELECT count(*) FROM (
-        SELECT 1 FROM reminders
-        WHERE status = 'pending' AND coalesce(priority, 0) = 1
-          AND reminders.bucket = buckets.bucket
-        LIMIT :cap
-    )
+    SELECT sum((
+        SELECT count(*) FROM (
+            SELECT 1 FROM due AS d
+            WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket = buckets.bucket
+            LIMIT :cap
+        )
+    ))
+    FROM lanes, ranks
 )) AS due
 FROM buckets
 
 -- name: COUNT_OVERDUE
--- Pending reminders due before bucket :first, counted up to :cap (the sweep keeps them few):
--- one range scan of `reminders_due` per priority.
-SELECT min(:cap, (
+-- Occurrences waiting from before bucket :first, counted up to :cap (the sweep keeps them
+-- few): one range scan of the key of `due` per lane and priority, as COUNT_DUE.
+WITH RECURSIVE {lanes_and_ranks}
+SELECT min(:cap, sum((
     SELECT count(*) FROM (
-        SELECT 1 FROM reminders
-        WHERE status = 'pending' AND coalesce(priority, 0) = 0 AND bucket < :first LIMIT :cap
+        SELECT 1 FROM due AS d
+        WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket < :first
+        LIMIT :cap
     )
-) + (
-    SELECT count(*) FROM (
-        SELECT 1 FROM reminders
-        WHERE status = 'pending' AND coalesce(priority, 0) = 1 AND bucket < :first LIMIT :cap
-    )
-))
+)))
+FROM lanes, ranks
 
 -- name: SAMPLE_RINGS
 -- The firings due in one minute [:start, :end) (microseconds), the :limit earliest at most,

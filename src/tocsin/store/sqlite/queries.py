@@ -1,18 +1,22 @@
 """The SQLite backend's statements by name (`q.CLAIM`): those of `store/sql/sqlite.sql` and
 the shared ones (`store/sql/`), as written, and the few filled in from a template.
 
-The scheduler's batches (claims, results) travel as one JSON array of rows each, read with
-`json_each`; a statement reads a field by name (`{claim.due_at}`), filled in here with its
-read by its place in the batch's declaration in `store/batches.py`.
+The scheduler's batches (claims, results, and the rings a claim decides) travel as one JSON
+array of rows each, read with `json_each`; a statement reads a field by name
+(`{claim.due_at}`), filled in here with its read by its place in the batch's declaration in
+`store/batches.py` (`DECIDED` below, for the rings).
 
 Instants are INTEGER microseconds since the Unix epoch (UTC); see migrations/sqlite.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from types import SimpleNamespace
 
+from tocsin.domain import PRIORITY_RANKS
+from tocsin.ids import LANES
 from tocsin.store import batches, sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
 
@@ -27,26 +31,78 @@ def fields(batch: batches.Batch, row: str) -> SimpleNamespace:
     """The reads of `batch`'s fields from the JSON array `row`, by name, each by its place in
     the batch (`{claim.due_at}`: `json_extract(c.value, '$[2]')`); a name the batch does not
     declare is an AttributeError, at import."""
+    return _reads(batch.names, row)
+
+
+def _reads(names: Sequence[str], row: str) -> SimpleNamespace:
     return SimpleNamespace(
-        **{field.name: f"json_extract({row}, '$[{n}]')" for n, field in enumerate(batch.fields)}
+        **{name: f"json_extract({row}, '$[{n}]')" for n, name in enumerate(names)}
     )
 
 
-CLAIMABLE = _TEXT["CLAIMABLE"].format(claim=fields(batches.SQLITE_CLAIMS, "c.value"))
-CLAIM_REMINDERS = _TEXT["CLAIM_REMINDERS"].format(claim=fields(batches.SQLITE_CLAIMS, "c.value"))
+# The rings CLAIMABLE decides (`:rings`, `:firings`), one JSON array each, in this order,
+# which is said here alone: CLAIMABLE writes them by these names and the statements after it
+# read them by name (`{ring.due_at}`). The firing's columns come first, in the order
+# `rows.claimed_firing_from` reads the claim's answer in; then what `rings` and `due` take.
+DECIDED = (
+    "firing_id",
+    "reminder_id",
+    "owner",
+    "shard",
+    "due_at",
+    "deadline",
+    "channel",
+    "text",
+    "metadata",
+    "source",
+    "state",
+    "error",
+    "priority",
+    "feed",
+    "version",
+    "repeat",
+    "next_due_at",
+    "next_bucket",
+    "lane",
+    "rank",
+)
+
+_CLAIM = fields(batches.SQLITE_CLAIMS, "c.value")
+_RING = _reads(DECIDED, "g.value")
+
+CLAIMABLE = _TEXT["CLAIMABLE"].format(claim=_CLAIM, ring_columns=", ".join(DECIDED))
+TAKE_CLAIMED = _TEXT["TAKE_CLAIMED"].format(claim=_CLAIM)
+INSERT_RINGS = _TEXT["INSERT_RINGS"].format(ring=_RING)
+INSERT_NEXT_DUE = _TEXT["INSERT_NEXT_DUE"].format(ring=_RING)
+INSERT_FIRINGS = _TEXT["INSERT_FIRINGS"].format(ring=_RING)
 INSERT_ATTEMPTS = _TEXT["INSERT_ATTEMPTS"].format(result=fields(batches.SQLITE_RESULTS, "r.value"))
 FINISH_ATTEMPTS = _TEXT["FINISH_ATTEMPTS"].format(result=fields(batches.SQLITE_RESULTS, "a.value"))
 
+_REMINDERS_NOW = _TEXT["_REMINDERS_NOW"]
+GET_REMINDER = _TEXT["GET_REMINDER"].format(reminders_now=_REMINDERS_NOW)
+LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(reminders_now=_REMINDERS_NOW)
+PENDING_IN_ZONES = _TEXT["PENDING_IN_ZONES"].format(reminders_now=_REMINDERS_NOW)
+
+OLD_FIRINGS = _TEXT["OLD_FIRINGS"].format(reminders_now=_REMINDERS_NOW)
+FINISHED_BY_RING = _TEXT["FINISHED_BY_RING"].format(reminders_now=_REMINDERS_NOW)
+
+_LANES_AND_RANKS = _TEXT["_LANES_AND_RANKS"].format(
+    last_lane=LANES - 1, last_rank=len(PRIORITY_RANKS) - 1
+)
+OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(lanes_and_ranks=_LANES_AND_RANKS)
+COUNT_DUE = _TEXT["COUNT_DUE"].format(lanes_and_ranks=_LANES_AND_RANKS)
+COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(lanes_and_ranks=_LANES_AND_RANKS)
+
 
 @cache
-def load_due(ranks: tuple[int, ...]) -> str:
-    """Pending reminders of a bucket range at the priority `ranks` (one, or urgent and
-    bulk), in due order, :limit at most: one `_LOAD_RANK` scan per rank."""
-    scans = [_TEXT["_LOAD_RANK"].format(rank=rank) for rank in ranks]
-    if len(scans) == 1:
-        return scans[0]
-    urgent, bulk = scans
-    return _TEXT["_LOAD_DUE"].format(urgent=urgent, bulk=bulk)
+def load_due(ranks: tuple[int, ...], lanes: range = range(LANES)) -> str:
+    """The occurrences waiting in `lanes` at the priority `ranks` (one, or urgent and bulk),
+    of a bucket range and a shard range, in due order, :limit at most: one `_LOAD_LANE` scan
+    per lane and rank, merged (`_LOAD_DUE`). SQLite's one process holds every part: its
+    loads read every lane."""
+    lane = _TEXT["_LOAD_LANE"]
+    branches = [lane.format(lane=n, rank=rank) for n in lanes for rank in ranks]
+    return _TEXT["_LOAD_DUE"].format(branches="\nUNION ALL\n".join(branches))
 
 
 def __getattr__(name: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -34,7 +35,7 @@ from tocsin.domain import (
     WorkerState,
 )
 from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
-from tocsin.ids import SHARDS, firing_id
+from tocsin.ids import SHARDS, firing_id, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import batches, codec
 from tocsin.store.base import (
@@ -159,6 +160,7 @@ class SqliteStore(Store):
             if idempotency is not None:
                 _insert_idempotency(connection, idempotency)
             connection.executemany(q.INSERT_REMINDER, rows)
+            connection.executemany(q.INSERT_DUE, rows)
 
         await self._db.write(work)
         self._wake(codec.wake_ups(reminders))
@@ -186,8 +188,9 @@ class SqliteStore(Store):
     async def get_reminder(
         self, reminder_id: str, *, now: datetime | None = None
     ) -> Reminder | None:
+        params = {"id": reminder_id, "now": _us(now or datetime.now(UTC))}
         row = await self._db.read(
-            lambda connection: connection.execute(q.GET_REMINDER, (reminder_id,)).fetchone()
+            lambda connection: connection.execute(q.GET_REMINDER, params).fetchone()
         )
         return None if row is None else reminder_from(row, _utc)
 
@@ -207,6 +210,7 @@ class SqliteStore(Store):
             "status": None if status is None else status.value,
             "source": source,
             "limit": limit,
+            "now": _us(now or datetime.now(UTC)),
         }
         rows = await self._db.read(
             lambda connection: connection.execute(q.LIST_REMINDERS, params).fetchall()
@@ -214,14 +218,21 @@ class SqliteStore(Store):
         return [reminder_from(row, _utc) for row in rows]
 
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int
+        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
     ) -> Reminder | None:
         params = _reminder_params(reminder) | {"expected_version": expected_version}
+        taken = None if waiting is None else _taken(reminder.id, expected_version, waiting)
+        read = {"id": reminder.id, "now": _us(reminder.updated_at)}
 
         def work(connection: sqlite3.Connection) -> Row | None:
+            # Taken back at the expected version, the row is at that version in this same
+            # transaction, so the update saves it: all or nothing.
+            if taken is not None and connection.execute(q.TAKE_BACK, taken).rowcount == 0:
+                return None  # a claim took the occurrence first: it rang since the caller read it
             if connection.execute(q.UPDATE_REMINDER, params).rowcount == 0:
                 return None
-            row: Row | None = connection.execute(q.GET_REMINDER, (reminder.id,)).fetchone()
+            connection.execute(q.INSERT_DUE, params)
+            row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
             return row
 
         row = await self._db.write(work)
@@ -232,10 +243,19 @@ class SqliteStore(Store):
         return saved
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
+        read = {"id": reminder_id, "now": _us(now)}
+
         def work(connection: sqlite3.Connection) -> Row | None:
-            if connection.execute(q.CANCEL_REMINDER, (_us(now), reminder_id)).rowcount == 0:
+            # Read and cancelled in one write transaction: no claim comes between the two.
+            current = connection.execute(q.GET_REMINDER, read).fetchone()
+            if current is None or current["now_due"] is None:
+                return None  # nothing waits to ring
+            version, waiting = current["version"], _utc(current["now_due"])
+            if connection.execute(q.TAKE_BACK, _taken(reminder_id, version, waiting)).rowcount == 0:
                 return None
-            row: Row | None = connection.execute(q.GET_REMINDER, (reminder_id,)).fetchone()
+            cancel = {"id": reminder_id, "version": version, "now": read["now"]}
+            connection.execute(q.CANCEL_REMINDER, cancel)
+            row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
             return row
 
         row = await self._db.write(work)
@@ -249,6 +269,7 @@ class SqliteStore(Store):
             snoozed_by: str | None = None if row is None else row[0]
             if snoozed_by == reminder.id:
                 connection.execute(q.INSERT_REMINDER, params)
+                connection.execute(q.INSERT_DUE, params)
             return snoozed_by
 
         snoozed_by = await self._db.write(work)
@@ -458,7 +479,7 @@ class SqliteStore(Store):
         if not shards or limit <= 0:
             return []
         ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
-        statement = q.load_due(ranks)
+        statement = q.load_due(ranks, lanes_of(shards))
         params = {
             "last_bucket": last_bucket,
             "first_shard": shards.start,
@@ -471,7 +492,8 @@ class SqliteStore(Store):
         rows = await self._db.read(
             lambda connection: connection.execute(statement, params).fetchall()
         )
-        return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest in rows]
+        # Each row ends with its bucket, which orders the merge of the lanes (`_LOAD_DUE`).
+        return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest, _bucket in rows]
 
     async def claim(
         self,
@@ -500,11 +522,14 @@ class SqliteStore(Store):
 
         def work(connection: sqlite3.Connection) -> list[str]:
             made: list[str] = []
-            for batch in rounds:
-                claimable = fenced | {"claims": batch, "waiting": FEED_WAITING}
-                firings = connection.execute(q.CLAIMABLE, claimable).fetchone()[0]
+            for batch in rounds:  # the statements' order: sqlite.sql, above CLAIMABLE
+                claims = fenced | {"claims": batch}
+                decided = claims | {"waiting": FEED_WAITING}
+                rings, firings = connection.execute(q.CLAIMABLE, decided).fetchone()
+                connection.execute(q.TAKE_CLAIMED, claims)
+                connection.execute(q.INSERT_RINGS, {"rings": rings})
+                connection.execute(q.INSERT_NEXT_DUE, {"rings": rings})
                 connection.execute(q.INSERT_FIRINGS, held | {"firings": firings})
-                connection.execute(q.CLAIM_REMINDERS, claimable | {"now": now_us})
                 made.append(firings)
             return made
 
@@ -666,8 +691,8 @@ class SqliteStore(Store):
     async def queue_stats(self) -> QueueStats:
         def work(connection: sqlite3.Connection) -> QueueStats:
             depth = {state: n for state, n in connection.execute(q.QUEUE_DEPTH)}
-            oldest = connection.execute(q.OLDEST_PENDING).fetchone()
-            return QueueStats(depth=depth, oldest_due=None if oldest is None else _utc(oldest[0]))
+            oldest = connection.execute(q.OLDEST_PENDING).fetchone()[0]
+            return QueueStats(depth=depth, oldest_due=None if oldest is None else _utc(oldest))
 
         return await self._db.read(work)
 
@@ -765,29 +790,38 @@ class SqliteStore(Store):
         keys_before: datetime,
         limit: int,
     ) -> Pruned:
-        rings = {"before": _us(firings_before), "limit": limit}
+        now = _us(datetime.now(UTC))  # the database's clock is the host's
+        batch = {"before": _us(firings_before), "limit": limit, "now": now}
 
-        def firings(connection: sqlite3.Connection) -> tuple[int, int, int]:
-            attempts = connection.execute(q.PRUNE_ATTEMPTS, rings).rowcount
-            rang_for = [row[0] for row in connection.execute(q.PRUNE_FIRINGS, rings)]
-            finished = {"reminders": orjson.dumps(rang_for).decode(), "before": rings["before"]}
-            reminders = connection.execute(q.PRUNE_FINISHED_BY_RING, finished).rowcount
-            return len(rang_for), attempts, reminders
+        def rung(connection: sqlite3.Connection) -> Pruned:
+            # The order of these: sqlite.sql, above OLD_FIRINGS.
+            old = connection.execute(q.OLD_FIRINGS, batch).fetchall()
+            firings = _ids(row["id"] for row in old)
+            theirs = _ids({row["reminder_id"] for row in old})
+            judged = batch | {"reminders": theirs, "firings": firings}
+            finished = _ids(row["id"] for row in connection.execute(q.FINISHED_BY_RING, judged))
+            gone = {"firings": firings, "reminders": finished}
+            attempts = connection.execute(q.PRUNE_ATTEMPTS, gone).rowcount
+            connection.execute(q.PRUNE_FIRINGS, gone)
+            reminders = connection.execute(q.PRUNE_FINISHED_BY_RING, gone).rowcount
+            rings = connection.execute(q.PRUNE_RINGS, batch).rowcount
+            return Pruned(
+                firings=len(old),
+                attempts=attempts,
+                reminders=reminders,
+                idempotency_keys=0,
+                rings=rings,
+            )
 
         def deleted(sql: str, before: datetime) -> Callable[[sqlite3.Connection], int]:
             params = {"before": _us(before), "limit": limit}
             return lambda connection: connection.execute(sql, params).rowcount
 
         # Three writes, not one: the writer thread is free between them.
-        pruned_firings, attempts, rung_out = await self._db.write(firings)
+        pruned = await self._db.write(rung)
         reminders = await self._db.write(deleted(q.PRUNE_REMINDERS, reminders_before))
         keys = await self._db.write(deleted(q.PRUNE_IDEMPOTENCY_KEYS, keys_before))
-        return Pruned(
-            firings=pruned_firings,
-            attempts=attempts,
-            reminders=rung_out + reminders,
-            idempotency_keys=keys,
-        )
+        return replace(pruned, reminders=pruned.reminders + reminders, idempotency_keys=keys)
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
         now = datetime.now(UTC)  # the database's clock is the host's
@@ -827,13 +861,14 @@ class SqliteStore(Store):
         self, zones: Collection[str], *, after_id: str, scan: int
     ) -> ZonePage:
         wanted = orjson.dumps(sorted(zones)).decode()
+        now = _us(datetime.now(UTC))  # the database's clock is the host's
 
         def work(connection: sqlite3.Connection) -> tuple[str | None, list[Row]]:
             page = {"after": after_id, "scan": scan}
             last: str | None = connection.execute(q.ZONE_PAGE_END, page).fetchone()[0]
             if last is None:
                 return None, []
-            params = {"after": after_id, "last": last, "zones": wanted}
+            params = {"after": after_id, "last": last, "zones": wanted, "now": now}
             return last, connection.execute(q.PENDING_IN_ZONES, params).fetchall()
 
         last_id, rows = await self._db.read(work)
@@ -843,21 +878,22 @@ class SqliteStore(Store):
         now_us = _us(now)
 
         def params(move: Move) -> dict[str, Any]:
-            return {
-                "id": move.reminder_id,
-                "version": move.version,
-                "was": _us(move.was),
+            return _taken(move.reminder_id, move.version, move.was) | {
                 "due_at": _us(move.due_at),
                 "bucket": codec.bucket_of(move.due_at),
                 "now": now_us,
             }
 
         def work(connection: sqlite3.Connection) -> list[str]:
-            return [
-                move.reminder_id
-                for move in moves
-                if connection.execute(q.RESCHEDULE, params(move)).rowcount > 0
-            ]
+            moved = []
+            for move in moves:
+                one = params(move)
+                # Taken back at its version, the row is pending at it: the move saves it.
+                if connection.execute(q.TAKE_BACK, one).rowcount > 0:
+                    connection.execute(q.RESCHEDULE, one)
+                    connection.execute(q.INSERT_DUE, one)
+                    moved.append(move.reminder_id)
+            return moved
 
         moved = set(await self._db.write(work))
         self._wake(codec.move_wake_ups([m for m in moves if m.reminder_id in moved], now))
@@ -994,6 +1030,17 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
     }
 
 
+def _taken(reminder_id: str, version: int, waiting: datetime) -> dict[str, Any]:
+    """TAKE_BACK's parameters: the occurrence of `reminder_id` at `version` that waits at
+    `waiting`."""
+    return {
+        "id": reminder_id,
+        "version": version,
+        "waiting": _us(waiting),
+        "waiting_bucket": codec.bucket_of(waiting),
+    }
+
+
 def _rounds(items: Sequence[T], key: Callable[[T], str]) -> list[list[T]]:
     """`items` split into lists without a repeated key, each key's items in their order (the
     n-th item of a key goes to the n-th list). Applied one list after the other, set-based
@@ -1013,6 +1060,11 @@ def _rounds(items: Sequence[T], key: Callable[[T], str]) -> list[list[T]]:
 
 def _json(items: Sequence[Sequence[Any]]) -> str:
     return orjson.dumps(items).decode()
+
+
+def _ids(ids: Iterable[str]) -> str:
+    """Ids as one JSON array, for a statement's `json_each`."""
+    return orjson.dumps(sorted(ids)).decode()
 
 
 def _firing_ids(claims: Sequence[Claim]) -> list[str]:

@@ -43,6 +43,17 @@ CREATE TABLE contacts (
     updated_at INTEGER NOT NULL
 , source TEXT);
 
+CREATE TABLE due (
+    lane INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    due_at INTEGER NOT NULL,
+    reminder_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    shard INTEGER NOT NULL,
+    PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
+) WITHOUT ROWID;
+
 CREATE TABLE firings (
     id TEXT PRIMARY KEY,
     reminder_id TEXT NOT NULL REFERENCES reminders (id) ON DELETE CASCADE,
@@ -114,6 +125,15 @@ CREATE TABLE reminders (
     CHECK (status <> 'pending' OR (due_at IS NOT NULL AND bucket IS NOT NULL))
 );
 
+CREATE TABLE rings (
+    due_at INTEGER NOT NULL,
+    reminder_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    repeat INTEGER NOT NULL,
+    next_due INTEGER,
+    PRIMARY KEY (due_at, reminder_id, version)
+) WITHOUT ROWID;
+
 CREATE TABLE schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
@@ -148,9 +168,6 @@ CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
-
-CREATE INDEX reminders_due ON reminders (coalesce(priority, 0), bucket, due_at, id, shard)
-    WHERE status = 'pending';
 
 CREATE INDEX reminders_finished ON reminders (updated_at)
     WHERE status <> 'pending' AND due_at IS NULL;
