@@ -111,10 +111,15 @@ def test_a_row_that_cannot_be_planned_fails_alone_and_says_why(tmp_path: Path) -
         broken = create(client, at=iso(due), repeat="RRULE:FREQ=DAILY", text="Broken")
         others = [create(client, at=iso(due), text=f"Fine {n}") for n in range(2)]
         with sqlite3.connect(db) as connection:
-            connection.execute(  # a new version: the scheduler loads it as it would an edit
+            # A new version, its occurrence waiting at the same instant: the scheduler loads
+            # it as it would an edit's.
+            connection.execute(
                 "UPDATE reminders SET zone = 'Mars/Olympus_Mons', version = version + 1"
                 " WHERE id = ?",
                 (broken["id"],),
+            )
+            connection.execute(
+                "UPDATE due SET version = version + 1 WHERE reminder_id = ?", (broken["id"],)
             )
         sleep_until(due + timedelta(seconds=4))  # the sweep (2 s) reads the new version
         failed = firings(client, broken)

@@ -113,10 +113,10 @@ def test_every_statement_is_rendered_whole() -> None:
 
 
 def test_rows_cannot_be_built_with_a_field_missing() -> None:
-    columns = {name: ["x"] for name in batches.POSTGRES_CLAIMS.names if name != "loaded_status"}
-    with pytest.raises(TypeError, match="loaded_status"):
+    columns = {name: ["x"] for name in batches.POSTGRES_CLAIMS.names if name != "bucket"}
+    with pytest.raises(TypeError, match="bucket"):
         batches.POSTGRES_CLAIMS.json(columns)
-    with pytest.raises(TypeError, match="loaded_status"):
+    with pytest.raises(TypeError, match="bucket"):
         batches.POSTGRES_CLAIMS.rows(columns)
 
 

@@ -49,7 +49,7 @@ CONSEQUENCE = 15.0
 SETTLE_POLL = 2.0
 SETTLE_MARGIN = 30.0  # past the last deadline, before giving up on the settle
 _UNFINISHED = """
-SELECT (SELECT count(*) FROM reminders WHERE status = 'pending')
+SELECT (SELECT count(*) FROM due)
      + (SELECT count(*) FROM firings WHERE state IN ('queued', 'sending'))
 """
 

@@ -23,9 +23,14 @@ HOLD_SECONDS = (
 )
 CLOCK_SLACK = 1.0  # seconds: a claim is made at its due second by a clock on this machine
 
+# A reminder is pending while an occurrence of it waits in `due` (a claim leaves its row as
+# its last API write made it: `rung` here once nothing of it waits).
 _REMINDERS = """
-SELECT id, status, floor(extract(epoch FROM due_at))::bigint AS due, snoozed_from
-FROM reminders
+SELECT r.id,
+    CASE WHEN r.status = 'pending' AND d.reminder_id IS NULL THEN 'rung' ELSE r.status END
+        AS status,
+    floor(extract(epoch FROM coalesce(d.due_at, r.due_at)))::bigint AS due, r.snoozed_from
+FROM reminders AS r LEFT JOIN due AS d ON d.reminder_id = r.id
 """
 _FIRINGS = """
 SELECT id, reminder_id, floor(extract(epoch FROM due_at))::bigint AS due,

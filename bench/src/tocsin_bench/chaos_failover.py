@@ -178,7 +178,7 @@ async def _single(number: int, client: httpx.AsyncClient, ledger: Ledger, fresh:
             response = None
         ledger.note_answer(response)
         if response is not None and response.status_code == 201:
-            ledger.add(response.json()["id"], due)
+            ledger.add(response.json()["id"], due, response.headers.get("ETag", ""))
             return
         if response is not None and response.status_code < 500:
             break  # refused for good (its due time passed meanwhile)

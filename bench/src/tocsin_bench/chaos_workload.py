@@ -48,9 +48,11 @@ class Race:
 
 @dataclass
 class Ledger:
-    """What the API said it saved (id → due second) and every race made."""
+    """What the API said it saved (id → due second, and its ETag as saved) and every race
+    made."""
 
     due: dict[str, int] = field(default_factory=dict)
+    etags: dict[str, str] = field(default_factory=dict)
     by_due: list[tuple[int, str]] = field(default_factory=list)  # in due order
     not_created: int = 0
     batch_retries: int = 0
@@ -58,8 +60,9 @@ class Ledger:
     unreadable_503: int = 0  # 503s without Retry-After or not application/problem+json
     races: list[Race] = field(default_factory=list)
 
-    def add(self, reminder_id: str, due: int) -> None:
+    def add(self, reminder_id: str, due: int, etag: str) -> None:
         self.due[reminder_id] = due
+        self.etags[reminder_id] = etag
         self.by_due.append((due, reminder_id))
 
     def note_answer(self, response: httpx.Response | None) -> None:
@@ -131,7 +134,7 @@ class Creator:
     def _record(self, answer: dict[str, Any], dues: list[int]) -> None:
         for item in answer["items"]:
             if item["status"] == "created":
-                self._ledger.add(item["id"], dues[item["index"]])
+                self._ledger.add(item["id"], dues[item["index"]], item["etag"])
             else:  # due too soon after an outage: the API refuses a one-off in the past
                 self._ledger.not_created += 1
 
@@ -185,9 +188,11 @@ class Racer:
             elif race.kind == "snooze":
                 response = await self._client.patch(path, json={"snooze": f"{self._spec.snooze}s"})
             else:
-                # Version 1 is the one the batch saved: no read between us and the due second.
+                # The ETag the batch answered: no read between us and the due second, and a
+                # ring since (the ETag names the occurrence that waits) makes the edit stale.
                 body = {"at": iso(race.due + self._spec.edit_by)}
-                response = await self._client.patch(path, json=body, headers={"If-Match": '"1"'})
+                match = {"If-Match": self._ledger.etags[race.reminder_id]}
+                response = await self._client.patch(path, json=body, headers=match)
         except httpx.HTTPError as error:
             race.error = f"{type(error).__name__}: {error}"
             return

@@ -16,6 +16,14 @@ import asyncpg
 from tocsin.store import Store, open_store
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+# The occurrence of every pending reminder a bench inserted with plain SQL, waiting in `due`
+# as a save through the store leaves it (the same statement on both backends).
+FILL_DUE = """
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM reminders
+WHERE status = 'pending' AND due_at IS NOT NULL
+ON CONFLICT DO NOTHING
+"""
 DROP_ATTEMPTS = 30
 
 

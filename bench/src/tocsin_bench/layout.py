@@ -2,10 +2,10 @@
 
 Two layouts ring the same kind of rows, side by side in one database, after a checkpoint:
 
-- **in place** — Tocsin's statements as they are (`queries.CLAIM`, `INSERT_FIRINGS`): the
-  claim rewrites the reminder's row where it lies (its heap page, and new entries in
-  `reminders_pkey`, `reminders_owner` and `reminders_due`), and the firing is keyed by
-  `<reminder id>.<due second>`;
+- **Tocsin** (`in place` in the report) — the service's statements as they are
+  (`queries.CLAIM`, `INSERT_FIRINGS`): the claim takes the occurrence from `due` and inserts
+  its ring into `rings` (both keyed in due order) and leaves the reminder's row alone; the
+  firing, written with the first try's outcome, is keyed by `<reminder id>.<due second>`;
 - **in due order** — the layout of docs/architecture.md, "Rings in due order": the claim
   inserts the ring, keyed (due instant, reminder, version), which is also what decides
   between it and an edit (both insert that key; the first wins); the reminder's row is only
@@ -51,6 +51,7 @@ _WEEK = timedelta(days=7)
 # others are due in 2-30 days, as people's reminders are. Owners and texts vary as people's
 # do, so the row is as wide as a real one and reminders_owner is as scattered.
 _FILL = """
+WITH saved AS (
 INSERT INTO reminders (
     due_at, created_at, updated_at, bucket, freshness, version, shard, id, owner, status,
     channel, text, zone, anchor, rule, at, repeat, source
@@ -72,6 +73,10 @@ LATERAL (
             + make_interval(days => (2 + (g::bigint * 7919) % 28)::integer, secs => g % 86400)
     END AS due
 ) AS d
+RETURNING shard, bucket, due_at, id, version
+)
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+SELECT shard / 64, 0, bucket, due_at, id, version, shard FROM saved
 """
 
 # The due-order layout's own tables: what is due (an occurrence a row, appended in due
@@ -291,6 +296,7 @@ async def _ring_in_place(
         {
             "reminder_id": batch,
             "due_at": [due] * size,
+            "bucket": [int(due.timestamp()) // 60] * size,
             "version": [1] * size,  # the version loaded
             "next_due_at": [next_due] * size,
             "next_bucket": [next_bucket] * size,
@@ -298,7 +304,6 @@ async def _ring_in_place(
             "part": [0] * size,  # held at epoch 1 (_LEASE)
             "epoch": [1] * size,
             "error": [None] * size,
-            "loaded_status": ["pending"] * size,
         }
     )
     hold = now + timedelta(seconds=20)

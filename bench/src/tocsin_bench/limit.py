@@ -27,6 +27,7 @@ from typing import Any
 
 import asyncpg
 
+from tocsin.store import batches
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
@@ -38,14 +39,19 @@ from tocsin_bench.stats import rate
 # Pending one-offs due in one bucket, spread over the shards, as a burst leaves them; ids
 # `<prefix><n in hex>`, so each pass has rows of its own.
 _FILL = """
-INSERT INTO reminders (
-    due_at, created_at, updated_at, bucket, freshness, version, shard, id, owner, status,
-    channel, text, zone, anchor, at
+WITH saved AS (
+    INSERT INTO reminders (
+        due_at, created_at, updated_at, bucket, freshness, version, shard, id, owner, status,
+        channel, text, zone, anchor, at
+    )
+    SELECT $1, $2, $2, $3, 600, 1, (g % 1024)::smallint, $6 || lpad(to_hex(g), 15, '0'),
+        'owner-' || g, 'pending', 'webhook', 'Take blood pressure medication', 'UTC',
+        $4, $4
+    FROM generate_series(1, $5) AS g
+    RETURNING shard, bucket, due_at, id, version
 )
-SELECT $1, $2, $2, $3, 600, 1, (g % 1024)::smallint, $6 || lpad(to_hex(g), 15, '0'),
-    'owner-' || g, 'pending', 'webhook', 'Take blood pressure medication', 'UTC',
-    $4, $4
-FROM generate_series(1, $5) AS g
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+SELECT shard / 64, 0, bucket, due_at, id, version, shard FROM saved
 """
 
 _SENDER = "limit"
@@ -232,31 +238,38 @@ async def _measured(
 
 
 _NO_EARLIER = json_rows([[]] * 8)  # no attempts at other destinations
+# The fields of a firing that CLAIM answers, by the name INSERT_FIRINGS reads each as.
+_CLAIMED = {
+    "firing_id": "firing_id", "reminder_id": "reminder_id", "owner": "owner", "shard": "shard",
+    "due_at": "due_at", "deadline": "deadline", "route": "channel", "text": "text",
+    "metadata": "metadata", "source": "source",
+}  # fmt: skip
 
 
 def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...]]:
-    """The CLAIM arguments of every batch, made before the clock starts."""
+    """The CLAIM arguments of every batch, made before the clock starts, by name from the
+    order `tocsin.store.batches` declares."""
     ids = sorted(prefix + format(n, "x").rjust(15, "0") for n in range(1, spec.rows + 1))
     now = datetime.now(UTC)
-    batches = []
+    made = []
     for start in range(0, len(ids), spec.batch):
         chunk = ids[start : start + spec.batch]
         size = len(chunk)
-        claims = json_rows(
-            [
-                chunk,
-                [due] * size,
-                [1] * size,  # the version loaded
-                [None] * size,
-                [None] * size,
-                ["sending"] * size,
-                [0] * size,  # the part, held at epoch 1 (_LEASE)
-                [1] * size,
-                [None] * size,
-                ["pending"] * size,  # the status each was loaded in
-            ]
+        claims = batches.POSTGRES_CLAIMS.json(
+            {
+                "reminder_id": chunk,
+                "due_at": [due] * size,
+                "bucket": [int(due.timestamp()) // 60] * size,
+                "version": [1] * size,  # the version loaded
+                "next_due_at": [None] * size,
+                "next_bucket": [None] * size,
+                "state": ["sending"] * size,
+                "part": [0] * size,  # held at epoch 1 (_LEASE)
+                "epoch": [1] * size,
+                "error": [None] * size,
+            }
         )
-        batches.append(
+        made.append(
             (
                 claims,
                 now,
@@ -266,7 +279,7 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
                 FEED_WAITING,  # the note of a ring for the in-app feed (none here)
             )
         )
-    return batches
+    return made
 
 
 async def _pass(
@@ -295,23 +308,23 @@ async def _loop(
         if not rows:
             continue
         size, now = len(rows), datetime.now(UTC)
-        firings = json_rows(
-            [
-                *(list(column) for column in zip(*(row[:10] for row in rows), strict=True)),
-                [now] * size,  # created at the claim
-                ["sent"] * size,
-                [None] * size,
-                [1] * size,
-                [now] * size,
-                ["webhook"] * size,
-                ["sent"] * size,
-                [None] * size,
-                [None] * size,
-                ["app:limit"] * size,  # the destination: the app's endpoint
-                [None] * size,
-                ["app:limit"] * size,  # a first try accepted: kept on the firing row
-                [None] * size,  # urgent
-            ]
+        firings = batches.POSTGRES_UNWRITTEN.json(
+            {name: [row[field] for row in rows] for name, field in _CLAIMED.items()}
+            | {
+                "created_at": [now] * size,  # created at the claim
+                "state": ["sent"] * size,
+                "next_attempt_at": [None] * size,
+                "number": [1] * size,
+                "at": [now] * size,
+                "channel": ["webhook"] * size,
+                "outcome": ["sent"] * size,
+                "last_error": [None] * size,
+                "provider_id": [None] * size,
+                "destination": ["app:limit"] * size,  # the app's endpoint
+                "error": [None] * size,
+                "sent_to": ["app:limit"] * size,  # a first try accepted: kept on the row
+                "priority": [None] * size,  # urgent
+            }
         )
         done += await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER, [])
     return done

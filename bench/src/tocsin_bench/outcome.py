@@ -12,12 +12,13 @@ import asyncpg
 
 from tocsin_bench.stats import rate, spread
 
-# Progress counts use the partial indexes (reminders_due, firings_queued, firings_sending),
-# so polling them while the engine works costs the database next to nothing — with the
-# planner kept on them (_POLL_SETTINGS): right after the save its statistics are stale, and
-# it chose parallel sequential scans of both tables, 150 ms of the database's CPU per poll.
+# Progress counts read the occurrences waiting (`due`, which holds only those) and the
+# partial indexes firings_queued and firings_sending, so polling them once the rings are
+# out costs the database next to nothing — with the planner kept on them
+# (_POLL_SETTINGS): right after the save its statistics are stale, and it chose parallel
+# sequential scans, 150 ms of the database's CPU per poll.
 _PG_UNFINISHED = """
-SELECT (SELECT count(*) FROM reminders WHERE status = 'pending' AND bucket <= $1),
+SELECT (SELECT count(*) FROM due WHERE bucket <= $1),
        (SELECT count(*) FROM firings WHERE state = 'sending'),
        (SELECT count(*) FROM firings WHERE state = 'queued')
 """
@@ -57,8 +58,10 @@ SELECT count(*) - count(DISTINCT firing_id) FROM attempts WHERE outcome = 'sent'
 """
 
 # The row writes the rings made, from PostgreSQL's counts for the throw-away database: the
-# claims' updates of reminders, the firings and attempts written (the rows the tables hold:
-# nothing is deleted during a run), the results' updates of firings (how many of the updates
+# updates of reminders (none by a claim since the occurrences moved to `due`), the
+# occurrences the claims took from `due` and the rings they inserted, the firings and
+# attempts written (the rows the tables hold: nothing but `due` is deleted during a run),
+# the results' updates of firings (how many of the updates
 # were HOT: no index entry written), and the inserts rolled back. `n_tup_ins` counts the rows
 # a statement inserted before it failed too: an INSERT_FIRINGS batch that meets a ring
 # recovery wrote meanwhile (its hold ran out) fails whole and is written again, so its rows
@@ -69,6 +72,8 @@ SELECT count(*) - count(DISTINCT firing_id) FROM attempts WHERE outcome = 'sent'
 _PG_WRITES = """
 SELECT coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'reminders'), 0),
        coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = 'reminders'), 0),
+       coalesce(sum(n_tup_del) FILTER (WHERE relname = 'due'), 0),
+       coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'rings'), 0),
        (SELECT count(*) FROM firings),
        coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'firings'), 0),
        coalesce(sum(n_tup_hot_upd) FILTER (WHERE relname = 'firings'), 0),
@@ -77,11 +82,13 @@ SELECT coalesce(sum(n_tup_upd) FILTER (WHERE relname = 'reminders'), 0),
            - (SELECT count(*) FROM firings),
        coalesce(sum(n_tup_ins) FILTER (WHERE relname = 'attempts'), 0)
            - (SELECT count(*) FROM attempts)
-FROM pg_stat_user_tables WHERE relname IN ('reminders', 'firings', 'attempts')
+FROM pg_stat_user_tables WHERE relname IN ('reminders', 'due', 'rings', 'firings', 'attempts')
 """
 _WRITE_NAMES = (
     "reminders_updated",
     "reminders_hot",
+    "due_deleted",
+    "rings_inserted",
     "firings_inserted",
     "firings_updated",
     "firings_hot",
@@ -182,6 +189,8 @@ def _per_ring(writes: dict[str, int], firings: int) -> dict[str, Any]:
     rolled back are not a ring's writes, and are reported beside it)."""
     total = (
         writes["reminders_updated"]
+        + writes["due_deleted"]
+        + writes["rings_inserted"]
         + writes["firings_inserted"]
         + writes["firings_updated"]
         + writes["attempts_inserted"]

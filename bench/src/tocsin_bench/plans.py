@@ -30,10 +30,11 @@ from typing import Any
 import asyncpg
 
 from tocsin.ids import LANE_WIDTH
+from tocsin.store import batches
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS
-from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.databases import FILL_DUE, migrated_store, throwaway
 from tocsin_bench.progress import note
 
 _FINISHED = """
@@ -167,6 +168,7 @@ async def _import(connection: asyncpg.Connection, spec: PlansSpec, busy: datetim
     await connection.execute(_SENT, busy, spec.finished)
     await connection.execute("ANALYZE reminders; ANALYZE firings")
     await connection.execute(_REMINDERS, busy, spec.reminders, spec.busy)
+    await connection.execute(FILL_DUE)
     await connection.execute(_FIRINGS, busy, spec.firings, spec.sending)
     await connection.execute(_LEASES, busy)
     # Hint bits now, not during the first batch measured.
@@ -209,19 +211,20 @@ class _Batches:
 def _claim_args(rows: list[asyncpg.Record], busy: datetime) -> tuple[Any, ...]:
     """CLAIM's arguments, as `PostgresStore.claim` makes them (a lease of 16 parts)."""
     nexts = [row["due_at"] + timedelta(days=1) if row["series"] else None for row in rows]
-    claims = json_rows(
-        [
-            [row["id"] for row in rows],
-            [row["due_at"] for row in rows],
-            [row["version"] for row in rows],
-            nexts,
-            [int(n.timestamp()) // 60 if n else None for n in nexts],
-            ["sending"] * len(rows),
-            [row["shard"] // LANE_WIDTH for row in rows],
-            [1] * len(rows),
-            [None] * len(rows),
-            ["pending"] * len(rows),
-        ]
+    size = len(rows)
+    claims = batches.POSTGRES_CLAIMS.json(
+        {
+            "reminder_id": [row["id"] for row in rows],
+            "due_at": [row["due_at"] for row in rows],
+            "bucket": [int(row["due_at"].timestamp()) // 60 for row in rows],
+            "version": [row["version"] for row in rows],
+            "next_due_at": nexts,
+            "next_bucket": [int(n.timestamp()) // 60 if n else None for n in nexts],
+            "state": ["sending"] * size,
+            "part": [row["shard"] // LANE_WIDTH for row in rows],
+            "epoch": [1] * size,
+            "error": [None] * size,
+        }
     )
     return (claims, busy, "bench", busy + timedelta(seconds=30), 16, FEED_WAITING)
 

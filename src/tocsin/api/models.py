@@ -592,13 +592,18 @@ class ProblemOut(BaseModel):
 
 
 class BatchItemOut(BaseModel):
-    """One item's result: `created` with the new reminder's `id` and `next` ring, or
+    """One item's result: `created` with the new reminder's `id`, `next` ring and `etag`, or
     `invalid` with the `problem`."""
 
     index: int
     status: Literal["created", "invalid"]
     id: str | None = Field(default=None, description="The saved reminder's id (`created`).")
     next: Instant | None = Field(default=None, description="Its first ring, UTC (`created`).")
+    etag: str | None = Field(
+        default=None,
+        description="Its `ETag` as saved (`created`), for an edit's `If-Match` without a read.",
+        examples=['"1.1793019600"'],
+    )
     problem: ProblemOut | None = None
 
 

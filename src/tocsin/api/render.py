@@ -86,6 +86,7 @@ def batch_created(index: int, item: Reminder) -> dict[str, Any]:
         "status": "created",
         "id": item.id,
         "next": format_utc(item.due_at) if item.due_at else None,
+        "etag": etag_of(item),
     }
 
 

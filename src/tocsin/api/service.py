@@ -414,11 +414,12 @@ def owner_for(principal: Principal, owner: str | None) -> str:
 
 
 def stale(current: Reminder) -> Problem:
+    tag = render.etag_of(current)
     return Problem(
         412,
         "precondition-failed",
-        f"the reminder changed since you read it: its ETag is now {render.etag_of(current)}",
-        headers={"ETag": render.etag_of(current)},
+        f"the reminder changed since you read it: its ETag is now {tag}",
+        headers={"ETag": tag},
     )
 
 

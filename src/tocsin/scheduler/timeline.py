@@ -68,15 +68,15 @@ class Entry(NamedTuple):
         )
 
     def after_claim(self, due_at: datetime) -> Entry:
-        """The same reminder's ring at another due time, once this entry's claim moved the
-        row on to it (which bumped the version by one)."""
+        """The same reminder's ring at another due time, once this entry's claim made it the
+        occurrence that waits (at the same version: a claim leaves the version alone)."""
         return Entry.make(
             self.reminder_id,
             due_at,
             self.part,
             self.schedule,
             self.freshness,
-            self.version + 1,
+            self.version,
             self.priority,
         )
 

@@ -105,7 +105,7 @@ def test_a_claim_carries_the_version_loaded_and_a_follow_up_the_next() -> None:
     [claim] = decided.claims
     [follow_up] = decided.follow_ups.values()
     assert claim.version == 7
-    assert follow_up.version == 8  # the claim that leads to it bumps the row's version
+    assert follow_up.version == 7  # a claim leaves the reminder's version alone
 
 
 def test_the_timeline_holds_an_edited_row_beside_the_loaded_one() -> None:
