@@ -166,11 +166,12 @@ class Reminder:
     metadata: JSON | None
     source: str | None  # the app (API key) that saved it
     snoozed_from: str | None  # the firing this one-off was snoozed from
-    version: int
+    version: int  # counts API writes: a ring leaves the stored row alone
     created_at: datetime
     updated_at: datetime
     last_firing: FiringSummary | None = None
     priority: Priority = Priority.URGENT
+    rang: bool = False  # a ring of it was claimed since its last API write
 
 
 class DueRing(NamedTuple):

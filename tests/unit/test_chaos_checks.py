@@ -42,7 +42,7 @@ def records(
 def ledger(*reminders: str, races: list[Race] | None = None) -> Ledger:
     made = Ledger()
     for reminder in reminders:
-        made.add(reminder, DUE)
+        made.add(reminder, DUE, '"1"')
     made.races = races or []
     return made
 

@@ -602,7 +602,7 @@ class BatchItemOut(BaseModel):
     etag: str | None = Field(
         default=None,
         description="Its `ETag` as saved (`created`), for an edit's `If-Match` without a read.",
-        examples=['"1.1793019600"'],
+        examples=['"1"'],
     )
     problem: ProblemOut | None = None
 

@@ -140,16 +140,20 @@ def _utc(instant: datetime | None) -> str | None:
     return format_utc(instant) if instant is not None else None
 
 
-def etag(version: int, due_at: datetime | None, status: str) -> str:
-    """A reminder's ETag: its version (API writes) and where its rings are — the occurrence
-    that waits (its epoch second), else its status — so a ring changes it as an edit does,
-    and an edit made on what the reminder was before a ring is refused as stale."""
+def etag(version: int, due_at: datetime | None = None, status: str = "", rang: bool = False) -> str:
+    """A reminder's ETag: its version (API writes) and, once a ring of it was claimed since
+    the last of them, where its rings are — the occurrence that waits (its epoch second),
+    else its status — so a ring changes it as an edit does, and an edit made on what the
+    reminder was before a ring is refused as stale. Until a ring, the version alone
+    (`"1"` as saved), which an app may send back without reading the reminder first."""
+    if not rang:
+        return f'"{version}"'
     where = str(int(due_at.timestamp())) if due_at is not None else status
     return f'"{version}.{where}"'
 
 
 def etag_of(item: Reminder) -> str:
-    return etag(item.version, item.due_at, item.status.value)
+    return etag(item.version, item.due_at, item.status.value, item.rang)
 
 
 def etag_matches(if_match: str, item: Reminder) -> bool:

@@ -278,7 +278,7 @@ POSTGRES_EARLIER = Batch(
         "destination",
     )
 )
-# `:claims` of CLAIMABLE and CLAIM_REMINDERS: each claim's delivery identity, then the claim.
+# `:claims` of CLAIMABLE and TAKE_CLAIMED: each claim's delivery identity, then the claim.
 SQLITE_CLAIMS = Batch(fields=(Field("firing_id", "text"), *_CLAIM.values()))
 # `:results` of INSERT_ATTEMPTS and FINISH_ATTEMPTS: the results, or the earlier attempts.
 SQLITE_RESULTS = Batch(fields=tuple(_RESULT.values()))

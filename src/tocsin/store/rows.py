@@ -91,6 +91,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         updated_at=instant(row["updated_at"]),
         last_firing=last,
         priority=codec.priority_of(row["priority"]),
+        rang=now and row["last_rung"] is not None,
     )
 
 

@@ -22,7 +22,8 @@ async def test_valid_items_are_saved_and_invalid_ones_say_why(
     assert [r["status"] for r in results] == ["created", "invalid", "created", "invalid", "invalid"]
     assert results[0]["next"] == "2026-10-26T13:00:00Z"
     assert results[2]["next"] == "2026-10-21T17:00:00Z"  # 18:00 in Lisbon (WEST)
-    assert set(results[0]) == {"index", "status", "id", "next"}
+    assert set(results[0]) == {"index", "status", "id", "next", "etag"}
+    assert results[0]["etag"] == '"1"'  # as saved: an edit may name it without a read
     assert fields(results[1]["problem"]) == ["items.1.zone"]
     assert results[1]["problem"]["status"] == 422
     assert fields(results[3]["problem"]) == ["items.3"]

@@ -18,6 +18,7 @@ import asyncpg
 import pytest
 
 from tests.integration.store.factories import NOW, reminder
+from tocsin.ids import LANES
 from tocsin.domain import AttemptResult, Claim, FiringState, ReminderStatus
 from tocsin.store import Store, batches, open_store
 from tocsin.store.codec import BEFORE_ANY, bucket_of
@@ -46,7 +47,7 @@ async def _fill(store: Store) -> None:
             batch = []
 
 
-async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str) -> None:
+async def test_sqlite_reads_a_bucket_part_through_due(sqlite_url: str) -> None:
     await _filled(sqlite_url)
     connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     try:
@@ -105,23 +106,27 @@ async def test_sqlite_reads_a_bucket_part_through_reminders_due(sqlite_url: str)
     finally:
         connection.close()
 
+    lane_scans = "SEARCH d USING PRIMARY KEY (lane=? AND rank=?"
     for one in (plan, paged):
-        assert any(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in one)
+        # One range scan of `due` a lane (SQLite's one process reads every lane), each row's
+        # reminder by its key.
+        assert sum(line.startswith(lane_scans) for line in one) == LANES, one
+        assert any(line.startswith("SEARCH r USING INDEX sqlite_autoindex") for line in one)
         # The cursor bounds the range scan, whatever page: not a test of each row read.
-        assert any("(bucket,due_at,id)>(?,?,?)" in line for line in one), one
-        assert not any(line.startswith("SCAN reminders") for line in one)
+        assert any("(bucket,due_at,reminder_id)>(?,?,?)" in line for line in one), one
+        assert not any(line.startswith(("SCAN d", "SCAN r")) for line in one), one
         assert not any("TEMP B-TREE" in line for line in one), one  # in index order, no sort
-    # Every priority: one range scan of each, the two merged.
-    assert sum(line.startswith("SEARCH reminders USING INDEX reminders_due") for line in both) == 2
-    assert not any(line.startswith("SCAN reminders") for line in both), both
+    # Every priority: one range scan of each lane and priority, merged.
+    assert sum(line.startswith(lane_scans) for line in both) == 2 * LANES, both
+    assert not any(line.startswith(("SCAN d", "SCAN r")) for line in both), both
     assert any("USING INDEX firings_queued" in line for line in queue)
     assert any("USING INDEX firings_sending" in line for line in queue)
     assert not any(line.startswith("SCAN firings") for line in queue)
 
 
 async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None:
-    """A claim or a result batch finds each row by its key: never through the partial
-    indexes its state test also matches (reminders_due, firings_sending), whose whole
+    """A claim or a result batch finds each row by its key: never through a partial index
+    its state test also matches (firings_sending), whose whole
     content — every pending row, every firing being sent — a burst would read per batch."""
     store = await open_store(sqlite_url)
     try:
@@ -157,24 +162,28 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
         }
         plans = {
             name: _sqlite_plan(connection, getattr(lite, name), params)
-            for name in ("CLAIMABLE", "CLAIM_REMINDERS", "INSERT_ATTEMPTS", "FINISH_ATTEMPTS")
+            for name in ("CLAIMABLE", "TAKE_CLAIMED", "INSERT_ATTEMPTS", "FINISH_ATTEMPTS")
         }
     finally:
         connection.close()
 
     for name, plan in plans.items():
-        table = "reminders" if name.startswith("CLAIM") else "firings"
+        table = "reminders" if "CLAIM" in name else "firings"
         assert any(f"INDEX sqlite_autoindex_{table}_1 (id=?)" in line for line in plan), plan
-        # The batch itself is the only thing scanned; every table row is found by its key
-        # (a claim's lease, the fence, by (parts, part)).
+        # The batch itself is the only thing scanned (and CLAIMABLE's rows it decided); every
+        # table row is found by its key (a claim's lease, the fence, by (parts, part); an
+        # occurrence of `due` and a ring of `rings` by their primary keys).
         for line in plan:
             assert (
                 "VIRTUAL TABLE" in line
                 or line.startswith("CORRELATED SCALAR SUBQUERY")
+                or line in ("SCAN decided", "MATERIALIZE decided")
+                or line.startswith("LIST SUBQUERY")
                 or re.search(
                     r"^SEARCH \w+ USING (COVERING )?INDEX sqlite_autoindex_\w+_1 \(id=\?\)$", line
                 )
                 or line == "SEARCH l USING INDEX sqlite_autoindex_leases_1 (parts=? AND part=?)"
+                or re.search(r"^SEARCH \w+ USING PRIMARY KEY \((lane|due_at)=\? AND ", line)
             ), plan
 
 
@@ -746,7 +755,7 @@ async def test_sqlite_reads_the_queues_numbers_from_partial_indexes(sqlite_url: 
 
     assert "INDEX firings_queued" in depth, depth
     assert "INDEX firings_sending" in depth, depth
-    assert "INDEX reminders_due" in oldest, oldest
+    assert "SEARCH d USING PRIMARY KEY (lane=? AND rank=?)" in oldest, oldest
     assert "TEMP B-TREE" not in oldest, oldest
 
 

@@ -19,6 +19,7 @@ from tocsin.domain import Firing, FiringState, IdempotencyRecord, Reminder, Remi
 from tocsin.scheduler.retention import Retention, RetentionTuning
 from tocsin.store import Store
 from tocsin.store.base import Pruned
+from tocsin.store.codec import EPOCH
 
 DAY = timedelta(days=1)
 KEEP = 30 * DAY
@@ -294,13 +295,16 @@ async def test_a_one_off_an_earlier_version_fired_goes_by_its_last_change(
 ) -> None:
     """Before migration 0017 a ring left `due_at` NULL: such a reminder is in
     reminders_finished, and goes once its last change (its ring's claim) is old."""
-    one_off, _ = await _rung(
-        store, CUTOFF - DAY, state=FiringState.SENT, claimed=CUTOFF + timedelta(hours=1)
+    claimed = CUTOFF + timedelta(hours=1)
+    one_off, _ = await _rung(store, CUTOFF - DAY, state=FiringState.SENT, claimed=claimed)
+    stored = (  # an instant as each backend stores it
+        str((claimed - EPOCH) // timedelta(microseconds=1))
+        if migrated_db_url.startswith("sqlite")
+        else f"'{claimed.isoformat()}'"
     )
     await raw_execute(  # as its claim of that release left it
         migrated_db_url,
-        "UPDATE reminders SET status = 'fired', due_at = NULL,"
-        f" updated_at = '{(CUTOFF + timedelta(hours=1)).isoformat()}'",
+        f"UPDATE reminders SET status = 'fired', due_at = NULL, updated_at = {stored}",
     )
 
     assert await _prune(store) == _pruned(firings=1)

@@ -100,34 +100,40 @@ async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
     connection = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"))
     try:
         connection.execute("ANALYZE")
-        params = {"before": 0, "limit": 1000}
+        params = {"before": 0, "limit": 1000, "now": 0}
         plans = {
             name: _sqlite_plan(connection, getattr(lite, name), params)
-            for name in ("PRUNE_ATTEMPTS", "PRUNE_FIRINGS", "PRUNE_REMINDERS")
+            for name in ("OLD_FIRINGS", "PRUNE_RINGS", "PRUNE_REMINDERS")
         }
         plans["PRUNE_IDEMPOTENCY_KEYS"] = _sqlite_plan(
             connection, lite.PRUNE_IDEMPOTENCY_KEYS, params
         )
-        by_ring = _sqlite_plan(
-            connection, lite.PRUNE_FINISHED_BY_RING, {"before": 0, "reminders": '["a", "b"]'}
-        )
+        batch = {"firings": '["a.1", "b.2"]', "reminders": '["a", "b"]'}
+        by_ring = _sqlite_plan(connection, lite.FINISHED_BY_RING, params | batch)
+        deletes = {
+            name: _sqlite_plan(connection, getattr(lite, name), batch)
+            for name in ("PRUNE_ATTEMPTS", "PRUNE_FIRINGS", "PRUNE_FINISHED_BY_RING")
+        }
     finally:
         connection.close()
 
-    # The reminders of the firings deleted, by key, and their other firings by a probe of it:
-    # only the batch itself is scanned.
-    assert "SEARCH reminders USING INDEX sqlite_autoindex_reminders_1 (id=?)" in by_ring
+    # The reminders of the batch, by key, and their other firings by a probe of it: only
+    # the batch itself is scanned.
+    assert any("sqlite_autoindex_reminders_1 (id=?)" in line for line in by_ring), by_ring
     assert any("sqlite_autoindex_firings_1 (id>? AND id<?)" in line for line in by_ring)
-    assert [line for line in by_ring if line.startswith("SCAN")] == [
-        "SCAN json_each VIRTUAL TABLE INDEX 1:"
-    ]
+    tables = ("reminders", "firings", "rings", "due", "attempts", "r ", "f ", "g ", "h ")
+    assert not any(line.startswith(f"SCAN {table}") for table in tables for line in by_ring)
+    for name, plan in deletes.items():  # by key, the batch the only thing scanned
+        assert [line for line in plan if line.startswith("SCAN")] == [
+            "SCAN json_each VIRTUAL TABLE INDEX 1:"
+        ], (name, plan)
 
-    assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["PRUNE_FIRINGS"])
-    assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["PRUNE_ATTEMPTS"])
+    assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["OLD_FIRINGS"])
+    assert any("PRIMARY KEY (due_at<?)" in line for line in plans["PRUNE_RINGS"])
     assert any("reminders_finished (updated_at<?)" in line for line in plans["PRUNE_REMINDERS"])
     assert any(
         "idempotency_keys_age (created_at<?)" in line for line in plans["PRUNE_IDEMPOTENCY_KEYS"]
     )
-    for name, plan in plans.items():
-        assert not any(line.startswith("SCAN") for line in plan), (name, plan)
+    for name, plan in plans.items():  # no table scanned (a reader's own rows may be)
+        assert not any(line.startswith(f"SCAN {t}") for t in tables for line in plan), (name, plan)
         assert not any("TEMP B-TREE" in line for line in plan), (name, plan)

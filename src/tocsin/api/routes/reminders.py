@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any
 
@@ -288,10 +287,8 @@ def _answer(answer: Answer, headers: dict[str, str]) -> Response:
 def _created_headers(answer: Answer) -> dict[str, str]:
     if answer.status != 201:
         return {}
-    body = orjson.loads(answer.body)
-    due = None if body["next"] is None else datetime.fromisoformat(body["next"])
-    tag = render.etag(1, due, body["status"])
-    return {"ETag": tag, "Location": f"/v1/reminders/{body['id']}"}
+    reminder_id = orjson.loads(answer.body)["id"]
+    return {"ETag": render.etag(1), "Location": f"/v1/reminders/{reminder_id}"}
 
 
 def _occurrences(found: list[Occurrence]) -> Response:
