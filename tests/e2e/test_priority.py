@@ -104,10 +104,10 @@ async def test_urgent_rings_go_ahead_of_a_bulk_backlog(
         urgent_due = due + timedelta(seconds=URGENT_DUE)
         urgent = _save(client, urgent_due, "urgent", URGENT)
 
-        # ~24 s here. Beside four CPU hogs it does not drain at all (a product defect, not
-        # this bound): each taken firing is refused "not tried: the hold on it would end
-        # before a send could; taken again" and taken again at once, ~1,400 a second, while
-        # a handful is sent.
+        # ~24 s here, about as long beside four CPU hogs (where it once did not drain at all:
+        # each firing taken beyond what the senders sent within its hold was recorded as a
+        # "not tried" attempt and taken again at once, ~1,400 a second, while a handful was
+        # sent; `tests/unit/test_delivery_flow.py` holds delivery to it on a fake clock).
         await wait_all_sent(pg_migrated_url, BULK + URGENT, within=360)
         stats = await sink.astats(ids=True)
 

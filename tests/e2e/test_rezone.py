@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.support.processes import clean_env, running, tocsin
-from tocsin.cli.serve import open_ready_store
+from tocsin.cli.startup import open_ready_store
 from tocsin.domain import Reminder
 from tocsin.rezone import note_zone_data, rezone
 from tocsin.settings import Settings

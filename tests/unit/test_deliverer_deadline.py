@@ -56,6 +56,8 @@ async def test_a_send_whose_deadline_came_while_it_waited_for_a_slot_is_not_made
     held.go.set()
     done, result = await sending, await waiting
 
+    assert done is not None  # both held well within their hold
+    assert result is not None
     assert done.state is FiringState.SENT
     assert held.sent == [first.id], "the late one never went out"
     assert result.state is FiringState.QUEUED  # pickup finds it past its deadline: expired

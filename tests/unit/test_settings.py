@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from tocsin.cli.serve import settings_from
+from tocsin.cli.startup import settings_from
 from tocsin.settings import Settings
 
 

@@ -27,16 +27,8 @@ from typing import Any
 
 import uvicorn
 
-from tocsin.cli.serve import (
-    StartupError,
-    add_server_arguments,
-    check_auth,
-    open_ready_store,
-    run_async,
-    serve,
-    serve_api,
-    settings_from,
-)
+from tocsin.cli.serve import add_server_arguments, check_auth, serve, serve_api
+from tocsin.cli.startup import StartupError, open_ready_store, run_async, settings_from
 from tocsin.logging import configure_logging
 from tocsin.metrics import exposition
 from tocsin.settings import Settings

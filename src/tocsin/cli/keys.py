@@ -12,8 +12,6 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tocsin.api.models import OWNER_PATTERN
-from tocsin.api.security import KEY_TTL
 from tocsin.auth import (
     hash_api_key,
     new_api_key,
@@ -22,7 +20,7 @@ from tocsin.auth import (
     sign_owner_token,
 )
 from tocsin.channels.webpush import new_vapid_keys
-from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store, settings_from
+from tocsin.cli.startup import StartupError, add_database_arguments, open_ready_store, settings_from
 from tocsin.domain import Priority
 from tocsin.errors import InvalidInput, SecretKeyError, StoreError
 from tocsin.keyring import new_key
@@ -32,7 +30,6 @@ from tocsin.store.ports import AppStore
 from tocsin.time import parse_duration
 
 TTL_MIN = 60
-KEY_CACHE_SECONDS = int(KEY_TTL.total_seconds())
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 TTL_MAX = 366 * 86400
 # Passes of `rotate-secrets`: the second only re-reads what changed during the first (a
@@ -186,7 +183,7 @@ async def _revoke(store: AppStore, settings: Settings, args: argparse.Namespace)
         print(f"tocsin keys: {said} {args.app!r}", file=sys.stderr)
         return 1
     print(
-        f"revoked the key of {args.app}: refused within {KEY_CACHE_SECONDS} s by every API "
+        f"revoked the key of {args.app}: refused within {_key_cache_seconds()} s by every API "
         "process; its reminders still ring"
     )
     return 0
@@ -199,7 +196,7 @@ async def _rotate(store: AppStore, settings: Settings, args: argparse.Namespace)
         return 1
     print(
         f"New API key for {args.app} (shown once; keep it secret; the old one is refused "
-        f"within {KEY_CACHE_SECONDS} s):"
+        f"within {_key_cache_seconds()} s):"
     )
     print(key)
     return 0
@@ -210,13 +207,24 @@ async def _revoke_owner(store: AppStore, settings: Settings, args: argparse.Name
     await store.revoke_owner_tokens(args.owner, datetime.now(UTC))
     print(
         f"revoked every owner token of {args.owner} signed until now: refused within "
-        f"{KEY_CACHE_SECONDS} s by every API process, and its open feeds end (at once on "
+        f"{_key_cache_seconds()} s by every API process, and its open feeds end (at once on "
         "PostgreSQL, else by their next heartbeat); sign a new one with owner-token"
     )
     return 0
 
 
+def _key_cache_seconds() -> int:
+    """How long an API process may still accept a key or token after it is revoked."""
+    # Imported here, as OWNER_PATTERN below: tocsin.api loads the whole API (FastAPI, every
+    # route), ~0.25 s of CPU that `keys list`, `create` and `vapid` do not need.
+    from tocsin.api.security import KEY_TTL
+
+    return int(KEY_TTL.total_seconds())
+
+
 def _check_owner(owner: str) -> None:
+    from tocsin.api.models import OWNER_PATTERN
+
     if not re.fullmatch(OWNER_PATTERN, owner):
         raise ValueError("an owner is 1-128 characters of letters, digits and . _ : @ -")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tocsin.cli.serve import StartupError, add_database_arguments, open_ready_store
-from tocsin.cli.serve import settings_from as server_settings
+from tocsin.cli.startup import StartupError, add_database_arguments, open_ready_store
+from tocsin.cli.startup import settings_from as server_settings
 from tocsin.logging import configure_logging
 from tocsin.rezone import RezoneReport, rezone
 from tocsin.settings import Settings

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from tocsin.channels import build_channels
-from tocsin.cli.serve import StartupError, open_ready_store, run_async
+from tocsin.cli.startup import StartupError, open_ready_store, run_async
 from tocsin.clock import DatabaseClock
 from tocsin.logging import FORMATS, configure_logging
 from tocsin.metrics.port import MetricsPort

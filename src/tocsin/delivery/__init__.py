@@ -1,8 +1,10 @@
 """Delivery: the firings table is the durable queue; this sends what a worker holds.
 
-`Delivery` wires the parts: a `DeliveryPool` of sender tasks, each attempt made by a
+`Delivery` wires the parts: a `DeliveryPool` of sender tasks, which takes only what they
+start within a firing's hold at the pace they keep (`Pace`), each attempt made by a
 `Deliverer` and decided by the `RetryPolicy`, results written in batches by a `Recorder`,
-and a `Pickup` loop that takes over retries and firings whose sender vanished.
+and a `Pickup` loop that takes over retries, firings handed back and firings whose sender
+vanished, as the pool has room.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ class DeliveryTuning:
     record_batch: int = 1000
     record_seconds: float = 0.05
     # A send is made only while this long is left in the firing's hold (what the hold adds
-    # to the part lease: the webhook timeout); else it is taken again with a fresh hold.
+    # to the part lease: the webhook timeout); else it is handed back, untried, to be taken
+    # again with a fresh hold.
     send_timeout: float = 10.0
 
 
@@ -102,6 +105,7 @@ class Delivery:
             interval=tuning.pickup_seconds,
             batch=tuning.pickup_batch,
         )
+        self.pool.on_room = self.pickup.wake
         self._tasks: list[asyncio.Task[None]] = []
 
     def _retry_at(self, when: datetime) -> None:
@@ -120,8 +124,7 @@ class Delivery:
         await self.pool.room(count, rank)
 
     async def submit(self, firings: Iterable[Firing]) -> None:
-        """Send these firings (claimed by this worker, `sending`); waits while the queue is
-        full."""
+        """Send these firings (claimed by this worker, `sending`, once `room` allowed)."""
         await self.pool.submit(firings)
 
     async def stop(self, grace: float) -> None:

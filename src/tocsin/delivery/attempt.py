@@ -35,7 +35,9 @@ MIN_TIME_LEFT = timedelta(milliseconds=250)
 # the hold is still this worker's: no other worker takes the firing over mid-send. (Less
 # when the hold is short: half of what it adds to the send timeout.)
 HOLD_MARGIN = timedelta(seconds=1)
-NO_TIME_IN_HOLD = "not tried: the hold on it would end before a send could; taken again"
+NO_TIME_IN_HOLD = "not tried: the hold on it would end before a send could; handed back"
+# A send held back for want of time in the firing's hold: no attempt, so none is recorded.
+HELD_BACK = DeliveryResult.refused_here(NO_TIME_IN_HOLD, wait=0.0)
 DEADLINE_IN_LINE = "not tried: its deadline came while it waited for a slot of its provider"
 
 
@@ -76,8 +78,16 @@ class Deliverer:
         self._clock = clock
         self._sender = sender
 
-    async def deliver(self, firing: Firing, now: datetime | None = None) -> AttemptResult:
-        """One round at `firing`; `now` when the caller has just read the clock."""
+    @property
+    def reserve(self) -> timedelta:
+        """How much of its hold a firing needs left for a send to be made: the send's time
+        limit, and the margin to write its result before the hold ends."""
+        return timedelta(seconds=self._send_timeout) + self._hold_margin
+
+    async def deliver(self, firing: Firing, now: datetime | None = None) -> AttemptResult | None:
+        """One round at `firing`; `now` when the caller has just read the clock. None when
+        the firing's hold ran out before its turn: nothing is recorded, and whoever takes
+        it over sends it."""
         if now is None:
             now = self._clock.now()
         if firing.deadline - now < MIN_TIME_LEFT:
@@ -85,6 +95,9 @@ class Deliverer:
             # was made, so none is recorded.
             ENGINE.expired(instruments.EXPIRED_BEFORE_SEND)
             return self._unsent(firing, FiringState.EXPIRED, EXPIRED_UNSENT)
+        if self._time_left(firing, now) is None:
+            ENGINE.retried(firing.channel, instruments.RETRY_NO_TIME_IN_HOLD)
+            return self.hand_back(firing)
         try:
             # A first try has nothing settled: no awaiting for it on the common path.
             settled = await self._destinations.settled(firing) if firing.attempts else {}
@@ -98,7 +111,22 @@ class Deliverer:
             return self._lookup_failed(firing, now, error)
         open_ = [(channel, sender, d) for d in destinations if d.id not in settled]
         results = await self._send_all(firing, open_, now)
+        if results and all(result is HELD_BACK for result in results):
+            return self.hand_back(firing)
         return self._round(firing, now, open_, results, settled)
+
+    def hand_back(self, firing: Firing) -> AttemptResult | None:
+        """A firing whose hold has no send left in it, untried: `queued` again at once for
+        any sender to take with a fresh hold, its attempts and last error as they were
+        (nothing was tried, so no attempt is recorded). It is not taken back in a loop: a
+        pool takes only what its senders start well within a hold (`DeliveryPool`). None
+        when too little of the hold is left to write even that: the hold is left to run
+        out, and whoever takes the firing over sends it."""
+        now = self._clock.now()  # after the wait for a slot, when there was one
+        hold = firing.lease_until
+        if hold is not None and hold - now <= self._hold_margin:
+            return None
+        return self._unsent(firing, FiringState.QUEUED, firing.last_error, now)
 
     async def _where(
         self, firing: Firing, channel: Channel
@@ -153,7 +181,8 @@ class Deliverer:
         open_ = [target for target in targets if target[2].id not in settled]
         results = await self._send_all(firing, open_, now)
         for (channel, _, destination), result in zip(open_, results, strict=True):
-            trail.add(now, channel, destination, result)
+            if result is not HELD_BACK:  # not tried: no attempt to record
+                trail.add(now, channel, destination, result)
         accepted = any(r.outcome is Outcome.SENT for r in results) or any(
             settled.get(target[2].id) is Outcome.SENT for target in targets
         )
@@ -207,8 +236,9 @@ class Deliverer:
     ) -> DeliveryResult:
         """One send, within the provider's limits. A send is only made while the firing's
         hold lasts for all of it: one that could outlive the hold (its wait for a slot ate
-        the time) is not made, and the firing is taken again with a fresh hold at once, so
-        no other worker ever takes over a firing whose send is still out."""
+        the time) is not made (`HELD_BACK`, not an attempt), and the firing is handed back
+        to be taken with a fresh hold, so no other worker ever takes over a firing whose
+        send is still out."""
         channel, sender, destination = target
         key = provider(channel, destination)
         refused = self._isolation.refusal(key, limit, final=final)
@@ -226,7 +256,7 @@ class Deliverer:
             left = self._time_left(firing, now)
             if left is None:
                 ENGINE.retried(channel, instruments.RETRY_NO_TIME_IN_HOLD)
-                return DeliveryResult.refused_here(NO_TIME_IN_HOLD, wait=0.0)
+                return HELD_BACK
             try:
                 result = await sender.send(firing, destination, time_limit=left)
             except Exception as error:
@@ -275,11 +305,14 @@ class Deliverer:
         settled: Mapping[str, Outcome],
     ) -> AttemptResult:
         first = firing.attempts + 1
+        made = [
+            (target, result)
+            for target, result in zip(targets, results, strict=True)
+            if result is not HELD_BACK  # not tried: no attempt to record
+        ]
         attempts = [
             attempt_of(first + n, now, channel, destination, result)
-            for n, ((channel, _, destination), result) in enumerate(
-                zip(targets, results, strict=True)
-            )
+            for n, ((channel, _, destination), result) in enumerate(made)
         ]
         accepted = any(r.outcome is Outcome.SENT for r in results) or any(
             outcome is Outcome.SENT for outcome in settled.values()

@@ -30,7 +30,9 @@ RECOVER_CLAIMS = 100
 
 class Pickup:
     """Polls `take_deliveries` every `interval` seconds, and at the times of the retries this
-    worker scheduled; hands what it takes to the pool while it has room."""
+    worker scheduled; takes only what the pool has room for (`DeliveryPool.free`: what its
+    senders start in time), and while it has none, waits for the pool to say it has
+    (`wake`) rather than looking again at retries that are due."""
 
     def __init__(
         self,
@@ -52,6 +54,7 @@ class Pickup:
         self._batch = batch
         self._retries: list[tuple[datetime, int]] = []  # (when, relooks left), soonest first
         self._wake = asyncio.Event()
+        self._waiting_for_room = False
         self._recovered_at: datetime | None = None
         self.taken = 0
         self.recovered = 0
@@ -59,6 +62,10 @@ class Pickup:
     def retry_at(self, when: datetime) -> None:
         """A retry comes due at `when`: look then, not at the next poll."""
         self._look_at(when, RELOOKS)
+
+    def wake(self) -> None:
+        """Look now: the pool has room again."""
+        self._wake.set()
 
     def _look_at(self, when: datetime, relooks: int) -> None:
         soonest = self._retries[0][0] if self._retries else None
@@ -81,9 +88,13 @@ class Pickup:
                 await self._recover(now)
             except StoreError as error:
                 logger.log(level_for(error), "looking for rings left unrecorded failed: %s", error)
-        limit = min(self._batch, self._pool.free)
-        if limit <= 0:
+        room = self._pool.free
+        self._waiting_for_room = room < min(self._batch, self._pool.refill)
+        if self._waiting_for_room:
+            # Until the pool wakes this: a look at due retries now could take none of them.
+            self._pool.want_room()
             return False
+        limit = min(self._batch, room)
         relooks = 0
         while self._retries and self._retries[0][0] <= now:
             relooks = max(relooks, heapq.heappop(self._retries)[1])
@@ -118,7 +129,7 @@ class Pickup:
 
     async def _sleep(self) -> None:
         until = self._clock.now() + self._interval
-        if self._retries and self._retries[0][0] < until:
+        if self._retries and self._retries[0][0] < until and not self._waiting_for_room:
             until = self._retries[0][0]
         await sleep_until(self._clock, until, self._wake)
         self._wake.clear()

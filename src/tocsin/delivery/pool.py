@@ -11,13 +11,16 @@ from datetime import datetime, timedelta
 from tocsin.clock import Clock
 from tocsin.delivery.attempt import Deliverer
 from tocsin.delivery.line import Line
+from tocsin.delivery.pace import Pace
 from tocsin.delivery.recorder import Recorder
-from tocsin.domain import Firing, FiringState
+from tocsin.domain import PRIORITY_RANKS, Firing, FiringState
+from tocsin.metrics import instruments
 from tocsin.metrics.instruments import ENGINE
 
 logger = logging.getLogger(__name__)
 
 RetryListener = Callable[[datetime], None]
+RoomListener = Callable[[], None]
 
 # A sender whose channel answers without waiting (null, log) would otherwise keep the event
 # loop to itself for a whole burst; it lets the others run after this many firings.
@@ -29,11 +32,14 @@ class DeliveryPool:
 
     The line gives out the firing closest to its deadline first (`Line`): under a backlog,
     what goes stale soonest goes first. A sender takes the next firing without a hand-off
-    through a future, and only idle senders are woken. `room` lets the claimer wait
-    *before* claiming until the line has space, so claiming slows to what delivery carries
-    and a claimed firing does not wait in memory past its hold. One whose hold ran out
-    before its turn anyway is left alone — another sender (or this one's pickup) takes it
-    over.
+    through a future, and only idle senders are woken.
+
+    A firing must be sent while its hold lasts: its send starts at the latest when the
+    hold has `Deliverer.reserve` left, and a firing may wait in the line half of the time
+    before that (`may_wait`). So the pool takes (`free_for`, `room`) only what its senders
+    start within that wait at the pace they keep (`Pace`), as well as no more than
+    `max_queued` in all. One whose turn comes too late anyway is handed back untried
+    (`Deliverer.deliver`), or, when its hold ran out, left to whoever takes it over.
     """
 
     def __init__(
@@ -44,7 +50,7 @@ class DeliveryPool:
         *,
         concurrency: int,
         max_queued: int,
-        lease: timedelta | None = None,
+        lease: timedelta,
         on_retry: RetryListener | None = None,
     ) -> None:
         self._deliverer = deliverer
@@ -52,13 +58,20 @@ class DeliveryPool:
         self._clock = clock
         self._concurrency = concurrency
         self._max = max_queued
-        self._max_wait = None if lease is None else lease / 2
+        reserve = deliverer.reserve
+        self.may_wait = max(lease - reserve, timedelta(0)) / 2
+        self._wait_seconds = self.may_wait.total_seconds()
+        # The line's oldest firing waited its fill once its hold has this little left.
+        self._waited = reserve + self.may_wait
+        self._pace = Pace(concurrency)
         self._line = Line()
         self._ready = asyncio.Event()  # set while the line has firings
-        self._spare = asyncio.Event()  # set while the line is below `max_queued`
+        self._spare = asyncio.Event()  # set when room may have come: `room` looks again
         self._spare.set()
         self._idle = asyncio.Event()  # set when nothing is lined up or being sent
         self._on_retry = on_retry
+        self.on_room: RoomListener | None = None  # told when room came that a taker wanted
+        self._room_wanted = False
         self._tasks: list[asyncio.Task[None]] = []
         self._sending: dict[str, Firing] = {}  # being sent now, by id
         self.delivered = 0
@@ -76,24 +89,46 @@ class DeliveryPool:
 
     @property
     def free(self) -> int:
-        """How many more firings the pool takes without waiting: none while the longest-held
-        firing in the line has less than half its hold left (the line is longer than the
-        channel sends in that time — with a slow channel, `max_queued` alone would let held
-        firings time out in line, be taken over by pickup, time out again…)."""
+        """How many more firings the pool takes without waiting (`free_for`)."""
         return self.free_for(1)
 
     def free_for(self, rank: int) -> int:
-        """`free`, for firings of this `Priority.rank`. Urgent ones go before every bulk one
-        lined up, so those bulk ones leave them room, and their holds say nothing of how
-        long an urgent one would wait (a bulk firing whose hold runs out in line is left to
-        pickup, which takes it again)."""
+        """How many more firings of this `Priority.rank` the pool takes: as many as its
+        senders start within `may_wait` — one for each idle sender, and what the busy ones
+        get through in that time at their pace — less those lined up ahead of them, and
+        within `max_queued`. Urgent firings go before every bulk one lined up: only urgent
+        ones are ahead of them, and bulk ones leave them room (a bulk firing whose turn
+        then comes too late is handed back).
+
+        No bulk firing is taken while the longest-held firing lined up has waited more than
+        `may_wait` already: the senders slowed down since it was taken, and the pace will
+        show it only as their slow rounds end."""
         line = self._line
-        if self._max_wait is not None and (rank or len(line) > line.bulk):
+        ahead = len(line) if rank else len(line) - line.bulk
+        if rank and ahead:
             oldest = line.oldest_hold()
-            if oldest is not None and oldest - self._clock.now() < self._max_wait:
+            if oldest is not None and oldest - self._clock.now() < self._waited:
                 return 0
         held = self.held if rank else self.held - line.bulk
-        return max(0, self._max - held)
+        idle = self._concurrency - len(self._sending)
+        in_time = idle + self._in_time - ahead
+        return max(0, min(self._max - held, in_time))
+
+    @property
+    def _in_time(self) -> int:
+        """How many firings the busy senders take off the line within `may_wait`."""
+        return self._pace.within(self._wait_seconds)
+
+    def want_room(self) -> None:
+        """A taker found no room: `on_room` is called once there is enough to take a share
+        (`refill`)."""
+        self._room_wanted = True
+
+    @property
+    def refill(self) -> int:
+        """The room worth a take: half of what the senders start within `may_wait`, so
+        that a taker neither waits for the line to run dry nor takes one firing at a time."""
+        return max(1, min(self._in_time, self._max) // 2)
 
     @property
     def in_flight(self) -> int:
@@ -102,21 +137,66 @@ class DeliveryPool:
     def wake(self) -> None:
         """Room may have come free (a batch of results was written)."""
         self._spare.set()
+        self._room_came()
+
+    def _room_came(self) -> None:
+        if self._room_wanted and self.on_room is not None and self.free >= self.refill:
+            self._room_wanted = False
+            self.on_room()
 
     async def room(self, count: int, rank: int) -> None:
         """Wait until the pool has room for `count` more firings of `Priority.rank` (or
-        holds none)."""
-        while self.held and self.free_for(rank) < min(count, self._max):
+        holds none). Urgent ones wait only for room for what the senders start within
+        `may_wait` when that is less: they go ahead of every bulk firing, and a claim of
+        them must not wait for a bulk backlog to drain."""
+        wanted = min(count, self._max)
+        if not rank:
+            wanted = min(wanted, max(1, self._in_time))
+        while self.held and self.free_for(rank) < wanted:
             self._spare.clear()
             await self._spare.wait()
 
     async def submit(self, firings: Iterable[Firing]) -> None:
-        """Line these firings up to be sent; waits while the line is full."""
+        """Line these firings up to be sent: once the senders' pace is known, as many as
+        they start within `may_wait`. The rest go straight back to the queue, untried, for
+        pickup to take when the senders can send them, rather than waiting out their hold
+        in the line: a claim takes a whole batch once there is room (`room`), and claims
+        made at once each saw the same room."""
+        batch = [f for f in firings if f.state is FiringState.SENDING]
+        if self._pace.measured:
+            batch = self._in_time_of(batch)
         line = self._line
-        line.extend(f for f in firings if f.state is FiringState.SENDING)
+        line.extend(batch)
         if line:
             self._ready.set()
-        await self.room(1, rank=1)  # as full for every kind: the line is for all of them
+
+    def _in_time_of(self, batch: list[Firing]) -> list[Firing]:
+        """Those of `batch` the senders start within `may_wait`, urgent first, then closest
+        deadline first; the others handed back."""
+        line, idle = self._line, self._concurrency - len(self._sending)
+        urgent = idle + self._in_time - (len(line) - line.bulk)
+        bulk = idle + self._in_time - len(line)
+        if len(batch) <= min(urgent, bulk):
+            return batch  # the common case: no sort
+        lined: list[Firing] = []
+        back: list[Firing] = []
+        for firing in sorted(batch, key=lambda f: (PRIORITY_RANKS[f.priority], f.deadline)):
+            if PRIORITY_RANKS[firing.priority]:
+                fits, bulk = bulk > 0, bulk - 1
+            else:  # an urgent one goes ahead of every bulk one
+                fits, urgent, bulk = urgent > 0, urgent - 1, bulk - 1
+            (lined if fits else back).append(firing)
+        self._hand_back(back)
+        return lined
+
+    def _hand_back(self, firings: list[Firing]) -> None:
+        for firing in firings:
+            ENGINE.retried(firing.channel, instruments.RETRY_NO_TIME_IN_HOLD)
+            result = self._deliverer.hand_back(firing)
+            if result is not None:
+                self._recorder.add(result)
+        if firings and self._on_retry is not None:
+            self._on_retry(self._clock.now())  # due at once: pickup takes them with room
 
     async def drain(self, grace: float) -> list[Firing]:
         """Finish what is lined up and being sent, for up to `grace` seconds; then stop.
@@ -157,16 +237,19 @@ class DeliveryPool:
                 self._idle.set()
             if self.free_for(0):  # room for urgent firings at least (`room` checks again)
                 self._spare.set()
+            self._room_came()
             done += 1
             if done % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
 
     async def _deliver(self, firing: Firing) -> None:
         now = self._clock.now()
-        if firing.lease_until is not None and firing.lease_until <= now:
-            logger.warning("lease ran out before sending", extra={"firing_id": firing.id})
-            return
         result = await self._deliverer.deliver(firing, now)
+        if result is None:
+            logger.warning("hold ran out before sending", extra={"firing_id": firing.id})
+            return
+        if result.attempt is not None:
+            self._pace.sent((self._clock.now() - now).total_seconds())
         self._recorder.add(result)
         self.delivered += 1
         state = result.state
