@@ -27,7 +27,7 @@ from typing import Any
 
 import asyncpg
 
-from tocsin.store import batches
+from tocsin.store import batches as declared
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
@@ -255,7 +255,7 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
     for start in range(0, len(ids), spec.batch):
         chunk = ids[start : start + spec.batch]
         size = len(chunk)
-        claims = batches.POSTGRES_CLAIMS.json(
+        claims = declared.POSTGRES_CLAIMS.json(
             {
                 "reminder_id": chunk,
                 "due_at": [due] * size,
@@ -308,7 +308,7 @@ async def _loop(
         if not rows:
             continue
         size, now = len(rows), datetime.now(UTC)
-        firings = batches.POSTGRES_UNWRITTEN.json(
+        firings = declared.POSTGRES_UNWRITTEN.json(
             {name: [row[field] for row in rows] for name, field in _CLAIMED.items()}
             | {
                 "created_at": [now] * size,  # created at the claim

@@ -18,8 +18,8 @@ import asyncpg
 import pytest
 
 from tests.integration.store.factories import NOW, reminder
-from tocsin.ids import LANES
 from tocsin.domain import AttemptResult, Claim, FiringState, ReminderStatus
+from tocsin.ids import LANES
 from tocsin.store import Store, batches, open_store
 from tocsin.store.codec import BEFORE_ANY, bucket_of
 from tocsin.store.postgres import queries as pg
