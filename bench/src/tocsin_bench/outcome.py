@@ -24,7 +24,7 @@ SELECT (SELECT count(*) FROM due WHERE bucket <= $1),
 """
 _POLL_SETTINGS = {"enable_seqscan": "off", "max_parallel_workers_per_gather": "0"}
 _SQLITE_UNFINISHED = """
-SELECT (SELECT count(*) FROM reminders WHERE status = 'pending' AND bucket <= ?),
+SELECT (SELECT count(*) FROM due WHERE bucket <= ?),
        (SELECT count(*) FROM firings WHERE state = 'sending'),
        (SELECT count(*) FROM firings WHERE state = 'queued')
 """
