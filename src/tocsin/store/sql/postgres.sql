@@ -460,13 +460,18 @@ SET LOCAL enable_sort = off
 -- part count) set, a claim applies only while its part's lease is held by the sender $3 at
 -- the epoch the sender believes it holds (the row's `epoch`): a worker whose lease ran out
 -- and was taken over changes nothing (the fencing token). The reminder's row is read, never
--- written: `moved` keeps the claims whose reminder is still at the version loaded. Each
+-- written (read once, in `keyed`): `moved` keeps the claims whose reminder is still at the
+-- version loaded. Each
 -- becomes a row of `rings` naming the occurrence after it (`next_due`: a series' next,
 -- computed from the rule of that version; NULL for a one-off or a finished series), which
 -- waits in `due` in its turn. A ring rings once under its delivery identity (`<reminder
 -- id>.<due epoch second>`, made here: tocsin.ids.firing_id): one rung already, by another
 -- version (a series edited back to an instant that rang) or by a claim of an earlier
--- release (its firing written), is a `repeat`: it rings no more, and its series goes on.
+-- release (its firing written; probed only for a reminder whose row says a ring of it went
+-- before, `rang_due_at`), is a `repeat`: it rings no more, and its series goes on. The ring
+-- is a plain insert: only the claim that deleted its occurrence's one row of `due` inserts
+-- its key, so no other can be there (ON CONFLICT's speculative insertion was a WAL record
+-- and its CPU a ring).
 -- A claim with an `error` records a ring that could not be planned: `failed`, with the
 -- error as its last_error. $2: now; $4: the sender's hold.
 --
@@ -491,7 +496,9 @@ WITH claim AS (
     SELECT {claim_fields}
     FROM jsonb_array_elements($1::jsonb) AS c
 ), keyed AS MATERIALIZED (
-    SELECT claim.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank
+    SELECT claim.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank,
+        r.version AS row_version, r.status AS row_status, r.owner, r.shard, r.freshness,
+        r.channel, r.text, r.metadata, r.source, r.priority, r.rang_due_at
     FROM claim JOIN reminders AS r ON r.id = claim.reminder_id
 ), taken AS (
     DELETE FROM due AS d
@@ -506,28 +513,29 @@ WITH claim AS (
       ))
     RETURNING claim.*
 ), moved AS (
-    SELECT r.id || '.' || floor(extract(epoch FROM taken.due_at))::bigint AS firing_id,
-        r.id AS reminder_id, r.owner, r.shard, r.version, taken.due_at,
-        taken.due_at + make_interval(secs => r.freshness) AS deadline, r.channel, r.text,
-        r.metadata, r.source,
-        CASE WHEN taken.state = 'sending' AND r.channel = 'inapp' THEN 'queued'
-            ELSE taken.state END AS state,
-        CASE WHEN taken.state = 'sending' AND r.channel = 'inapp' THEN $6
-            ELSE taken.error END AS error,
-        taken.state = 'sending' AND r.channel = 'inapp' AS feed, r.priority, r.freshness,
-        taken.next_due_at, taken.next_bucket
-    FROM taken JOIN reminders AS r ON r.id = taken.reminder_id
-    WHERE r.version = taken.version AND r.status = 'pending'
+    SELECT reminder_id || '.' || floor(extract(epoch FROM due_at))::bigint AS firing_id,
+        reminder_id, owner, shard, version, due_at,
+        due_at + make_interval(secs => freshness) AS deadline, channel, text, metadata,
+        source,
+        CASE WHEN state = 'sending' AND channel = 'inapp' THEN 'queued' ELSE state END
+            AS state,
+        CASE WHEN state = 'sending' AND channel = 'inapp' THEN $6 ELSE error END AS error,
+        state = 'sending' AND channel = 'inapp' AS feed, priority, freshness, next_due_at,
+        next_bucket, rang_due_at
+    FROM taken
+    WHERE row_version = version AND row_status = 'pending'
 ), decided AS (
     INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
     SELECT due_at, reminder_id, version, EXISTS (
             SELECT 1 FROM rings AS g
             WHERE g.due_at = moved.due_at AND g.reminder_id = moved.reminder_id
               AND NOT g.repeat
-        ) OR EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id),
+        ) OR (
+            rang_due_at IS NOT NULL
+            AND EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
+        ),
         next_due_at
     FROM moved
-    ON CONFLICT (due_at, reminder_id, version) DO NOTHING
     RETURNING reminder_id, due_at, repeat
 ), waiting AS (
     INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
