@@ -214,4 +214,5 @@ async def test_a_renewal_stopped_inside_its_turn_is_ended_and_others_renew(
 
 
 async def _gone(connection: asyncpg.Connection, alive: str, pid: int) -> bool:
-    return await connection.fetchval(alive, pid) == 0
+    count: int = await connection.fetchval(alive, pid)
+    return count == 0
