@@ -38,6 +38,7 @@ from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
 from tocsin_bench import costs, waldump
 from tocsin_bench.databases import migrated_store, throwaway
+from tocsin_bench.limit import claim_batch, sent_firings
 from tocsin_bench.progress import note
 from tocsin_bench.stats import rate
 
@@ -290,55 +291,16 @@ async def _ring_in_place(
 ) -> int:
     """Tocsin's CLAIM and INSERT_FIRINGS, their batches built by name from the order
     `batches` declares, as the store builds them."""
-    size, now = len(batch), datetime.now(UTC)
-    next_due, next_bucket = _next_of(due, weekly=weekly)
-    claims = batches.POSTGRES_CLAIMS.json(
-        {
-            "reminder_id": batch,
-            "due_at": [due] * size,
-            "bucket": [int(due.timestamp()) // 60] * size,
-            "version": [1] * size,  # the version loaded
-            "next_due_at": [next_due] * size,
-            "next_bucket": [next_bucket] * size,
-            "state": ["sending"] * size,
-            "part": [0] * size,  # held at epoch 1 (_LEASE)
-            "epoch": [1] * size,
-            "error": [None] * size,
-        }
-    )
+    now = datetime.now(UTC)
+    claims = claim_batch(batch, due, *_next_of(due, weekly=weekly))
     hold = now + timedelta(seconds=20)
     claimed = await connection.fetch(CLAIM, claims, now, _SENDER, hold, 1, FEED_WAITING)
     if not claimed:
         return 0
-    sent, count = datetime.now(UTC), len(claimed)
-    rings = _CLAIMED_FIELDS
-    firings = batches.POSTGRES_UNWRITTEN.json(
-        {name: [row[n] for row in claimed] for n, name in enumerate(rings)}
-        | {
-            "created_at": [now] * count,
-            "state": ["sent"] * count,
-            "next_attempt_at": [None] * count,
-            "number": [1] * count,
-            "at": [sent] * count,
-            "channel": ["webhook"] * count,
-            "outcome": ["sent"] * count,
-            "last_error": [None] * count,
-            "provider_id": [None] * count,
-            "destination": ["app:layout"] * count,
-            "error": [None] * count,
-            "sent_to": ["app:layout"] * count,  # a first try accepted: kept on the firing row
-            "priority": [None] * count,
-        }
-    )
+    sent = datetime.now(UTC)
+    firings = sent_firings(claimed, claimed_at=now, sent_at=sent, destination="app:layout")
     written: int = await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER, [])
     return written
-
-
-# What CLAIM answers first, in its order: the fields of a ring's firing.
-_CLAIMED_FIELDS = (
-    "firing_id", "reminder_id", "owner", "shard", "due_at", "deadline", "route", "text",
-    "metadata", "source",
-)  # fmt: skip
 
 
 def _next_of(due: datetime, *, weekly: bool) -> tuple[datetime | None, int | None]:

@@ -246,6 +246,58 @@ _CLAIMED = {
 }  # fmt: skip
 
 
+def claim_batch(
+    ids: list[str],
+    due: datetime,
+    next_due: datetime | None = None,
+    next_bucket: int | None = None,
+) -> str:
+    """CLAIM's $1 for one-offs (or series moving on to `next_due`) at version 1, all due at
+    `due`, claimed `sending` under part 0 at epoch 1 (_LEASE), built by name from the order
+    `tocsin.store.batches` declares, as the store builds it."""
+    size = len(ids)
+    return declared.POSTGRES_CLAIMS.json(
+        {
+            "reminder_id": ids,
+            "due_at": [due] * size,
+            "bucket": [int(due.timestamp()) // 60] * size,
+            "version": [1] * size,  # the version loaded
+            "next_due_at": [next_due] * size,
+            "next_bucket": [next_bucket] * size,
+            "state": ["sending"] * size,
+            "part": [0] * size,  # held at epoch 1 (_LEASE)
+            "epoch": [1] * size,
+            "error": [None] * size,
+        }
+    )
+
+
+def sent_firings(
+    rows: Sequence[asyncpg.Record], *, claimed_at: datetime, sent_at: datetime, destination: str
+) -> str:
+    """INSERT_FIRINGS' $1 for the rings CLAIM answered (`rows`), each accepted at its first
+    try by `destination` on the webhook (kept on the firing row), by name."""
+    size = len(rows)
+    return declared.POSTGRES_UNWRITTEN.json(
+        {name: [row[field] for row in rows] for name, field in _CLAIMED.items()}
+        | {
+            "created_at": [claimed_at] * size,  # created at the claim
+            "state": ["sent"] * size,
+            "next_attempt_at": [None] * size,
+            "number": [1] * size,
+            "at": [sent_at] * size,
+            "channel": ["webhook"] * size,
+            "outcome": ["sent"] * size,
+            "last_error": [None] * size,
+            "provider_id": [None] * size,
+            "destination": [destination] * size,
+            "error": [None] * size,
+            "sent_to": [destination] * size,  # a first try accepted: kept on the firing row
+            "priority": [None] * size,  # urgent
+        }
+    )
+
+
 def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...]]:
     """The CLAIM arguments of every batch, made before the clock starts, by name from the
     order `tocsin.store.batches` declares."""
@@ -254,21 +306,7 @@ def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...
     made = []
     for start in range(0, len(ids), spec.batch):
         chunk = ids[start : start + spec.batch]
-        size = len(chunk)
-        claims = declared.POSTGRES_CLAIMS.json(
-            {
-                "reminder_id": chunk,
-                "due_at": [due] * size,
-                "bucket": [int(due.timestamp()) // 60] * size,
-                "version": [1] * size,  # the version loaded
-                "next_due_at": [None] * size,
-                "next_bucket": [None] * size,
-                "state": ["sending"] * size,
-                "part": [0] * size,  # held at epoch 1 (_LEASE)
-                "epoch": [1] * size,
-                "error": [None] * size,
-            }
-        )
+        claims = claim_batch(chunk, due)
         made.append(
             (
                 claims,
@@ -307,24 +345,7 @@ async def _loop(
             continue
         if not rows:
             continue
-        size, now = len(rows), datetime.now(UTC)
-        firings = declared.POSTGRES_UNWRITTEN.json(
-            {name: [row[field] for row in rows] for name, field in _CLAIMED.items()}
-            | {
-                "created_at": [now] * size,  # created at the claim
-                "state": ["sent"] * size,
-                "next_attempt_at": [None] * size,
-                "number": [1] * size,
-                "at": [now] * size,
-                "channel": ["webhook"] * size,
-                "outcome": ["sent"] * size,
-                "last_error": [None] * size,
-                "provider_id": [None] * size,
-                "destination": ["app:limit"] * size,  # the app's endpoint
-                "error": [None] * size,
-                "sent_to": ["app:limit"] * size,  # a first try accepted: kept on the row
-                "priority": [None] * size,  # urgent
-            }
-        )
+        now = datetime.now(UTC)
+        firings = sent_firings(rows, claimed_at=now, sent_at=now, destination="app:limit")
         done += await connection.fetchval(INSERT_FIRINGS, firings, _NO_EARLIER, [])
     return done
