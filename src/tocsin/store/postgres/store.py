@@ -824,6 +824,7 @@ class PostgresStore(Store):
             [codec.bucket_of(move.due_at) for move in ordered],
             now,
             wake,
+            [codec.bucket_of(move.was) for move in ordered],
         )
 
         async def work(connection: asyncpg.Connection) -> list[Record]:

@@ -1133,15 +1133,15 @@ ORDER BY r.id
 -- Move reminders to new due times, each only by taking back the occurrence that waited as it
 -- was read (`was`, deleted from `due`: a claim, edit or cancel since then deleted it first,
 -- and wins) at the version it was read with; the new occurrence waits in `due`. Announce
--- the wake-ups ($7) when any moved. In a transaction with the caller's check that every
--- occurrence taken back was moved.
+-- the wake-ups ($7) when any moved. $8: the minute of each `was`. In a transaction with the
+-- caller's check that every occurrence taken back was moved.
 WITH m AS (
     SELECT * FROM unnest(
-        $1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[]
-    ) AS m (id, version, was, due_at, bucket)
+        $1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[],
+        $8::integer[]
+    ) AS m (id, version, was, due_at, bucket, was_bucket)
 ), keyed AS MATERIALIZED (
-    SELECT m.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank,
-        floor(extract(epoch FROM m.was) / 60)::integer AS was_bucket
+    SELECT m.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank
     FROM m JOIN reminders AS r ON r.id = m.id
 ), taken AS (
     DELETE FROM due AS d
