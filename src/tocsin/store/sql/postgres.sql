@@ -471,7 +471,11 @@ SET LOCAL enable_sort = off
 -- before, `rang_due_at`), is a `repeat`: it rings no more, and its series goes on. The ring
 -- is a plain insert: only the claim that deleted its occurrence's one row of `due` inserts
 -- its key, so no other can be there (ON CONFLICT's speculative insertion was a WAL record
--- and its CPU a ring).
+-- and its CPU a ring); and as every claim `moved` keeps is inserted, what follows reads
+-- `moved`, never the insert's answer. (It read `decided`'s RETURNING by (reminder, due
+-- instant), which the planner, estimating one row for each CTE, joined as a nested loop:
+-- half a million comparisons a batch of 1,000, 280 ms of its 295: docs/benchmarks.md,
+-- "The claim's quadratic join".)
 -- A claim with an `error` records a ring that could not be planned: `failed`, with the
 -- error as its last_error. $2: now; $4: the sender's hold.
 --
@@ -521,33 +525,31 @@ WITH claim AS (
             AS state,
         CASE WHEN state = 'sending' AND channel = 'inapp' THEN $6 ELSE error END AS error,
         state = 'sending' AND channel = 'inapp' AS feed, priority, freshness, next_due_at,
-        next_bucket, rang_due_at
+        next_bucket, EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE g.due_at = taken.due_at AND g.reminder_id = taken.reminder_id
+              AND NOT g.repeat
+        ) OR (
+            rang_due_at IS NOT NULL AND EXISTS (
+                SELECT 1 FROM firings AS f
+                WHERE f.id = taken.reminder_id || '.'
+                    || floor(extract(epoch FROM taken.due_at))::bigint
+            )
+        ) AS repeat
     FROM taken
     WHERE row_version = version AND row_status = 'pending'
 ), decided AS (
     INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
-    SELECT due_at, reminder_id, version, EXISTS (
-            SELECT 1 FROM rings AS g
-            WHERE g.due_at = moved.due_at AND g.reminder_id = moved.reminder_id
-              AND NOT g.repeat
-        ) OR (
-            rang_due_at IS NOT NULL
-            AND EXISTS (SELECT 1 FROM firings AS f WHERE f.id = moved.firing_id)
-        ),
-        next_due_at
-    FROM moved
-    RETURNING reminder_id, due_at, repeat
+    SELECT due_at, reminder_id, version, repeat, next_due_at FROM moved
 ), waiting AS (
     INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
     SELECT shard / 64, coalesce(priority, 0), next_bucket, next_due_at, reminder_id, version,
         shard
     FROM moved
     WHERE next_due_at IS NOT NULL
-      AND (reminder_id, due_at) IN (SELECT reminder_id, due_at FROM decided)
     ON CONFLICT DO NOTHING
 ), ring AS (
-    SELECT moved.*, state <> 'sending' AS stored FROM moved
-    WHERE (reminder_id, due_at) IN (SELECT reminder_id, due_at FROM decided WHERE NOT repeat)
+    SELECT moved.*, state <> 'sending' AS stored FROM moved WHERE NOT repeat
 ), announced AS (
     SELECT count(pg_notify('tocsin_feed', payload)) AS notifications
     FROM (
