@@ -254,7 +254,7 @@ class Cluster:
         }
         with (self.folder / f"{node.name}.log").open("ab") as log:
             process = await asyncio.create_subprocess_exec(
-                *self._as_owner([str(SETUP), step], program="bash"),
+                *self._as_owner([str(self.folder / SETUP.name), step], program="bash"),
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -327,11 +327,15 @@ class Cluster:
 
 
 def new_cluster() -> Cluster:
-    """A cluster in a new temporary folder, on free ports; not started."""
+    """A cluster in a new temporary folder, on free ports; not started. The guide's script is
+    run from a copy in that folder: run as `postgres`, it may not enter the checkout (a
+    clone in a folder only its owner reads, as `mktemp -d` makes)."""
     folder = Path(tempfile.mkdtemp(prefix="tocsin-ha-"))
+    shutil.copy(SETUP, folder / SETUP.name)
     if os.geteuid() == 0:
         entry = pwd.getpwnam("postgres")
         os.chown(folder, entry.pw_uid, entry.pw_gid)
+        os.chown(folder / SETUP.name, entry.pw_uid, entry.pw_gid)
     monitor = Node("monitor", free_port(), folder / "monitor")
     nodes = [Node(name, free_port(), folder / name) for name in ("node1", "node2")]
     return Cluster(folder, monitor, nodes)
