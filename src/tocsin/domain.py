@@ -184,6 +184,10 @@ class DueRing(NamedTuple):
     schedule: Schedule | None  # None for a one-off: its claim needs no next due time
     version: int  # the row's version when read: the claim applies only to this version
     priority: int = 0  # `Priority.rank`: urgent rings are claimed first
+    # What the ring says and where it goes, as the version read holds it (PostgreSQL: one
+    # JSON object, `_LOAD_LANE`'s `content`, passed on to the claim as it is; SQLite: None,
+    # its claim reads the reminder's row)
+    content: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -326,6 +330,7 @@ class Claim(NamedTuple):
     state: FiringState
     part: int = 0  # the scheduler part the ring was loaded for (see `Fence`)
     error: str | None = None  # why, for a ring claimed `failed` (its row could not be planned)
+    content: str | None = None  # `DueRing.content` of the ring loaded
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -39,8 +39,9 @@ SQLITE = [
     (batches.SQLITE_RESULTS, "r.value", ["INSERT_ATTEMPTS"]),
     (batches.SQLITE_RESULTS, "a.value", ["FINISH_ATTEMPTS"]),
 ]
-PG_TYPES = {"text", "integer", "bigint", "smallint", "timestamptz"}
-_SELECTED = re.compile(r"(?:\((\w+)->>(\d+)\)::(\w+)|(\w+)->>(\d+)) AS (\w+)")
+PG_TYPES = {"text", "integer", "bigint", "smallint", "timestamptz", "jsonb"}
+# `(c->>1)::timestamptz AS due_at`, `c->>0 AS reminder_id` (text), `c->10 AS content` (jsonb).
+_SELECTED = re.compile(r"(?:\((\w+)->>(\d+)\)::(\w+)|(\w+)->(>?)(\d+)) AS (\w+)")
 
 
 def _where_built(batch: Batch) -> dict[str, int]:
@@ -66,8 +67,8 @@ def test_postgres_reads_each_field_by_name_at_its_declared_place_as_its_type(
         match = _SELECTED.fullmatch(entry)
         assert match is not None, entry
         array = match[1] or match[4]
-        place = int(match[2] or match[5])
-        read.append((array, place, match[3] or "text", match[6]))
+        place = int(match[2] or match[6])
+        read.append((array, place, match[3] or ("text" if match[5] else "jsonb"), match[7]))
     assert read == [(row, n, field.type, field.name) for n, field in enumerate(batch.fields)]
     assert {field.type for field in batch.fields} <= PG_TYPES
     built = _where_built(batch)
@@ -76,7 +77,7 @@ def test_postgres_reads_each_field_by_name_at_its_declared_place_as_its_type(
         statement: str = getattr(pg, name)
         assert select in statement
         # No read of the array but those of the select list.
-        assert len(re.findall(rf"\b{row}->>", statement)) == len(batch.fields), name
+        assert len(re.findall(rf"\b{row}->>?", statement)) == len(batch.fields), name
 
 
 @pytest.mark.parametrize(("batch", "row", "names"), SQLITE)

@@ -35,7 +35,7 @@ import asyncpg
 from tocsin.store import batches
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
-from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
+from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS, RING_CONTENTS
 from tocsin_bench import costs, waldump
 from tocsin_bench.databases import migrated_store, throwaway
 from tocsin_bench.limit import claim_batch, sent_firings
@@ -256,7 +256,10 @@ async def _pass(connection: asyncpg.Connection, name: str, due: datetime) -> dic
     """Ring one set after a checkpoint: rings, seconds, and WAL and CPU a ring."""
     weekly, due_order = name.startswith("weekly"), name.endswith("due-order")
     query = _SET_DUE_ORDER if due_order else _SET_IN_PLACE
-    rows = [row[0] for row in await connection.fetch(query, f"set-{SETS.index(name)}")]
+    rows = [tuple(row) for row in await connection.fetch(query, f"set-{SETS.index(name)}")]
+    if not due_order:  # with what each load reads for its claim
+        ids = [row[0] for row in rows]
+        rows = [tuple(row) for row in await connection.fetch(RING_CONTENTS, ids)]
     batches = [rows[start : start + BATCH] for start in range(0, len(rows), BATCH)]
     ring = _ring_due_order if due_order else _ring_in_place
     await connection.execute("CHECKPOINT")
@@ -287,12 +290,13 @@ async def _pass(connection: asyncpg.Connection, name: str, due: datetime) -> dic
 
 
 async def _ring_in_place(
-    connection: asyncpg.Connection, batch: list[str], due: datetime, *, weekly: bool
+    connection: asyncpg.Connection, batch: list[tuple[str, ...]], due: datetime, *, weekly: bool
 ) -> int:
     """Tocsin's CLAIM and INSERT_FIRINGS, their batches built by name from the order
-    `batches` declares, as the store builds them."""
+    `batches` declares, as the store builds them (`batch`: each reminder's id and what its
+    load read for the claim)."""
     now = datetime.now(UTC)
-    claims = claim_batch(batch, due, *_next_of(due, weekly=weekly))
+    claims = claim_batch([(row[0], row[1]) for row in batch], due, *_next_of(due, weekly=weekly))
     hold = now + timedelta(seconds=20)
     claimed = await connection.fetch(CLAIM, claims, now, _SENDER, hold, 1, FEED_WAITING)
     if not claimed:
@@ -313,13 +317,14 @@ def _next_of(due: datetime, *, weekly: bool) -> tuple[datetime | None, int | Non
 
 
 async def _ring_due_order(
-    connection: asyncpg.Connection, batch: list[str], due: datetime, *, weekly: bool
+    connection: asyncpg.Connection, batch: list[tuple[str, ...]], due: datetime, *, weekly: bool
 ) -> int:
-    size, now = len(batch), datetime.now(UTC)
+    ids = [row[0] for row in batch]
+    size, now = len(ids), datetime.now(UTC)
     next_due, next_bucket = _next_of(due, weekly=weekly)
     claims = json_rows(
         [
-            batch,
+            ids,
             [due] * size,
             [1] * size,
             [next_due] * size,

@@ -26,11 +26,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+import orjson
 
 from tocsin.store import batches as declared
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
-from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS
+from tocsin.store.postgres.queries import CLAIM, INSERT_FIRINGS, RING_CONTENTS
 from tocsin_bench import costs
 from tocsin_bench.databases import migrated_store, throwaway
 from tocsin_bench.progress import note
@@ -133,9 +134,10 @@ async def run_limit(spec: LimitSpec) -> dict[str, Any]:
         connections = [await asyncpg.connect(url) for _ in range(spec.connections)]
         try:
             note(f"limit: claiming {spec.rows:,} rows, {spec.connections} connections")
-            claimed, claim_s = await _pass(connections, _batches(spec, due, "c"), record=False)
+            made = await _batches(connections[0], spec, due, "c")
+            claimed, claim_s = await _pass(connections, made, record=False)
             note(f"limit: claiming and recording {spec.rows:,} rows")
-            batches = _batches(spec, due, "r")
+            batches = await _batches(connections[0], spec, due, "r")
             rang, ring_s, ring_wal = await _measured(
                 connections, lambda: _pass(connections, batches, record=True)
             )
@@ -247,18 +249,19 @@ _CLAIMED = {
 
 
 def claim_batch(
-    ids: list[str],
+    loaded: Sequence[tuple[str, str]],
     due: datetime,
     next_due: datetime | None = None,
     next_bucket: int | None = None,
 ) -> str:
     """CLAIM's $1 for one-offs (or series moving on to `next_due`) at version 1, all due at
     `due`, claimed `sending` under part 0 at epoch 1 (_LEASE), built by name from the order
-    `tocsin.store.batches` declares, as the store builds it."""
-    size = len(ids)
+    `tocsin.store.batches` declares, as the store builds it; `loaded`: each reminder's id and
+    what its load read for the claim (RING_CONTENTS)."""
+    size = len(loaded)
     return declared.POSTGRES_CLAIMS.json(
         {
-            "reminder_id": ids,
+            "reminder_id": [reminder_id for reminder_id, _ in loaded],
             "due_at": [due] * size,
             "bucket": [int(due.timestamp()) // 60] * size,
             "version": [1] * size,  # the version loaded
@@ -268,6 +271,7 @@ def claim_batch(
             "part": [0] * size,  # held at epoch 1 (_LEASE)
             "epoch": [1] * size,
             "error": [None] * size,
+            "content": [orjson.Fragment(content) for _, content in loaded],
         }
     )
 
@@ -298,14 +302,17 @@ def sent_firings(
     )
 
 
-def _batches(spec: LimitSpec, due: datetime, prefix: str) -> list[tuple[Any, ...]]:
+async def _batches(
+    connection: asyncpg.Connection, spec: LimitSpec, due: datetime, prefix: str
+) -> list[tuple[Any, ...]]:
     """The CLAIM arguments of every batch, made before the clock starts, by name from the
     order `tocsin.store.batches` declares."""
-    ids = sorted(prefix + format(n, "x").rjust(15, "0") for n in range(1, spec.rows + 1))
+    ids = [prefix + format(n, "x").rjust(15, "0") for n in range(1, spec.rows + 1)]
+    loaded = [(row[0], row[1]) for row in await connection.fetch(RING_CONTENTS, ids)]
     now = datetime.now(UTC)
     made = []
-    for start in range(0, len(ids), spec.batch):
-        chunk = ids[start : start + spec.batch]
+    for start in range(0, len(loaded), spec.batch):
+        chunk = loaded[start : start + spec.batch]
         claims = claim_batch(chunk, due)
         made.append(
             (

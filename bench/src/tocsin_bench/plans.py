@@ -28,12 +28,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+import orjson
 
 from tocsin.ids import LANE_WIDTH
 from tocsin.store import batches
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
-from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS
+from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS, RING_CONTENTS
 from tocsin_bench.databases import FILL_DUE, migrated_store, throwaway
 from tocsin_bench.progress import note
 
@@ -188,10 +189,12 @@ class _Batches:
     ) -> _Batches:
         bucket = int(busy.timestamp()) // 60
         due = await connection.fetch(_CLAIMABLE, bucket)
+        ids = [row["id"] for row in due]
+        contents = {row[0]: row[1] for row in await connection.fetch(RING_CONTENTS, ids)}
         sending = [row["id"] for row in await connection.fetch(_SENDING)]
         size = spec.batch
         claims = [
-            _claim_args(sorted(due[n : n + size], key=lambda row: row["id"]), busy)
+            _claim_args(sorted(due[n : n + size], key=lambda row: row["id"]), contents, busy)
             for n in range(0, len(due) - size + 1, size)
         ]
         results = [
@@ -208,8 +211,11 @@ class _Batches:
         return batches[-1]
 
 
-def _claim_args(rows: list[asyncpg.Record], busy: datetime) -> tuple[Any, ...]:
-    """CLAIM's arguments, as `PostgresStore.claim` makes them (a lease of 16 parts)."""
+def _claim_args(
+    rows: list[asyncpg.Record], contents: dict[str, str], busy: datetime
+) -> tuple[Any, ...]:
+    """CLAIM's arguments, as `PostgresStore.claim` makes them (a lease of 16 parts), with what
+    each reminder's load reads for its claim (`contents`, by id)."""
     nexts = [row["due_at"] + timedelta(days=1) if row["series"] else None for row in rows]
     size = len(rows)
     claims = batches.POSTGRES_CLAIMS.json(
@@ -224,6 +230,7 @@ def _claim_args(rows: list[asyncpg.Record], busy: datetime) -> tuple[Any, ...]:
             "part": [row["shard"] // LANE_WIDTH for row in rows],
             "epoch": [1] * size,
             "error": [None] * size,
+            "content": [orjson.Fragment(contents[row["id"]]) for row in rows],
         }
     )
     return (claims, busy, "bench", busy + timedelta(seconds=30), 16, FEED_WAITING)

@@ -115,9 +115,19 @@ def failed(entry: Entry, error: Exception) -> Claim:
         state=FiringState.FAILED,
         part=entry.part,
         error=reason[:500],
+        content=entry.content,
     )
 
 
 def _claim(entry: Entry, next_due_at: datetime | None, state: FiringState) -> Claim:
     # By position, in the order of Claim's fields: one is built per ring.
-    return Claim(entry.reminder_id, entry.due_at, entry.version, next_due_at, state, entry.part)
+    return Claim(
+        entry.reminder_id,
+        entry.due_at,
+        entry.version,
+        next_due_at,
+        state,
+        entry.part,
+        None,
+        entry.content,
+    )

@@ -39,6 +39,7 @@ class Entry(NamedTuple):
     key: str  # the firing id of this ring
     second: int  # the UTC epoch second of `due_at`
     priority: int = 0  # `Priority.rank`: urgent entries are claimed first
+    content: str | None = None  # `DueRing.content`: what the claim writes of the ring
 
     @classmethod
     def make(
@@ -50,10 +51,13 @@ class Entry(NamedTuple):
         freshness: int,
         version: int,
         priority: int = 0,
+        content: str | None = None,
     ) -> Entry:
         key = firing_id(reminder_id, due_at)
         second = int(due_at.timestamp())
-        return cls(reminder_id, due_at, part, schedule, freshness, version, key, second, priority)
+        return cls(
+            reminder_id, due_at, part, schedule, freshness, version, key, second, priority, content
+        )
 
     @classmethod
     def of(cls, due: DueRing, part: int) -> Entry:
@@ -65,6 +69,7 @@ class Entry(NamedTuple):
             due.freshness,
             due.version,
             due.priority,
+            due.content,
         )
 
     def after_claim(self, due_at: datetime) -> Entry:
@@ -78,6 +83,7 @@ class Entry(NamedTuple):
             self.freshness,
             self.version,
             self.priority,
+            self.content,
         )
 
     def order(self) -> tuple[datetime, str]:

@@ -115,6 +115,9 @@ class ClaimColumns(NamedTuple):
     part: Annotated[list[int], "integer"]
     epoch: Annotated[list[int], "bigint"]
     error: Annotated[list[str | None], "text"]
+    # PostgreSQL's: what the ring says and where it goes, the JSON object its load read
+    # (`DueRing.content`), passed on as it is (`orjson.Fragment`: not parsed in the worker).
+    content: Annotated[list[Any], "jsonb"]
 
 
 def claim_columns(claims: Sequence[Claim], fence: Fence | None, instant: Instant) -> ClaimColumns:
@@ -132,6 +135,9 @@ def claim_columns(claims: Sequence[Claim], fence: Fence | None, instant: Instant
         part=[claim.part for claim in claims],
         epoch=[epoch(claim.part) for claim in claims],
         error=[claim.error for claim in claims],
+        content=[
+            None if claim.content is None else orjson.Fragment(claim.content) for claim in claims
+        ],
     )
 
 
@@ -279,6 +285,12 @@ POSTGRES_EARLIER = Batch(
     )
 )
 # `:claims` of CLAIMABLE and TAKE_CLAIMED: each claim's delivery identity, then the claim.
-SQLITE_CLAIMS = Batch(fields=(Field("firing_id", "text"), *_CLAIM.values()))
+# (SQLite's claim reads the ring's content from the reminder's row, in the same transaction.)
+SQLITE_CLAIMS = Batch(
+    fields=(
+        Field("firing_id", "text"),
+        *(field for field in _CLAIM.values() if field.name != "content"),
+    )
+)
 # `:results` of INSERT_ATTEMPTS and FINISH_ATTEMPTS: the results, or the earlier attempts.
 SQLITE_RESULTS = Batch(fields=tuple(_RESULT.values()))

@@ -82,12 +82,13 @@ def due_ring(
     rule: str | None,
     version: int,
     priority: int | None,
+    content: str | None = None,
 ) -> DueRing:
     """A `load_due` row as the scheduler holds it: a schedule for a series only."""
     schedule = (
         None if rule is None else Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
     )
-    return DueRing(reminder_id, due_at, freshness, schedule, version, priority or 0)
+    return DueRing(reminder_id, due_at, freshness, schedule, version, priority or 0, content)
 
 
 def priority_of(stored: int | None) -> Priority:

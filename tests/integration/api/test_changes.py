@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from tests.integration.api.conftest import ANA, ONE_OFF, create, fields
+from tests.integration.store.factories import content_of
 from tocsin.clock import FakeClock
 from tocsin.domain import Attempt, AttemptResult, Claim, Firing, FiringState, Outcome
 from tocsin.store import Store
@@ -31,6 +32,7 @@ async def ring(
         version=reminder.version,
         next_due_at=upcoming,
         state=state,
+        content=content_of(reminder),
     )
     fired = await store.claim([claim], sender="test", now=clock.now(), lease=timedelta(minutes=1))
     assert len(fired) == 1

@@ -10,6 +10,7 @@ import pytest
 
 from tests.integration.engine.support import TUNING, eventually, receiver, reminder, running
 from tests.integration.engine.support import settings as engine_settings
+from tests.integration.store.factories import content_of
 from tocsin.clock import SystemClock
 from tocsin.delivery import DeliveryTuning
 from tocsin.domain import Channel, Claim, FiringState
@@ -45,6 +46,7 @@ async def test_a_backlog_of_retries_goes_out_closest_deadline_first(
             version=r.version,
             next_due_at=None,
             state=FiringState.QUEUED,
+            content=content_of(r),
         )
         for r in backlog
     ]

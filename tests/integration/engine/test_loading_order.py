@@ -96,6 +96,7 @@ async def test_a_part_behind_takes_its_backlog_oldest_first(store: Store) -> Non
                     version=entry.version,
                     next_due_at=None,
                     state=FiringState.SENDING,
+                    content=entry.content,
                 )
                 for entry in taken
             ],

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import orjson
+
 from tocsin.domain import (
     JSON,
     Attempt,
@@ -22,7 +24,7 @@ from tocsin.domain import (
     one,
 )
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.store import Store
+from tocsin.store import Store, codec
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
@@ -75,7 +77,7 @@ def claim(
     next_due_at: datetime | None = None,
     state: FiringState = FiringState.SENDING,
 ) -> Claim:
-    """The claim of `target`'s current due time."""
+    """The claim of `target`'s current due time, as a load of `target` makes it."""
     assert target.due_at is not None
     return Claim(
         reminder_id=target.id,
@@ -83,7 +85,26 @@ def claim(
         version=target.version,
         next_due_at=next_due_at,
         state=state,
+        content=content_of(target),
     )
+
+
+def content_of(target: Reminder) -> str:
+    """What a load of `target` reads for its claim (`DueRing.content`, PostgreSQL's
+    `_LOAD_LANE`), for a reminder no ring of which went before (`rang_due_at` NULL)."""
+    return orjson.dumps(
+        {
+            "owner": target.owner,
+            "shard": target.shard,
+            "channel": target.channel.value,
+            "text": target.text,
+            "metadata": codec.dump_json(target.metadata),
+            "source": target.source,
+            "priority": codec.stored_priority(target.priority),
+            "freshness": target.freshness,
+            "rang_due_at": None,
+        }
+    ).decode()
 
 
 def result(

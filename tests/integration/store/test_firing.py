@@ -7,10 +7,13 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import orjson
+
 from tests.integration.store.factories import (
     LEASE,
     NOW,
     claim,
+    content_of,
     held,
     put_back,
     reminder,
@@ -62,7 +65,13 @@ async def test_load_due_reads_pending_rows_of_the_buckets_and_shards(store: Stor
 
     by_due = sorted(inside, key=lambda r: r.due_at or NOW)
     assert [r.reminder_id for r in got] == [r.id for r in by_due]
-    assert got[0] == DueRing(by_due[0].id, due, by_due[0].freshness, None, by_due[0].version)
+    assert got[0]._replace(content=None) == DueRing(
+        by_due[0].id, due, by_due[0].freshness, None, by_due[0].version
+    )
+    # PostgreSQL's load reads what the claim writes of the ring; SQLite's claim reads it.
+    assert got[0].content is None or orjson.loads(got[0].content) == orjson.loads(
+        content_of(by_due[0])
+    )
     assert [r.reminder_id for r in two] == [r.id for r in by_due[:2]]
     assert {r.reminder_id for r in both_minutes} == {r.id for r in [*inside, other_minute]}
     assert await store.load_due(shards=range(0), first_bucket=0, last_bucket=2**31, limit=9) == []
@@ -125,7 +134,7 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
 
     assert moved.status is ReminderStatus.PENDING
     assert moved.due_at == tomorrow
-    assert due_tomorrow == [
+    assert [ring._replace(content=None) for ring in due_tomorrow] == [
         DueRing(moved.id, tomorrow, moved.freshness, moved.schedule, moved.version)
     ]
     assert last.due_at == tomorrow

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import asyncpg
+import orjson
 import pytest
 
 from tests.integration.store.factories import NOW, reminder
@@ -142,6 +143,7 @@ async def test_sqlite_claims_and_records_by_primary_key(sqlite_url: str) -> None
                 version=r.version,
                 next_due_at=None,
                 state=FiringState.SENDING,
+                content=r.content,
             )
             for r in due
         ]
@@ -366,6 +368,7 @@ async def _fill_firings(store: Store) -> None:
                 version=r.version,
                 next_due_at=None,
                 state=state,
+                content=r.content,
             )
             for n, r in enumerate(due)
             if (n % 10 == 0) is tenth
@@ -501,12 +504,8 @@ _FIRST_FIELD = r"\({}\.value ->> 0\)"  # the first field of a batch's JSON row
 # Per statement, each table it reads: the index, and the condition the index is read by.
 _KEYS: dict[str, dict[str, tuple[str, str]]] = {
     "claim": {
-        # Its claims' reminders, once for the key of their occurrence and once for the ring.
-        "reminders": (
-            "reminders_pkey",
-            _KEY.format(_FIRST_FIELD.format("c")) + "|" + _KEY.format(r"taken\.reminder_id"),
-        ),
-        # The occurrence, probed by its whole key.
+        # No row of `reminders`: what a ring says came with its load. The occurrence, probed
+        # by its whole key.
         "due": (
             "due_pkey",
             r"\(\(lane = claim\.lane\) AND \(rank = claim\.rank\) AND \(bucket = claim\.bucket\)"
@@ -648,6 +647,8 @@ async def _scheduler_batches(
     )
     rows = sorted(rows, key=lambda row: row["id"])
     size = len(rows)
+    # What each reminder's load read for its claim.
+    contents = dict(await connection.fetch(pg.RING_CONTENTS, [row["id"] for row in rows]))
     claim = (
         batches.POSTGRES_CLAIMS.json(
             {
@@ -661,6 +662,7 @@ async def _scheduler_batches(
                 "part": [row["shard"] // 64 for row in rows],
                 "epoch": [1] * size,
                 "error": [None] * size,
+                "content": [orjson.Fragment(contents[row["id"]]) for row in rows],
             }
         ),
         BUSY_MINUTE,

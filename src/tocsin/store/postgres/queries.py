@@ -30,13 +30,22 @@ MIGRATION_LOCK_KEY = 0x746F6373696E
 
 def select_list(batch: batches.Batch, row: str) -> str:
     """The fields of `batch` as columns of the JSON array `row`, each by its place in the batch,
-    cast to its type and named (`(c->>1)::timestamptz AS due_at`)."""
-    return ", ".join(
-        f"{row}->>{n} AS {field.name}"
-        if field.type == "text"
-        else f"({row}->>{n})::{field.type} AS {field.name}"
-        for n, field in enumerate(batch.fields)
-    )
+    cast to its type and named (`(c->>1)::timestamptz AS due_at`; a JSON field as it is)."""
+    return ", ".join(_field(row, n, field) for n, field in enumerate(batch.fields))
+
+
+def _field(row: str, n: int, field: batches.Field) -> str:
+    if field.type == "text":
+        return f"{row}->>{n} AS {field.name}"
+    if field.type == "jsonb":
+        return f"{row}->{n} AS {field.name}"
+    return f"({row}->>{n})::{field.type} AS {field.name}"
+
+
+def ring_content(table: str) -> str:
+    """What a ring of the reminder row `table` says and where it goes, as CLAIM reads it
+    (`DueRing.content`)."""
+    return _TEXT["_RING_CONTENT"].format(table=table)
 
 
 def _ring_state(table: str, now: str) -> str:
@@ -45,6 +54,7 @@ def _ring_state(table: str, now: str) -> str:
 
 ADD_REMINDER = _TEXT["ADD_REMINDER"].format(waiting=_TEXT["_WAITING"])
 PENDING_COUNTS = _TEXT["PENDING_COUNTS"].format(waiting=_TEXT["_WAITING"])
+RING_CONTENTS = _TEXT["RING_CONTENTS"].format(content=ring_content("r"))
 GET_REMINDER = _TEXT["GET_REMINDER"].format(ring_state=_ring_state("r", "$2"))
 LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(ring_state=_ring_state("r", "$6"))
 UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(ring_state=_ring_state("saved", "$16"))
@@ -84,7 +94,10 @@ def load_due(lanes: int, ranks: tuple[int, ...] = (0, 1)) -> str:
     loader reads one priority, and with the default 16 parts a part is one lane: one range
     scan."""
     lane = _TEXT["_LOAD_LANE"]
-    branches = [lane.format(offset=n, rank=rank) for n in range(lanes) for rank in ranks]
+    content = ring_content("r")
+    branches = [
+        lane.format(offset=n, rank=rank, content=content) for n in range(lanes) for rank in ranks
+    ]
     joined = " UNION ALL ".join(f"({branch})" for branch in branches)
     return _TEXT["_LOAD_DUE"].format(branches=joined)
 

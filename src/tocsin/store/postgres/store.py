@@ -545,6 +545,8 @@ class PostgresStore(Store):
     ) -> list[Firing]:
         if not claims:
             return []
+        if any(claim.content is None for claim in claims):
+            raise ValueError("a claim carries what its ring says (`Claim.content`, from its load)")
         # The same order in every batch keeps two overlapping batches from deadlocking often.
         ordered = sorted(claims, key=lambda claim: claim.reminder_id)
         lease_until = now + lease

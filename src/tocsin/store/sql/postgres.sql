@@ -396,26 +396,47 @@ RETURNING secrets.name
 -- shard range on each entry and reads no other lane's or priority's entry; only those after
 -- (bucket, due_at, reminder_id) = ($8, $6, $7): the next page, which starts where the last
 -- one stopped (a first page passes the range's first bucket and an instant before any).
--- Each with what its claim needs of its reminder's row, read by primary key.
+-- Each with what its claim needs of its reminder's row, read by primary key at the version
+-- of the occurrence (every API write that changes the row takes its occurrence back in the
+-- same transaction, so the two always agree): its schedule, for the scheduler, and, as
+-- `content`, one JSON object of what the ring says and where it goes, which the scheduler
+-- passes on to CLAIM as it is, so that the claim reads no row of `reminders`.
 -- The cursor is always given, never `$6 IS NULL OR …`: the generic plan a prepared statement
 -- switches to after five runs cannot drop that OR, so the cursor became a filter, and each
 -- page read the bucket again from its start, a heap fetch for every row before the cursor
 -- (a million rings in a minute: 12.5 million buffers over 2.35 million rows loaded, p99
 -- 121 s; docs/benchmarks.md, "The packed minute, bisected").
 SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, d.version,
-    r.priority, d.bucket
-FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id
+    r.priority, {content} AS content, d.bucket
+FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
   AND d.bucket BETWEEN $1 AND $2 AND d.shard BETWEEN $3 AND $4
   AND (d.bucket, d.due_at, d.reminder_id) > ($8::integer, $6::timestamptz, $7::text)
 ORDER BY d.bucket, d.due_at, d.reminder_id
 LIMIT $5
 
+-- name: _RING_CONTENT
+-- {content} of _LOAD_LANE: what a ring of the reminder {table} says and where it goes, as
+-- one JSON object (the metadata as the text it is stored as), which CLAIM reads by name.
+json_build_object(
+    'owner', {table}.owner, 'shard', {table}.shard, 'channel', {table}.channel,
+    'text', {table}.text, 'metadata', {table}.metadata::text, 'source', {table}.source,
+    'priority', {table}.priority, 'freshness', {table}.freshness,
+    'rang_due_at', {table}.rang_due_at
+)::text
+
+-- name: RING_CONTENTS
+-- The reminders $1 (ids) with what a ring of each says and where it goes, as a load reads
+-- it for their claims (`_RING_CONTENT`), by id: for a claim made outside the scheduler (the
+-- benchmarks' own).
+SELECT r.id, {content} AS content FROM reminders AS r WHERE r.id = ANY($1::text[]) ORDER BY r.id
+
 -- name: _LOAD_DUE
 -- Pending reminders of a part that spans several lanes or priorities: the {branches}, one
 -- `_LOAD_LANE` scan per lane and priority, merged (a Merge Append, which stops at the limit).
 -- `queries.load_due` builds it.
-SELECT id, due_at, freshness, zone, anchor, rule, version, priority FROM ({branches}) AS due
+SELECT id, due_at, freshness, zone, anchor, rule, version, priority, content
+FROM ({branches}) AS due
 ORDER BY bucket, due_at, id LIMIT $5
 
 -- How the scheduler's writes (CLAIM, RECORD_ATTEMPTS) are planned: with nothing set, each sent
@@ -449,19 +470,20 @@ SET LOCAL enable_sort = off
 -- Claim a batch in one statement: $1 is the batch, one JSON array of rows, each a claim, read
 -- by name: {claim_fields} is the select list of `batches.POSTGRES_CLAIMS`, which declares
 -- their order.
+-- A claim reads no row of `reminders`: what its ring says and where it goes (`content`: the
+-- owner, shard, channel, text, metadata, source, priority, freshness and `rang_due_at` of
+-- the version loaded) came with the load (`_LOAD_LANE`), and `keyed` reads it by name.
 -- `taken` deletes each claim's occurrence from `due` (the row the loader read, found by its
--- key: the lane and priority rank of its reminder's row, the minute, the instant, the
--- reminder and the version; the key is made whole first, in `keyed`, so that the planner
--- reads it as one probe of due_pkey: with the lane and rank taken from the reminder's row
--- in the same join it probed by those alone and filtered the rest, reading the lane's whole
--- range a claim), only while it is still there: an edit, snooze or cancel that
--- took it back since the load deleted it first, and the claim loses (the scheduler rings
--- the new version instead); of two claims of one occurrence, the first wins. With $5 (the
--- part count) set, a claim applies only while its part's lease is held by the sender $3 at
--- the epoch the sender believes it holds (the row's `epoch`): a worker whose lease ran out
--- and was taken over changes nothing (the fencing token). The reminder's row is read, never
--- written (read once, in `keyed`): `moved` keeps the claims whose reminder is still at the
--- version loaded. Each
+-- whole key: the lane and priority rank, the minute, the instant, the reminder and the
+-- version, one probe of due_pkey), only while it is still there. That delete is the whole
+-- of the version check: every API write that changes a reminder (an edit, snooze, cancel,
+-- rezone) takes its waiting occurrence back by deleting the same row in the same
+-- transaction, so an occurrence still there is of the version its reminder is at, with the
+-- content loaded; one taken back since the load was deleted first, and the claim loses (the
+-- scheduler rings the new version instead); of two claims of one occurrence, the first wins.
+-- With $5 (the part count) set, a claim applies only while its part's lease is held by the
+-- sender $3 at the epoch the sender believes it holds (the row's `epoch`): a worker whose
+-- lease ran out and was taken over changes nothing (the fencing token). Each claim taken
 -- becomes a row of `rings` naming the occurrence after it (`next_due`: a series' next,
 -- computed from the rule of that version; NULL for a one-off or a finished series), which
 -- waits in `due` in its turn. A ring rings once under its delivery identity (`<reminder
@@ -500,10 +522,15 @@ WITH claim AS (
     SELECT {claim_fields}
     FROM jsonb_array_elements($1::jsonb) AS c
 ), keyed AS MATERIALIZED (
-    SELECT claim.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank,
-        r.version AS row_version, r.status AS row_status, r.owner, r.shard, r.freshness,
-        r.channel, r.text, r.metadata, r.source, r.priority, r.rang_due_at
-    FROM claim JOIN reminders AS r ON r.id = claim.reminder_id
+    SELECT claim.*, ring.*, ring.shard / 64 AS lane, coalesce(ring.priority, 0) AS rank
+    FROM claim CROSS JOIN LATERAL (
+        SELECT content->>'owner' AS owner, (content->>'shard')::smallint AS shard,
+            content->>'channel' AS channel, content->>'text' AS text,
+            (content->>'metadata')::json AS metadata, content->>'source' AS source,
+            (content->>'priority')::smallint AS priority,
+            (content->>'freshness')::integer AS freshness,
+            (content->>'rang_due_at')::timestamptz AS rang_due_at
+    ) AS ring
 ), taken AS (
     DELETE FROM due AS d
     USING keyed AS claim
@@ -537,7 +564,6 @@ WITH claim AS (
             )
         ) AS repeat
     FROM taken
-    WHERE row_version = version AND row_status = 'pending'
 ), decided AS (
     INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
     SELECT due_at, reminder_id, version, repeat, next_due_at FROM moved
