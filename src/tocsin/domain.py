@@ -314,13 +314,13 @@ class Claim(NamedTuple):
     """The scheduler's decision about one due reminder, applied by `Store.claim` (a named
     tuple, like `Firing`: one is built per ring claimed).
 
-    The claim applies only while the row is still exactly what was loaded: status `pending`,
-    `due_at == due_at` and `version == version` (the row decides: an edit, snooze or cancel
-    since the load bumped the version, and the claim loses). `next_due_at` is the series'
-    next ring, computed from the rule loaded with that version (None: the reminder has no
-    more occurrences, or is a one-off). `state` is the new firing's state: `sending` for a
-    ring handed straight to delivery, `expired` for one too stale to send, `failed` (with
-    `error`) for one whose row could not be planned.
+    The claim applies only while its occurrence (`due_at` at `version`) still waits in `due`
+    (the row decides: an edit, snooze or cancel since the load took it back, and the claim
+    loses); on PostgreSQL the ring is written with `content`, as the load read it at that
+    version. `next_due_at` is the series' next ring, computed from the rule loaded with that
+    version (None: the reminder has no more occurrences, or is a one-off). `state` is the new
+    firing's state: `sending` for a ring handed straight to delivery, `expired` for one too
+    stale to send, `failed` (with `error`) for one whose row could not be planned.
     """
 
     reminder_id: str

@@ -497,7 +497,7 @@ SET LOCAL enable_sort = off
 -- `moved`, never the insert's answer. (It read `decided`'s RETURNING by (reminder, due
 -- instant), which the planner, estimating one row for each CTE, joined as a nested loop:
 -- half a million comparisons a batch of 1,000, 280 ms of its 295: docs/benchmarks.md,
--- "The claim's quadratic join".)
+-- "The claim's quadratic join, and its reminder read".)
 -- A claim with an `error` records a ring that could not be planned: `failed`, with the
 -- error as its last_error. $2: now; $4: the sender's hold.
 --
