@@ -440,13 +440,15 @@
     return made;
   }
 
-  // Each view: the statuses it reads, which of their reminders it shows, in what order.
+  // Each view: the statuses it reads, which of their reminders it shows, in what order, and
+  // the statuses it watches without showing them: a view of what has rung reads the pending
+  // too, as what rings next joins it.
   const VIEWS = {
     pending: { statuses: ["pending"] },
     today: { statuses: ["pending", "fired", "ended"], shows: (r) => ringToday(r) !== null, order: byRingToday },
     overdue: { statuses: ["pending", "fired", "ended"], shows: (r) => isOverdue(r) || isFailed(r) },
-    fired: { statuses: ["fired"] },
-    ended: { statuses: ["ended"] },
+    fired: { statuses: ["fired"], watches: ["pending"] },
+    ended: { statuses: ["ended"], watches: ["pending"] },
     cancelled: { statuses: ["cancelled"] },
     "": { statuses: [null] },
   };
@@ -499,7 +501,10 @@
     const round = ++state.listRound;
     const name = $("filter").value;
     const view = VIEWS[name] || VIEWS.pending;
-    const lists = await Promise.all(view.statuses.map(readAll));
+    const [lists, watched] = await Promise.all([
+      Promise.all(view.statuses.map(readAll)),
+      Promise.all((view.watches || []).map(readAll)),
+    ]);
     if (round !== state.listRound) return; // a newer load replaced the list meanwhile
     const read = lists.flatMap((list) => list.found);
     // One saved past the MAX_LISTED read is shown all the same, from the server's answer.
@@ -513,7 +518,7 @@
     $("reminders-empty").textContent = EMPTY_WORDS[name] || EMPTY_WORDS[""];
     $("reminders-empty").hidden = listed.length > 0;
     $("reminders-cut").hidden = !lists.some((list) => list.cut);
-    refreshAfterNextRing(read);
+    refreshAfterNextRing(read.concat(...watched.map((list) => list.found)));
   }
 
   /** The next `count` reminders of the view drawn below those shown. */
@@ -530,9 +535,9 @@
   }
 
   // A ring by another channel than this page's sends the page no event: the list is read
-  // again once the soonest ring read is due, shown or not (a ring that fails joins the view
-  // of failures, one that rings leaves "coming up"), and while a ring is on its way, until
-  // it says "delivered" or "failed".
+  // again once the soonest ring read is due, shown or watched (a ring that fails joins the
+  // view of failures, one that rings leaves "coming up" and joins "rang"), and while a ring
+  // is on its way, until it says "delivered" or "failed".
   function refreshAfterNextRing(reminders) {
     clearTimeout(state.listTimer);
     const due = reminders.filter((r) => r.next).map((r) => Date.parse(r.next) - Date.now());
