@@ -49,6 +49,8 @@ def route_of(value: str) -> Route:
 # Where a load of a bucket range starts reading when no page of it was read yet: its keyset
 # cursor is (the first bucket, this, ""), before every due instant and id of that bucket.
 BEFORE_ANY = datetime(1, 1, 1, tzinfo=UTC)
+# Where it stops in its last bucket when nothing bounds it by instant: after every row.
+AFTER_ALL = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 def bucket_of(instant: datetime) -> int:

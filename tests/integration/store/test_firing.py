@@ -75,6 +75,23 @@ async def test_load_due_reads_pending_rows_of_the_buckets_and_shards(store: Stor
     assert [r.reminder_id for r in two] == [r.id for r in by_due[:2]]
     assert {r.reminder_id for r in both_minutes} == {r.id for r in [*inside, other_minute]}
     assert await store.load_due(shards=range(0), first_bucket=0, last_bucket=2**31, limit=9) == []
+    # The sweep's read: only what is due by `until`, in the last bucket; earlier ones whole.
+    by_then = await store.load_due(
+        shards=range(100, 200),
+        first_bucket=bucket_of(due) - 1,
+        last_bucket=bucket_of(due) + 1,
+        limit=10,
+        until=due + MINUTE + timedelta(seconds=10),
+    )
+    assert [r.reminder_id for r in by_then] == [r.id for r in [*by_due, other_minute]]
+    in_part = await store.load_due(
+        shards=range(100, 200),
+        first_bucket=bucket_of(due),
+        last_bucket=bucket_of(due),
+        limit=10,
+        until=due + timedelta(seconds=10),
+    )
+    assert [r.reminder_id for r in in_part] == [r.id for r in by_due[:2]]
 
 
 async def test_claim_a_one_off_fires_it_once(store: Store, backend: str) -> None:

@@ -22,7 +22,7 @@ from tests.integration.store.factories import NOW, reminder
 from tocsin.domain import AttemptResult, Claim, FiringState, ReminderStatus
 from tocsin.ids import LANES
 from tocsin.store import Store, batches, open_store
-from tocsin.store.codec import BEFORE_ANY, bucket_of
+from tocsin.store.codec import AFTER_ALL, BEFORE_ANY, bucket_of
 from tocsin.store.postgres import queries as pg
 from tocsin.store.sqlite import queries as lite
 
@@ -58,6 +58,7 @@ async def test_sqlite_reads_a_bucket_part_through_due(sqlite_url: str) -> None:
             lite.load_due((0,)),
             {
                 "last_bucket": bucket_of(NOW) + 1,
+                "until": int(NOW.timestamp() * 1_000_000),
                 "first_shard": 64,
                 "last_shard": 127,
                 "limit": 1000,
@@ -71,6 +72,7 @@ async def test_sqlite_reads_a_bucket_part_through_due(sqlite_url: str) -> None:
             lite.load_due((1,)),
             {
                 "last_bucket": bucket_of(NOW) + 1,
+                "until": int(NOW.timestamp() * 1_000_000),
                 "first_shard": 64,
                 "last_shard": 127,
                 "limit": 1000,
@@ -84,6 +86,7 @@ async def test_sqlite_reads_a_bucket_part_through_due(sqlite_url: str) -> None:
             lite.load_due((0, 1)),
             {
                 "last_bucket": bucket_of(NOW) + 1,
+                "until": int(NOW.timestamp() * 1_000_000),
                 "first_shard": 64,
                 "last_shard": 127,
                 "limit": 1000,
@@ -115,6 +118,9 @@ async def test_sqlite_reads_a_bucket_part_through_due(sqlite_url: str) -> None:
         assert any(line.startswith("SEARCH r USING INDEX sqlite_autoindex") for line in one)
         # The cursor bounds the range scan, whatever page: not a test of each row read.
         assert any("(bucket,due_at,reminder_id)>(?,?,?)" in line for line in one), one
+        assert any(
+            "(bucket,due_at)<(?,?)" in line or "(bucket,due_at)<=(?,?)" in line for line in one
+        ), one
         assert not any(line.startswith(("SCAN d", "SCAN r")) for line in one), one
         assert not any("TEMP B-TREE" in line for line in one), one  # in index order, no sort
     # Every priority: one range scan of each lane and priority, merged.
@@ -246,11 +252,13 @@ async def test_postgres_part_reads_only_its_lane_with_nothing_forced(busy_pg: st
                 limit,
                 *after,
                 lane,
+                until,
             )
             for lanes, part, lane in ((1, (448, 511), 7), (2, (384, 511), 6))  # 7 of 16; 3 of 8
             for ranks in ((0,), (1,), (0, 1))  # a loader's priority, and every one
             for limit in (1000, 10_000)
             for after in ((None, None, None), (BUSY_MINUTE, "x", busy))
+            for until in (AFTER_ALL, BUSY_MINUTE)  # reading ahead; the sweep
         ]
     finally:
         await connection.close()
@@ -281,20 +289,26 @@ async def test_postgres_pages_a_part_in_index_order(busy_pg: str) -> None:
             await connection.execute(pg.LOAD_PLANNING)
             plans = [
                 await connection.fetchval(
-                    "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes, ranks), *part, *after, lane
+                    "EXPLAIN (FORMAT JSON) " + pg.load_due(lanes, ranks),
+                    *part,
+                    *after,
+                    lane,
+                    until,
                 )
                 for lanes, part, lane in ((1, one, 7), (2, two, 6))
                 for ranks in ((0,), (0, 1))
                 for after in ((BEFORE_ANY, "", busy), (BUSY_MINUTE, "x", busy))
+                for until in (AFTER_ALL, BUSY_MINUTE + timedelta(seconds=20))
             ]
             await connection.execute(
                 "PREPARE load_due (integer, integer, integer, integer, integer, timestamptz,"
-                " text, integer, integer) AS " + pg.load_due(1, (0,))
+                " text, integer, integer, timestamptz) AS " + pg.load_due(1, (0,))
             )
             await connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             generic = await connection.fetchval(
                 "EXPLAIN (FORMAT JSON) EXECUTE load_due"
-                f" ({busy}, {busy}, 448, 511, 10000, '{BUSY_MINUTE.isoformat()}', 'x', {busy}, 7)"
+                f" ({busy}, {busy}, 448, 511, 10000, '{BUSY_MINUTE.isoformat()}', 'x', {busy}, 7,"
+                f" '{AFTER_ALL.isoformat()}')"
             )
             plans.append(generic)
     finally:
@@ -309,8 +323,10 @@ async def test_postgres_pages_a_part_in_index_order(busy_pg: str) -> None:
         assert not any(n["Node Type"] in ("Sort", "Seq Scan") for n in nodes), plan
         # The cursor bounds the range scan: a filter instead read the part's bucket from its
         # start for every page, a heap fetch a row (the generic plan of `$6 IS NULL OR …`).
+        # So does the instant it stops at (the sweep reads what is due by now alone).
         for scan in scans:
             assert "ROW(bucket, due_at, reminder_id) >" in scan["Index Cond"], plan
+            assert "ROW(bucket, due_at) <=" in scan["Index Cond"], plan
             assert "ROW(bucket" not in scan.get("Filter", ""), plan
 
 

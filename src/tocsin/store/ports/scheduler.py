@@ -25,11 +25,13 @@ class SchedulerStore(Protocol):
         limit: int,
         after: tuple[datetime, str] | None = None,
         priority: int | None = None,
+        until: datetime | None = None,
     ) -> list[DueRing]:
         """The next rings of pending reminders whose bucket (UTC epoch minute of `due_at`) is in
         [first_bucket, last_bucket] and whose shard is in `shards`, ordered by (`due_at`,
         `id`), at most `limit`. With `after` = (due_at, id) of the last row of a previous
         page, only rows ordered after it (keyset paging: held rows are not read again).
+        With `until`, none due after it (the scan stops there).
         With `priority` (a `Priority.rank`), only the reminders of that priority: a read
         that never passes over the other priority's rows. An index range scan, never a full
         scan."""

@@ -515,6 +515,7 @@ class PostgresStore(Store):
         limit: int,
         after: tuple[datetime, str] | None = None,
         priority: int | None = None,
+        until: datetime | None = None,
     ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
@@ -530,6 +531,7 @@ class PostgresStore(Store):
             after_id,
             after_bucket,
             lanes.start,
+            codec.AFTER_ALL if until is None else until,
             planning=q.LOAD_PLANNING,
         )
         return [codec.due_ring(*row) for row in rows]

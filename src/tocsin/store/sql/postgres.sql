@@ -396,6 +396,9 @@ RETURNING secrets.name
 -- shard range on each entry and reads no other lane's or priority's entry; only those after
 -- (bucket, due_at, reminder_id) = ($8, $6, $7): the next page, which starts where the last
 -- one stopped (a first page passes the range's first bucket and an instant before any).
+-- Up to ($2, $10): the range's last bucket, and in it no row due after $10 (the sweep reads
+-- only what is due by now; reading ahead passes the bucket's end), a bound of the scan
+-- itself, so the rows after it are never read.
 -- Each with what its claim needs of its reminder's row, read by primary key at the version
 -- of the occurrence (every API write that changes the row takes its occurrence back in the
 -- same transaction, so the two always agree): its schedule, for the scheduler, and, as
@@ -410,8 +413,9 @@ SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, d.v
     r.priority, {content} AS content, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
-  AND d.bucket BETWEEN $1 AND $2 AND d.shard BETWEEN $3 AND $4
+  AND d.bucket >= $1 AND d.shard BETWEEN $3 AND $4
   AND (d.bucket, d.due_at, d.reminder_id) > ($8::integer, $6::timestamptz, $7::text)
+  AND (d.bucket, d.due_at) <= ($2::integer, $10::timestamptz)
 ORDER BY d.bucket, d.due_at, d.reminder_id
 LIMIT $5
 

@@ -286,7 +286,9 @@ UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 -- shard range, in due order: a range scan of the key of `due`, (lane, rank, bucket, due_at,
 -- reminder_id, version), that tests the shard range on each entry; only those after
 -- (:after_bucket, :after_due, :after_id), up to :last_bucket: the next page (a first page
--- passes the range's first bucket and an instant before any). Each with what its claim
+-- passes the range's first bucket and an instant before any), and none due after
+-- :until in the last bucket (the sweep reads only what is due by now), a bound of the scan
+-- as the cursor is. Each with what its claim
 -- needs of its reminder's row, read by primary key (`CROSS JOIN` keeps `due` the outer
 -- loop). The cursor is the scan's lower bound, so it is the only one: given a
 -- `bucket >= :first_bucket` beside it, SQLite bounds the scan by that and tests the cursor
@@ -297,9 +299,10 @@ SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r
     d.version, r.priority, d.bucket AS bucket
 FROM due AS d
 CROSS JOIN reminders AS r
-WHERE d.lane = {lane} AND d.rank = {rank} AND d.bucket <= :last_bucket
+WHERE d.lane = {lane} AND d.rank = {rank}
   AND d.shard BETWEEN :first_shard AND :last_shard
   AND (d.bucket, d.due_at, d.reminder_id) > (:after_bucket, :after_due, :after_id)
+  AND (d.bucket, d.due_at) <= (:last_bucket, :until)
   AND r.id = d.reminder_id
 
 -- name: _LOAD_DUE

@@ -475,6 +475,7 @@ class SqliteStore(Store):
         limit: int,
         after: tuple[datetime, str] | None = None,
         priority: int | None = None,
+        until: datetime | None = None,
     ) -> list[DueRing]:
         if not shards or limit <= 0:
             return []
@@ -488,6 +489,7 @@ class SqliteStore(Store):
             "after_due": _us(codec.BEFORE_ANY if after is None else after[0]),
             "after_id": "" if after is None else after[1],
             "after_bucket": first_bucket if after is None else codec.bucket_of(after[0]),
+            "until": _us(codec.AFTER_ALL if until is None else until),
         }
         rows = await self._db.read(
             lambda connection: connection.execute(statement, params).fetchall()
