@@ -445,6 +445,35 @@ async def test_postgres_takes_deliveries_through_the_firings_indexes(
         assert not any(n["Node Type"] == "Seq Scan" for n in nodes), plan
 
 
+@pytest.mark.postgres
+async def test_postgres_takes_deliveries_by_index_from_a_plan_made_while_firings_was_empty(
+    pg_migrated_url: str,
+) -> None:
+    """A generic plan made on a new database, kept by the prepared statement as the table
+    grows, reads the partial indexes too: a sequential scan would read every firing written
+    since, every round of every worker."""
+    connection = await asyncpg.connect(pg_migrated_url)
+    try:
+        await connection.execute("ANALYZE firings")  # empty, as a new database's
+        async with connection.transaction():  # as the store runs it
+            await connection.execute(pg.TAKE_PLANNING)
+            await connection.execute(
+                "PREPARE take (timestamptz, integer, integer, integer, text, timestamptz) AS "
+                + pg.TAKE_DELIVERIES
+            )
+            await connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            now, until = NOW.isoformat(), (NOW + timedelta(minutes=1)).isoformat()
+            generic = await connection.fetchval(
+                f"EXPLAIN (FORMAT JSON) EXECUTE take ('{now}', 0, 1023, 1000, 'w2', '{until}')"
+            )
+    finally:
+        await connection.close()
+
+    nodes = list(_nodes(json.loads(generic)[0]["Plan"]))
+    assert {"firings_queued", "firings_sending"} <= {n.get("Index Name") for n in nodes}, generic
+    assert not any(n["Node Type"] == "Seq Scan" for n in nodes), generic
+
+
 # The scheduler's writes (CLAIM, RECORD_ATTEMPTS, INSERT_FIRINGS, RECOVER_CLAIMS) run with no
 # planner setting. Each batch row must find its row by the primary key — the batch drives, a
 # Nested Loop into the key — and nothing else of the table may be read: no sequential scan,

@@ -610,9 +610,11 @@ class PostgresStore(Store):
             return []
         first, last = (0, SHARDS - 1) if shards is None else (shards.start, shards[-1])
 
-        # One statement, atomic on its own: no BEGIN and COMMIT round trips around it.
+        # One statement, in a transaction of its own for its planner setting.
         until = now + lease
-        rows = await self._statement(q.TAKE_DELIVERIES, now, first, last, limit, sender, until)
+        rows = await self._planned_fetch(
+            q.TAKE_DELIVERIES, now, first, last, limit, sender, until, planning=q.TAKE_PLANNING
+        )
         return [firing_from(row, (), _as_is) for row in rows]
 
     async def record_attempts(self, results: Sequence[AttemptResult]) -> int:

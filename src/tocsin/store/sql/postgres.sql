@@ -751,7 +751,8 @@ SELECT count(*) FROM written
 -- ($1 = now) become `expired` instead, up to $4 of them per call, taken apart from the fresh
 -- ones, which they would otherwise crowd out of the limit by sorting first. The rows taken
 -- are updated by primary key (`= ANY(ARRAY(…))`): joined to the CTE instead, the planner
--- hashed the whole table when it expected a few hundred candidates.
+-- hashed the whole table when it expected a few hundred candidates. Planned under
+-- TAKE_PLANNING.
 WITH overdue AS (
     SELECT id FROM firings
     WHERE ((state = 'queued' AND next_attempt_at <= $1)
@@ -780,6 +781,17 @@ UPDATE firings AS f
 SET state = 'sending', sender = $5, lease_until = $6, next_attempt_at = NULL
 WHERE f.id = ANY(ARRAY(SELECT id FROM candidate))
 RETURNING f.*
+
+-- name: TAKE_PLANNING
+-- How TAKE_DELIVERIES is planned: in its own transaction, with sequential scans off. A
+-- prepared statement keeps the generic plan it switched to after five runs, and one made
+-- while `firings` was small (a new database, statistics read before a burst) read the whole
+-- table: in a burst whose rings are all sent at once, every delivery round of every worker
+-- read the firings written so far and found none (a million rings in a minute: 400 rounds,
+-- 2.2 million buffers, a fifth of the database's time; docs/benchmarks.md, "The sweep reads
+-- what is due"). The partial indexes hold only what waits or is being sent; their scans
+-- cost nothing when the table is small.
+SET LOCAL enable_seqscan = off
 
 -- name: RECORD_ATTEMPTS
 -- Move firings on after one round of attempts each (or none: `number` NULL), each found by its
