@@ -28,7 +28,7 @@ from tocsin.domain import Channel, Reminder
 from tocsin.scheduler.loader import LoadTuning
 from tocsin.store import Store
 from tocsin.store.ports import ReminderStore
-from tocsin_bench import costs, outcome
+from tocsin_bench import costs, outcome, waldump
 from tocsin_bench.databases import migrated_store, throwaway
 from tocsin_bench.feed_clients import Pages, raise_open_files
 from tocsin_bench.peers import CONTACT_CHANNELS, Peer, add_contacts, owner_name, start_peer
@@ -205,7 +205,11 @@ async def _report(
     report = await outcome.read_outcome(url, last_bucket)
     if window is not None:
         writes = report["row_writes"]["per_ring"]
-        report["cost_per_ring"] = window.per_ring(report["firings"], writes)
+        cost = report["cost_per_ring"] = window.per_ring(report["firings"], writes)
+        if "wal_range" in cost:
+            report["wal_by_relation"] = await _wal_by_relation(
+                url, cost["wal_range"], report["firings"]
+            )
     report["finished"] = finished
     if not finished:
         # Cut off by the time limit: rows without a firing were not lost (yet), only not
@@ -219,6 +223,16 @@ async def _report(
     if stats is not None:
         report[_counted_by(spec)] = stats
     return report
+
+
+async def _wal_by_relation(url: str, wal_range: str, rings: int) -> dict[str, Any]:
+    """The window's WAL by relation, a ring (`waldump.by_relation`), named in the run's
+    database."""
+    connection = await asyncpg.connect(url)
+    try:
+        return await waldump.by_relation(connection, wal_range, rings)
+    finally:
+        await connection.close()
 
 
 async def _open_window(

@@ -1,7 +1,7 @@
 """`bench burst` on PostgreSQL reports what one ring cost (`cost_per_ring`: WAL from
 `pg_stat_wal`, the server's and the workers' CPU from /proc, row writes) and shows it on one
-line of the table; a server whose processes are not on this machine gets no CPU figure, and
-the reason."""
+line of the table, and its WAL by relation; a server whose processes are not on this
+machine gets no CPU figure, and the reason."""
 
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ async def test_a_burst_reports_what_a_ring_cost(pg_server: PostgresServer) -> No
     assert cost["window_s"] > 0
     _positive_or_explained(cost, "db_cpu_us", "db_cpu_null_reason")
     _positive_or_explained(cost, "worker_cpu_us", "worker_cpu_null_reason")
+    # By relation (`pg_waldump` over the window), where the server's WAL is on this machine.
+    by_relation = result["metrics"]["wal_by_relation"]
+    if "null_reason" not in by_relation:
+        assert by_relation["public.firings"]["bytes"] > 0, by_relation
+        assert all(set(row) == {"bytes", "fpi"} for row in by_relation.values()), by_relation
     lines = [line for line in to_table([result]).splitlines() if "cost_per_ring" in line]
     assert len(lines) == 1
     assert "B WAL" in lines[0]
