@@ -249,6 +249,28 @@ class Firing(NamedTuple):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Place:
+    """A place of an owner's ("home", "the office"): a circle on the earth, its centre in
+    degrees (WGS 84, as phones report them) and its radius in metres. The owner's device
+    watches it as a geofence and reports when it arrives or leaves.
+
+    `source` is the app whose key saved it, None when the owner saved it himself: apps are
+    tenants, as with contacts.
+    """
+
+    id: str
+    owner: str
+    shard: int
+    name: str
+    latitude: float
+    longitude: float
+    radius_m: int
+    created_at: datetime
+    updated_at: datetime
+    source: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Contact:
     """One place an owner's rings may go: a device (APNs, FCM), a browser's Web Push
     subscription, an email address, a phone number, an Apprise URL or a webhook URL.

@@ -182,6 +182,12 @@ class CoreSettings(BaseSettings):
         description="Contacts one app may save for one owner (and an owner for himself): a "
         "ring goes to every one of its kind, so this bounds one ring's sends (0: no cap).",
     )
+    max_places_per_owner: int = Field(
+        default=100,
+        ge=0,
+        description="Places one app may save for one owner (and an owner for himself); one "
+        "more is refused with 409 (0: no cap). iOS watches 20 regions an app.",
+    )
     allow_private_urls: bool = Field(
         default=False,
         description="Let webhook and other outbound URLs (Apprise's too) reach loopback, "

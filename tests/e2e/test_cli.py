@@ -195,6 +195,33 @@ def test_contacts_are_added_listed_and_removed(server: Server) -> None:
     assert server.cli("contacts", "list").status == USAGE  # whose?
 
 
+def test_places_are_added_listed_near_a_point_edited_and_removed(server: Server) -> None:
+    home = server.ok("places", "add", "--owner", "di", "Home", "52.52,13.405")
+    office = server.ok(
+        "places", "add", "--owner", "di", "Office", "52.5163,13.3777", "--radius", "100"
+    )
+    assert (home["radius_m"], office["radius_m"]) == (150, 100)
+    off_earth = server.cli("places", "add", "--owner", "di", "Moon", "95,0")
+    assert off_earth.status == REFUSED
+    assert "  latitude: " in off_earth.err
+    assert server.cli("places", "add", "--owner", "di", "Moon", "north").status == USAGE
+
+    near = server.ok("places", "list", "--owner", "di", "--near", "52.5163,13.3777")["places"]
+    assert [p["name"] for p in near] == ["Office", "Home"]
+    assert near[0]["distance_m"] == 0
+    table = server.cli("places", "list", "--owner", "di", "--near", "52.5163,13.3777")
+    assert table.status == OK, table.err
+    assert "inside" in table.out
+    assert "1.7 km" in table.out  # to home's edge
+
+    moved = server.ok("places", "edit", "--owner", "di", home["id"], "--radius", "300")
+    assert moved["radius_m"] == 300
+    assert server.ok("places", "remove", "--owner", "di", office["id"])["removed"] is True
+    listed = server.ok("places", "list", "--owner", "di")["places"]
+    assert [(p["id"], p["radius_m"]) for p in listed] == [(home["id"], 300)]
+    assert server.cli("places", "edit", "--owner", "di", home["id"]).status == USAGE
+
+
 def write_import(path: Path, owner: str) -> None:
     with path.open("w") as out:
         for number in range(1, IMPORT_LINES + 1):

@@ -18,8 +18,9 @@ from tocsin.api.limits import RateLimits
 from tocsin.api.loopback import LoopbackGuard
 from tocsin.api.metrics import count_request
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
+from tocsin.api.places import PlaceService
 from tocsin.api.proxies import ClientAddress, TrustedProxies
-from tocsin.api.routes import channels, contacts, feed, health, page, reminders, status
+from tocsin.api.routes import channels, contacts, feed, health, page, places, reminders, status
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.api.sse import ServerSend
@@ -66,6 +67,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
             allow_private_urls=settings.allow_private_urls,
             max_per_owner=settings.max_contacts_per_owner,
         ),
+        places=PlaceService(store, clock, max_per_owner=settings.max_places_per_owner),
         limits=RateLimits.of(
             key_per_second=settings.rate_limit_key_per_second,
             owner_per_second=settings.rate_limit_owner_per_second,
@@ -86,6 +88,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(reminders.router)
     app.include_router(channels.router)
     app.include_router(contacts.router)
+    app.include_router(places.router)
     app.include_router(feed.router)
     app.include_router(page.router)
     app.include_router(docs.router)

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from tocsin.api import render
 from tocsin.api.models import ContactIn, ContactPatch
+from tocsin.api.owned import after, may_manage, page, visible
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.api.security import Principal
 from tocsin.auth import new_webhook_secret
@@ -41,7 +41,7 @@ class ContactService:
         self.max_per_owner = max_per_owner
 
     async def add(self, principal: Principal, owner: str, item: ContactIn) -> Contact:
-        _may_manage(principal, owner)
+        may_manage(principal, owner)
         address = self._address(item.kind, item.model_extra or {})
         source = None if principal.owner is not None else principal.source
         await self._check_room(owner, source)
@@ -86,27 +86,16 @@ class ContactService:
         limit: int,
         cursor: str | None,
     ) -> tuple[list[Contact], str | None]:
-        _may_manage(principal, owner)
-        after = None
-        if cursor:
-            try:
-                after = render.decode_cursor(cursor)
-            except ValueError:
-                raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
+        may_manage(principal, owner)
         rows = await self.store.list_contacts(
-            owner, kind=kind, source=principal.tenant, after_id=after, limit=limit + 1
+            owner, kind=kind, source=principal.tenant, after_id=after(cursor), limit=limit + 1
         )
-        page = rows[:limit]
-        next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
-        return page, next_cursor
+        return page(rows, limit)
 
     async def get(self, principal: Principal, owner: str, contact_id: str) -> Contact:
-        _may_manage(principal, owner)
-        if not is_id(contact_id):
-            raise _not_found(contact_id)
-        found = await self.store.get_contact(contact_id)
-        tenant = principal.tenant
-        if found is None or found.owner != owner or tenant not in (None, found.source):
+        may_manage(principal, owner)
+        found = await self.store.get_contact(contact_id) if is_id(contact_id) else None
+        if found is None or not visible(found, principal, owner):
             raise _not_found(contact_id)
         return found
 
@@ -156,11 +145,6 @@ def _refuse_nul(value: object, field: str = "") -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _refuse_nul(item, f"{field}[{index}]")
-
-
-def _may_manage(principal: Principal, owner: str) -> None:
-    if not principal.may_see(owner):
-        raise Problem(404, "not-found", f"no owner {owner} for this token")
 
 
 def _not_found(contact_id: str) -> Problem:

@@ -15,6 +15,7 @@ from fastapi import Depends, Query, Request
 from tocsin.api.contacts import ContactService
 from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits, too_many
+from tocsin.api.places import PlaceService
 from tocsin.api.problems import Problem
 from tocsin.api.security import Authenticator, Principal
 from tocsin.api.service import ReminderService
@@ -32,6 +33,7 @@ class ApiContext:
     reminders: ReminderService
     limits: RateLimits
     contacts: ContactService
+    places: PlaceService
     feed: Feed
 
 

@@ -433,7 +433,103 @@ class ContactPatch(BaseModel):
     label: Label | None = None
 
 
+# The smallest geofence a place may have: phones report the crossing of a smaller one late or
+# not at all (iOS and Android both advise 100 m and more); the largest, a city.
+MIN_RADIUS_M = 50
+MAX_RADIUS_M = 100_000
+PlaceName = Annotated[
+    str,
+    Field(min_length=1, max_length=100, examples=["Home"]),
+    AfterValidator(_not_blank),
+    AfterValidator(_no_nul),
+]
+# Strict: a JSON number, never `true` or "52.5" read as one. (A radius is an integer as JSON
+# Schema says, so 150.0 is one; `true` would be 1, below the least.)
+Latitude = Annotated[
+    float,
+    Field(
+        strict=True,
+        ge=-90,
+        le=90,
+        allow_inf_nan=False,
+        examples=[52.5200],
+        description="Degrees north.",
+    ),
+]
+Longitude = Annotated[
+    float,
+    Field(
+        strict=True,
+        ge=-180,
+        le=180,
+        allow_inf_nan=False,
+        examples=[13.4050],
+        description="Degrees east.",
+    ),
+]
+RadiusM = Annotated[
+    int,
+    Field(
+        ge=MIN_RADIUS_M,
+        le=MAX_RADIUS_M,
+        examples=[150],
+        description=f"The geofence's radius in metres, {MIN_RADIUS_M} to {MAX_RADIUS_M:,}.",
+    ),
+]
+
+
+class PlaceIn(_Request):
+    """A place of the owner's: a name, and a circle on the earth (WGS 84 degrees, as phones
+    report them) that the owner's device watches."""
+
+    name: PlaceName
+    latitude: Latitude
+    longitude: Longitude
+    radius_m: RadiusM = 150
+
+
+class PlacePatch(_Request):
+    """A new name, centre or radius; the fields not given stay as they are, and none may be
+    null (`PlaceService.change` names each that is)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=lambda schema: _not_null(
+            schema, ("name", "latitude", "longitude", "radius_m")
+        ),
+    )
+
+    name: PlaceName | None = None
+    latitude: Latitude | None = None
+    longitude: Longitude | None = None
+    radius_m: RadiusM | None = None
+
+
 # -- answers (documentation: handlers build the JSON themselves) ------------------------------
+
+
+class PlaceOut(BaseModel):
+    id: str
+    owner: str
+    name: str
+    latitude: float
+    longitude: float
+    radius_m: int
+    source: str | None = Field(
+        description="The app whose key saved it; null: the owner saved it himself."
+    )
+    created_at: Instant
+    updated_at: Instant
+    distance_m: float | None = Field(
+        default=None,
+        description="In a list read with `near`: metres from that point to the place's edge "
+        "(0 inside it), along the earth's surface.",
+    )
+
+
+class PlaceListOut(BaseModel):
+    places: list[PlaceOut]
+    next_cursor: str | None = Field(description="Null with `near`: the nearest come first.")
 
 
 class ContactOut(BaseModel):

@@ -90,6 +90,13 @@ CONTACT_LINKS = _links(
     "deleteContact",
 )
 
+PLACE_LINKS = _links(
+    {"owner": "$request.path.owner", "place_id": "$response.body#/id"},
+    "getPlace",
+    "changePlace",
+    "deletePlace",
+)
+
 _body_kib = MAX_BODY_BYTES // 1024
 _batch_mib = MAX_BATCH_BODY_BYTES // (1024 * 1024)
 _PROBLEMS: dict[int, tuple[str, dict[str, Any]]] = {

@@ -11,7 +11,7 @@ import orjson
 from starlette.responses import Response
 
 from tocsin.api.routing import shown
-from tocsin.domain import Attempt, Channel, Contact, Firing, Reminder, Route
+from tocsin.domain import Attempt, Channel, Contact, Firing, Place, Reminder, Route
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
 
@@ -43,6 +43,24 @@ def contact(item: Contact, *, secret: bool = False) -> dict[str, Any]:
     }
     if secret:
         body["secret"] = item.secret
+    return body
+
+
+def place(item: Place, *, distance_m: float | None = None) -> dict[str, Any]:
+    """A place as the API shows it; with its distance from the point a list was read near."""
+    body: dict[str, Any] = {
+        "id": item.id,
+        "owner": item.owner,
+        "name": item.name,
+        "latitude": item.latitude,
+        "longitude": item.longitude,
+        "radius_m": item.radius_m,
+        "source": item.source,
+        "created_at": format_utc(item.created_at),
+        "updated_at": format_utc(item.updated_at),
+    }
+    if distance_m is not None:
+        body["distance_m"] = distance_m
     return body
 
 

@@ -1,5 +1,5 @@
 """The `tocsin` commands that are a client of a running server's HTTP API (add, list, show,
-snooze, edit, cancel, next, firings, contacts, import, export), beside the commands that
+snooze, edit, cancel, next, firings, contacts, places, import, export), beside the commands that
 run the server. docs/cli.md documents them.
 
 Layout: `client_http` (requests, errors, exit statuses), `client_format` (what people and
@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tocsin.cli import client_contacts, client_import, client_reminders, client_schedules
+from tocsin.cli import (
+    client_contacts,
+    client_import,
+    client_places,
+    client_reminders,
+    client_schedules,
+)
 
 
 def register(subparsers: Any) -> None:
     client_reminders.register(subparsers)
     client_schedules.register(subparsers)
     client_contacts.register(subparsers)
+    client_places.register(subparsers)
     client_import.register(subparsers)

@@ -196,6 +196,33 @@ def firings_table(firings: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
+def places_table(places: Iterable[Mapping[str, Any]]) -> str:
+    """Places, with their distance when the list was read near a point."""
+    places = list(places)
+    near = any("distance_m" in p for p in places)
+    heads = ("ID", "NAME", "CENTRE", "RADIUS", "SAVED BY") + (("DISTANCE",) if near else ())
+    return table(
+        heads,
+        (
+            (
+                p["id"],
+                cut(p["name"], 40),
+                f"{p['latitude']},{p['longitude']}",
+                f"{p['radius_m']} m",
+                p.get("source") or "owner",
+                *((_metres(p["distance_m"]),) if near else ()),
+            )
+            for p in places
+        ),
+    )
+
+
+def _metres(distance: float) -> str:
+    if distance == 0:
+        return "inside"
+    return f"{distance / 1000:,.1f} km" if distance >= 1000 else f"{distance:,.0f} m"
+
+
 def contacts_table(contacts: Iterable[Mapping[str, Any]]) -> str:
     return table(
         ("ID", "KIND", "LABEL", "SAVED BY", "STATE", "ADDRESS"),

@@ -26,6 +26,7 @@ from tocsin.domain import (
     HeldParts,
     Lateness,
     Outcome,
+    Place,
     Reminder,
     ReminderStatus,
     RingMinute,
@@ -280,6 +281,37 @@ def contact_from(row: Row, instant: Instant, keyring: Keyring) -> Contact:
         updated_at=instant(row["updated_at"]),
         source=row["source"],
     )
+
+
+def place_from(row: Row, instant: Instant) -> Place:
+    return Place(
+        id=row["id"],
+        owner=row["owner"],
+        shard=row["shard"],
+        name=row["name"],
+        latitude=row["latitude"],
+        longitude=row["longitude"],
+        radius_m=row["radius_m"],
+        created_at=instant(row["created_at"]),
+        updated_at=instant(row["updated_at"]),
+        source=row["source"],
+    )
+
+
+def place_values(place: Place, instant: Callable[[datetime], Any]) -> dict[str, Any]:
+    """The INSERT_PLACE parameters by name; `instant` is how the backend stores one."""
+    return {
+        "id": place.id,
+        "owner": place.owner,
+        "shard": place.shard,
+        "name": place.name,
+        "latitude": place.latitude,
+        "longitude": place.longitude,
+        "radius_m": place.radius_m,
+        "source": place.source,
+        "created_at": instant(place.created_at),
+        "updated_at": instant(place.updated_at),
+    }
 
 
 def by_owner_and_kind(contacts: Iterable[Contact]) -> dict[tuple[str, Channel], list[Contact]]:

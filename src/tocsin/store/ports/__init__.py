@@ -22,6 +22,7 @@ from tocsin.store.ports.contacts import ContactStore
 from tocsin.store.ports.delivery import DeliveryQueue
 from tocsin.store.ports.feed import FeedStore
 from tocsin.store.ports.notifier import Notifier
+from tocsin.store.ports.places import PlaceStore
 from tocsin.store.ports.reminders import ReminderStore
 from tocsin.store.ports.scheduler import SchedulerStore
 from tocsin.store.ports.status import StatusReads
@@ -33,6 +34,7 @@ __all__ = [
     "DeliveryQueue",
     "FeedStore",
     "Notifier",
+    "PlaceStore",
     "ReminderStore",
     "SchedulerStore",
     "StatusReads",

@@ -27,6 +27,7 @@ from tocsin.domain import (
     HeldParts,
     IdempotencyRecord,
     Outcome,
+    Place,
     QueueStats,
     Reminder,
     ReminderStatus,
@@ -67,6 +68,8 @@ from tocsin.store.rows import (
     contact_values,
     firing_from,
     held_parts,
+    place_from,
+    place_values,
     reminder_from,
     ring_minute_from,
     workers_from,
@@ -445,6 +448,41 @@ class PostgresStore(Store):
     async def disable_webhook(self, name: str) -> None:
         with boundary():
             await self._pool.execute(q.DISABLE_WEBHOOK, name)
+
+    # -- PlaceStore: places --------------------------------------------------------------------
+
+    async def add_place(self, place: Place) -> None:
+        with boundary():
+            await self._pool.execute(*q.shared.INSERT_PLACE.bind(**place_values(place, _as_is)))
+
+    async def get_place(self, place_id: str) -> Place | None:
+        row = await self._fetchrow(*q.shared.GET_PLACE.bind(id=place_id))
+        return None if row is None else place_from(row, _as_is)
+
+    async def list_places(
+        self,
+        owner: str,
+        *,
+        source: str | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Place]:
+        rows = await self._fetch(q.LIST_PLACES, owner, after_id or "", limit, source)
+        return [place_from(row, _as_is) for row in rows]
+
+    async def count_places(self, owner: str, source: str | None, *, up_to: int) -> int:
+        with boundary():
+            counted: int = await self._pool.fetchval(q.COUNT_PLACES, owner, source, up_to)
+        return counted
+
+    async def update_place(self, place: Place) -> Place | None:
+        values = place_values(place, _as_is)
+        del values["owner"], values["shard"], values["source"], values["created_at"]
+        row = await self._fetchrow(*q.shared.UPDATE_PLACE.bind(**values))
+        return None if row is None else place_from(row, _as_is)
+
+    async def delete_place(self, place_id: str) -> bool:
+        return await self._fetchrow(*q.shared.DELETE_PLACE.bind(id=place_id)) is not None
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 

@@ -322,6 +322,19 @@ SELECT count(*) FROM (
     SELECT 1 FROM contacts WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
 ) AS counted
 
+-- name: LIST_PLACES
+-- One page of an owner's places in id order (keyset: those after $2), saved by one app when
+-- $4: a range of places_owner.
+SELECT * FROM places
+WHERE owner = $1 AND id > $2 AND ($4::text IS NULL OR source = $4)
+ORDER BY id LIMIT $3
+
+-- name: COUNT_PLACES
+-- How many places of an owner one app saved ($2; NULL: the owner himself), counted up to $3.
+SELECT count(*) FROM (
+    SELECT 1 FROM places WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
+) AS counted
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
 -- index lookup of contacts_owner_kind.

@@ -42,6 +42,29 @@ RETURNING *
 -- name: DELETE_CONTACT
 DELETE FROM contacts WHERE id = :id RETURNING id
 
+-- name: INSERT_PLACE
+-- The parameters are the columns (`rows.place_values`).
+INSERT INTO places (
+    id, owner, shard, name, latitude, longitude, radius_m, source, created_at, updated_at
+) VALUES (
+    :id, :owner, :shard, :name, :latitude, :longitude, :radius_m, :source, :created_at,
+    :updated_at
+)
+
+-- name: GET_PLACE
+SELECT * FROM places WHERE id = :id
+
+-- name: UPDATE_PLACE
+-- Replace what an owner may change; the saved row comes back.
+UPDATE places
+SET name = :name, latitude = :latitude, longitude = :longitude, radius_m = :radius_m,
+    updated_at = :updated_at
+WHERE id = :id
+RETURNING *
+
+-- name: DELETE_PLACE
+DELETE FROM places WHERE id = :id RETURNING id
+
 -- name: DISABLE_CONTACT
 -- Disable a contact its provider called gone, once (the first reason is kept).
 UPDATE contacts SET disabled_reason = :reason, disabled_at = :now, updated_at = :now

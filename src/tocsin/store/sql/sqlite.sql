@@ -225,6 +225,19 @@ SELECT count(*) FROM (
     SELECT 1 FROM contacts WHERE owner = :owner AND source IS :source LIMIT :limit
 )
 
+-- name: LIST_PLACES
+-- One page of an owner's places in id order (keyset: those after :after), saved by one app
+-- when :source: a range of places_owner.
+SELECT * FROM places
+WHERE owner = :owner AND id > :after AND (:source IS NULL OR source = :source)
+ORDER BY id LIMIT :limit
+
+-- name: COUNT_PLACES
+-- How many places of an owner one app saved (NULL: the owner himself), counted up to :limit.
+SELECT count(*) FROM (
+    SELECT 1 FROM places WHERE owner = :owner AND source IS :source LIMIT :limit
+)
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),
 -- each pair an index lookup of contacts_owner_kind.

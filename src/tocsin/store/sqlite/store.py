@@ -28,6 +28,7 @@ from tocsin.domain import (
     HeldParts,
     IdempotencyRecord,
     Outcome,
+    Place,
     QueueStats,
     Reminder,
     ReminderStatus,
@@ -64,6 +65,8 @@ from tocsin.store.rows import (
     contact_values,
     firing_from,
     held_parts,
+    place_from,
+    place_values,
     reminder_from,
     ring_minute,
     workers_from,
@@ -384,6 +387,54 @@ class SqliteStore(Store):
 
     async def disable_webhook(self, name: str) -> None:
         await self._db.write(lambda connection: connection.execute(q.DISABLE_WEBHOOK, (name,)))
+
+    # -- PlaceStore: places --------------------------------------------------------------------
+
+    async def add_place(self, place: Place) -> None:
+        values = place_values(place, _us)
+        await self._db.write(lambda connection: connection.execute(q.INSERT_PLACE, values))
+
+    async def get_place(self, place_id: str) -> Place | None:
+        row = await self._db.read(
+            lambda connection: connection.execute(q.GET_PLACE, {"id": place_id}).fetchone()
+        )
+        return None if row is None else place_from(row, _utc)
+
+    async def list_places(
+        self,
+        owner: str,
+        *,
+        source: str | None = None,
+        after_id: str | None = None,
+        limit: int = 50,
+    ) -> list[Place]:
+        params = {"owner": owner, "after": after_id or "", "source": source, "limit": limit}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.LIST_PLACES, params).fetchall()
+        )
+        return [place_from(row, _utc) for row in rows]
+
+    async def count_places(self, owner: str, source: str | None, *, up_to: int) -> int:
+        params = {"owner": owner, "source": source, "limit": up_to}
+        row = await self._db.read(
+            lambda connection: connection.execute(q.COUNT_PLACES, params).fetchone()
+        )
+        counted: int = row[0]
+        return counted
+
+    async def update_place(self, place: Place) -> Place | None:
+        values = place_values(place, _us)
+        del values["owner"], values["shard"], values["source"], values["created_at"]
+        row = await self._db.write(
+            lambda connection: connection.execute(q.UPDATE_PLACE, values).fetchone()
+        )
+        return None if row is None else place_from(row, _utc)
+
+    async def delete_place(self, place_id: str) -> bool:
+        row = await self._db.write(
+            lambda connection: connection.execute(q.DELETE_PLACE, {"id": place_id}).fetchone()
+        )
+        return row is not None
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 

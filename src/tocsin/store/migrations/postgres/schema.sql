@@ -131,6 +131,20 @@ CREATE TABLE owner_token_revocations (
     CONSTRAINT owner_token_revocations_pkey PRIMARY KEY (owner)
 );
 
+CREATE TABLE places (
+    id text COLLATE "C" NOT NULL,
+    owner text COLLATE "C" NOT NULL,
+    shard smallint NOT NULL,
+    name text NOT NULL,
+    latitude double precision NOT NULL,
+    longitude double precision NOT NULL,
+    radius_m integer NOT NULL,
+    source text COLLATE "C",
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT places_pkey PRIMARY KEY (id)
+);
+
 CREATE TABLE reminders (
     due_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,
@@ -204,5 +218,6 @@ CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE 
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
+CREATE INDEX places_owner ON public.places USING btree (owner, id);
 CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE ((status <> 'pending'::text) AND (due_at IS NULL));
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

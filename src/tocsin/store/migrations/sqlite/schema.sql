@@ -101,6 +101,19 @@ CREATE TABLE owner_token_revocations (
     revoked_before INTEGER NOT NULL
 );
 
+CREATE TABLE places (
+    id TEXT NOT NULL PRIMARY KEY,
+    owner TEXT NOT NULL,
+    shard INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    latitude REAL NOT NULL,
+    longitude REAL NOT NULL,
+    radius_m INTEGER NOT NULL,
+    source TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+
 CREATE TABLE reminders (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -168,6 +181,8 @@ CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+
+CREATE INDEX places_owner ON places (owner, id);
 
 CREATE INDEX reminders_finished ON reminders (updated_at)
     WHERE status <> 'pending' AND due_at IS NULL;

@@ -1,0 +1,55 @@
+"""What the API's per-owner resources (contacts, places) share: who may manage an owner's
+things, their keyset pages, and which of them a caller may see. Apps are tenants: an app key
+sees what it saved, of any owner; an owner token everything of its owner; an admin key all;
+anything else is a 404, as if it did not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+from tocsin.api import render
+from tocsin.api.problems import FieldError, Problem, invalid
+from tocsin.api.security import Principal
+
+
+class Owned(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def source(self) -> str | None: ...
+
+
+T = TypeVar("T", bound=Owned)
+
+
+def may_manage(principal: Principal, owner: str) -> None:
+    """404 unless `principal` may manage `owner`'s things."""
+    if not principal.may_see(owner):
+        raise Problem(404, "not-found", f"no owner {owner} for this token")
+
+
+def after(cursor: str | None) -> str | None:
+    """The id a page's `cursor` continues after; a 422 naming `cursor` for one this API did
+    not give."""
+    if not cursor:
+        return None
+    try:
+        return render.decode_cursor(cursor)
+    except ValueError:
+        raise invalid([FieldError("cursor", "not a cursor this API gave")]) from None
+
+
+def page(rows: Sequence[T], limit: int) -> tuple[list[T], str | None]:
+    """The first `limit` of `rows` (read `limit + 1`), and the cursor of the next page when
+    there is one."""
+    shown = list(rows[:limit])
+    return shown, render.encode_cursor(shown[-1].id) if len(rows) > limit else None
+
+
+def visible(found: Owned, principal: Principal, owner: str) -> bool:
+    """Whether `found` is `owner`'s and `principal` may see it (its app saved it, or the
+    principal is the owner or an admin)."""
+    return found.owner == owner and principal.tenant in (None, found.source)
