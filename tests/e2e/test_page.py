@@ -378,6 +378,31 @@ def test_contacts_show_why_one_is_disabled(page: Page, server: Server) -> None:
     expect(contact).to_have_count(0)
 
 
+def test_places_are_added_refused_by_name_and_removed(page: Page) -> None:
+    page.fill("#place-name", "Home")
+    page.fill("#place-centre", "somewhere")
+    page.click("#place-form button[type=submit]")
+    expect(page.locator("#place-error")).to_contain_text("give where as latitude, longitude")
+    expect(page.locator("#place-centre")).to_have_attribute("aria-invalid", "true")
+
+    page.fill("#place-centre", "95, 13.405")  # two numbers, but north of the pole
+    page.click("#place-form button[type=submit]")
+    expect(page.locator("#place-error")).to_contain_text("latitude:")
+    expect(page.locator("#place-centre")).to_be_focused()
+
+    page.fill("#place-centre", "52.52, 13.405")
+    page.fill("#place-radius", "200")
+    page.click("#place-form button[type=submit]")
+    home = page.locator(".place", has_text="Home")
+    expect(home).to_have_text(re.compile(r"Home: 52\.52, 13\.405 \(within 200 m\)"))
+    expect(page.locator("#place-error")).to_be_empty()
+    page.locator("#places").screenshot(path=IMAGES / "page-places.png")
+    page.reload()  # read back from the server
+    home.get_by_role("button", name="Remove place Home").click()
+    expect(page.locator("#status")).to_have_text("Removed Home.")
+    expect(home).to_have_count(0)
+
+
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:
     page.click("#sign-out")
     expect(page.locator("#sign-in")).to_be_visible()

@@ -139,6 +139,7 @@
     $("app").hidden = false;
     showNotifyButton();
     loadContacts().catch((error) => say(`Contacts: ${error.message}.`, true));
+    loadPlaces().catch((error) => say(`Places: ${error.message}.`, true));
     openFeed();
   }
 
@@ -870,6 +871,72 @@
     }
   }
 
+  // -- places -------------------------------------------------------------------------------
+
+  async function loadPlaces() {
+    const { data } = await api("GET", `${ownerPath()}/places?limit=200`);
+    $("place-list").replaceChildren(...data.places.map(placeItem));
+  }
+
+  function placeItem(place) {
+    const item = document.createElement("li");
+    item.className = "place";
+    const text = document.createElement("span");
+    const saver = place.source ? ` · from ${place.source}` : "";
+    const radius = `${place.radius_m.toLocaleString()} m`;
+    text.textContent = `${place.name}: ${place.latitude}, ${place.longitude} (within ${radius})${saver}`;
+    const drop = button("Remove", `Remove place ${place.name}`);
+    drop.addEventListener("click", async () => {
+      try {
+        await api("DELETE", `${ownerPath()}/places/${place.id}`);
+        say(`Removed ${place.name}.`);
+        await loadPlaces();
+        $("place-name").focus();
+      } catch (error) {
+        say(`Not removed: ${error.message}.`, true);
+      }
+    });
+    item.append(text, drop);
+    return item;
+  }
+
+  /** "52.52, 13.405" as the API's two numbers; the server says whether they lie on the
+   * earth. Anything else is left as typed, for the server to refuse by name. */
+  function centreOf(typed) {
+    const parts = typed.split(/[,\s]+/).filter(Boolean);
+    const numbers = parts.map(Number);
+    if (parts.length === 2 && numbers.every(Number.isFinite)) return { latitude: numbers[0], longitude: numbers[1] };
+    return null;
+  }
+
+  async function addPlace(event) {
+    event.preventDefault();
+    $("place-error").textContent = "";
+    for (const id of ["place-name", "place-centre", "place-radius"]) $(id).setAttribute("aria-invalid", "false");
+    const centre = centreOf($("place-centre").value);
+    if (!centre) {
+      $("place-error").textContent = "Not added: give where as latitude, longitude (52.52, 13.405).";
+      $("place-centre").setAttribute("aria-invalid", "true");
+      $("place-centre").focus();
+      return;
+    }
+    const body = { name: $("place-name").value, ...centre, radius_m: Number($("place-radius").value) };
+    try {
+      await api("POST", `${ownerPath()}/places`, body);
+      $("place-name").value = "";
+      $("place-centre").value = "";
+      say(`Place ${body.name} added.`);
+      await loadPlaces();
+    } catch (error) {
+      const fields = error.fields();
+      const box = { name: "place-name", latitude: "place-centre", longitude: "place-centre", radius_m: "place-radius" };
+      const wrong = Object.keys(fields).map((field) => box[field]).filter(Boolean);
+      for (const id of wrong) $(id).setAttribute("aria-invalid", "true");
+      $("place-error").textContent = `Not added: ${Object.entries(fields).map(([f, m]) => `${f}: ${m}`).join("; ") || error.message}.`;
+      if (wrong.length) $(wrong[0]).focus();
+    }
+  }
+
   // -- start --------------------------------------------------------------------------------
 
   function wire() {
@@ -891,6 +958,7 @@
     $("new-channel").addEventListener("change", () => clearErrors({ channel: createPlaces().channel }));
     $("contact-kind").addEventListener("change", contactKindChanged);
     $("contact-form").addEventListener("submit", addContact);
+    $("place-form").addEventListener("submit", addPlace);
     // Browsers let a page play sound only after the person used it once.
     const unlock = () => {
       state.audio = state.audio || new AudioContext();
