@@ -17,12 +17,14 @@ from typing import Any
 import asyncpg
 
 _RECORD = re.compile(r"len \(rec/tot\):\s*\d+/\s*(\d+)")
-_BLOCK = re.compile(r"blkref #\d+: rel \d+/\d+/(\d+)(?: fork \w+)? blk \d+( FPW)?")
+_BLOCK = re.compile(r"blkref #\d+: rel \d+/(\d+)/(\d+)(?: fork \w+)? blk \d+( FPW)?")
 _NAMES = """
 SELECT c.relfilenode::text, n.nspname || '.' || c.relname FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE c.relfilenode <> 0
 """
+_DATABASE = "SELECT oid FROM pg_database WHERE datname = current_database()"
 _TOP = 8  # relations listed; the rest are summed as "other"
+_ELSEWHERE = "(other databases)"  # a server shared with other work writes WAL of its own
 
 
 async def by_relation(connection: asyncpg.Connection, wal_range: str, rings: int) -> dict[str, Any]:
@@ -38,6 +40,7 @@ async def by_relation(connection: asyncpg.Connection, wal_range: str, rings: int
     if tool is None or not folder.is_dir():
         return {"null_reason": f"no pg_waldump {major}, or {folder} is not on this machine"}
     names = dict(await connection.fetch(_NAMES))
+    database = str(await connection.fetchval(_DATABASE))
     process = await asyncio.create_subprocess_exec(
         tool, "-p", str(folder), "-s", start, "-e", end,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -45,7 +48,7 @@ async def by_relation(connection: asyncpg.Connection, wal_range: str, rings: int
     out, err = await process.communicate()
     if process.returncode != 0:
         return {"null_reason": f"pg_waldump: {err.decode(errors='replace').strip()[:200]}"}
-    return _tally(out.decode(errors="replace").splitlines(), names, max(rings, 1))
+    return _tally(out.decode(errors="replace").splitlines(), names, database, max(rings, 1))
 
 
 def _tool(major: int) -> str | None:
@@ -53,7 +56,14 @@ def _tool(major: int) -> str | None:
     return str(bundled) if bundled.exists() else shutil.which("pg_waldump")
 
 
-def _tally(lines: list[str], names: dict[str, str], rings: int) -> dict[str, Any]:
+def _tally(lines: list[str], names: dict[str, str], database: str, rings: int) -> dict[str, Any]:
+    """Each record's bytes to the relation of its first block, each image to its page's;
+    a relation of another database (`database` is the run's oid) counts as `_ELSEWHERE`,
+    whatever its number, since relation numbers repeat across databases."""
+
+    def name(base: str, node: str) -> str:
+        return names.get(node, "other") if base == database else _ELSEWHERE
+
     size: Counter[str] = Counter()
     images: Counter[str] = Counter()
     for line in lines:
@@ -61,18 +71,20 @@ def _tally(lines: list[str], names: dict[str, str], rings: int) -> dict[str, Any
         if record is None:
             continue
         blocks = _BLOCK.findall(line)
-        owner = names.get(blocks[0][0], "other") if blocks else "(no relation)"
+        owner = name(*blocks[0][:2]) if blocks else "(no relation)"
         size[owner] += int(record.group(1))
-        for node, image in blocks:
+        for base, node, image in blocks:
             if image:
-                images[names.get(node, "other")] += 1
-    ranked = sorted(set(size) | set(images), key=lambda name: (-size[name], name))
+                images[name(base, node)] += 1
+    ranked = sorted((set(size) | set(images)) - {_ELSEWHERE}, key=lambda n: (-size[n], n))
     shown, rest = ranked[:_TOP], ranked[_TOP:]
-    groups = [(name, [name]) for name in shown] + ([("other", rest)] if rest else [])
+    groups = [(n, [n]) for n in shown] + ([("other", rest)] if rest else [])
+    if _ELSEWHERE in size or _ELSEWHERE in images:
+        groups.append((_ELSEWHERE, [_ELSEWHERE]))
     return {
-        name: {
+        label: {
             "bytes": round(sum(size[n] for n in members) / rings, 1),
             "fpi": round(sum(images[n] for n in members) / rings, 3),
         }
-        for name, members in groups
+        for label, members in groups
     }
