@@ -319,7 +319,7 @@ class PartLoader:
             priority=self.priority,
             until=now,
         )
-        missed = self._missed(rows, now)
+        missed = self._missed(rows)
         if self._admit(missed, since=mark):
             logger.info("part %d: the sweep found rings not loaded", self.part)
         finished = current - 1
@@ -327,12 +327,12 @@ class PartLoader:
             finished = min(finished, bucket_of(rows[0].due_at) - 1)
         await self._watermark.finished(self.priority, finished)
 
-    def _missed(self, rows: list[DueRing], now: datetime) -> list[Entry]:
-        """The rows read by the sweep (due by now) that are not held.
+    def _missed(self, rows: list[DueRing]) -> list[Entry]:
+        """The rows read by the sweep (due by now: its read stops there) that are not held.
         They are admitted like any read (`_admit`): a part far behind (an outage, a save that
         ended after its rows were due) takes in as much as memory allows, the earliest first,
         and the next sweep the rest."""
-        entries = (Entry.of(row, self.part) for row in rows if row.due_at <= now)
+        entries = (Entry.of(row, self.part) for row in rows)
         return [entry for entry in entries if not self._timeline.holds(entry)]
 
 
