@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from tocsin.api.models import ContactIn, ContactPatch
-from tocsin.api.owned import after, may_manage, page, visible
+from tocsin.api.owned import after, may_manage, over_cap, page, saver, visible
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.api.security import Principal
 from tocsin.auth import new_webhook_secret
@@ -43,7 +43,7 @@ class ContactService:
     async def add(self, principal: Principal, owner: str, item: ContactIn) -> Contact:
         may_manage(principal, owner)
         address = self._address(item.kind, item.model_extra or {})
-        source = None if principal.owner is not None else principal.source
+        source = saver(principal)
         await self._check_room(owner, source)
         now = self.clock.now()
         shard = shard_of(owner)
@@ -70,12 +70,7 @@ class ContactService:
         and one over it bounds it as well."""
         cap = self.max_per_owner
         if cap and await self.store.count_contacts(owner, source, up_to=cap) >= cap:
-            saver = "the owner" if source is None else f"app {source}"
-            detail = (
-                f"{saver} has saved {cap} contacts for {owner}, the most allowed "
-                "(TOCSIN_MAX_CONTACTS_PER_OWNER): delete one first"
-            )
-            raise Problem(409, "too-many-contacts", detail)
+            raise over_cap(cap, owner, source, "contacts")
 
     async def list_page(
         self,

@@ -31,6 +31,23 @@ def may_manage(principal: Principal, owner: str) -> None:
         raise Problem(404, "not-found", f"no owner {owner} for this token")
 
 
+def saver(principal: Principal) -> str | None:
+    """Whose a thing saved by `principal` is: None for the owner's own (his token), else
+    the app whose key saved it."""
+    return None if principal.owner is not None else principal.source
+
+
+def over_cap(cap: int, owner: str, source: str | None, things: str) -> Problem:
+    """The 409 for `source` (an app, or None: the owner) that has saved `cap` `things`
+    (`contacts`, `places`) for `owner`, the most `TOCSIN_MAX_<THINGS>_PER_OWNER` allows."""
+    who = "the owner" if source is None else f"app {source}"
+    detail = (
+        f"{who} has saved {cap} {things} for {owner}, the most allowed "
+        f"(TOCSIN_MAX_{things.upper()}_PER_OWNER): delete one first"
+    )
+    return Problem(409, f"too-many-{things}", detail)
+
+
 def after(cursor: str | None) -> str | None:
     """The id a page's `cursor` continues after; a 422 naming `cursor` for one this API did
     not give."""

@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 from tocsin.api.models import PlaceIn, PlacePatch
-from tocsin.api.owned import after, may_manage, page, visible
+from tocsin.api.owned import after, may_manage, over_cap, page, saver, visible
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
@@ -32,7 +32,7 @@ class PlaceService:
 
     async def add(self, principal: Principal, owner: str, item: PlaceIn) -> Place:
         may_manage(principal, owner)
-        source = None if principal.owner is not None else principal.source
+        source = saver(principal)
         await self._check_room(owner, source)
         now = self.clock.now()
         shard = shard_of(owner)
@@ -56,12 +56,7 @@ class PlaceService:
         `owner` as it may. Two adds at once may both pass, one over the cap."""
         cap = self.max_per_owner
         if cap and await self.store.count_places(owner, source, up_to=cap) >= cap:
-            saver = "the owner" if source is None else f"app {source}"
-            detail = (
-                f"{saver} has saved {cap} places for {owner}, the most allowed "
-                "(TOCSIN_MAX_PLACES_PER_OWNER): delete one first"
-            )
-            raise Problem(409, "too-many-places", detail)
+            raise over_cap(cap, owner, source, "places")
 
     async def list_page(
         self, principal: Principal, owner: str, *, limit: int, cursor: str | None
