@@ -433,6 +433,8 @@ class HeldParts:
     next_expiry: float | None = None  # seconds until another worker's lease runs out
     as_of: datetime | None = None  # the database's clock when the leases were renewed
     taken_over: int = 0  # parts taken in this renewal from a worker whose lease ran out
+    # part -> when the sweep that last moved its watermark read (None: never swept)
+    swept: dict[int, datetime | None] = field(default_factory=dict)
 
     def fence(self, parts: int) -> Fence:
         """The fence claims made under these leases carry."""

@@ -35,7 +35,7 @@ POSTGRES = [
 ]
 # The same for SQLite, which reads a field where a statement uses it (`json_extract`).
 SQLITE = [
-    (batches.SQLITE_CLAIMS, "c.value", ["CLAIMABLE", "TAKE_CLAIMED"]),
+    (batches.SQLITE_CLAIMS, "c.value", ["CLAIMABLE"]),
     (batches.SQLITE_RESULTS, "r.value", ["INSERT_ATTEMPTS"]),
     (batches.SQLITE_RESULTS, "a.value", ["FINISH_ATTEMPTS"]),
 ]

@@ -49,7 +49,10 @@ CONSEQUENCE = 15.0
 SETTLE_POLL = 2.0
 SETTLE_MARGIN = 30.0  # past the last deadline, before giving up on the settle
 _UNFINISHED = """
-SELECT (SELECT count(*) FROM due)
+SELECT (SELECT count(*) FROM due AS d WHERE NOT EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+        ))
      + (SELECT count(*) FROM firings WHERE state IN ('queued', 'sending'))
 """
 

@@ -23,14 +23,18 @@ HOLD_SECONDS = (
 )
 CLOCK_SLACK = 1.0  # seconds: a claim is made at its due second by a clock on this machine
 
-# A reminder is pending while an occurrence of it waits in `due` (a claim leaves its row as
-# its last API write made it: `rung` here once nothing of it waits).
+# A reminder is pending while an occurrence of it waits in `due`, undecided (no row of
+# `rings` has its key; a claim leaves the reminder's row as its last API write made it, and
+# the occurrence's row in `due` until tidying: `rung` here once nothing of it waits).
 _REMINDERS = """
 SELECT r.id,
     CASE WHEN r.status = 'pending' AND d.reminder_id IS NULL THEN 'rung' ELSE r.status END
         AS status,
     floor(extract(epoch FROM coalesce(d.due_at, r.due_at)))::bigint AS due, r.snoozed_from
-FROM reminders AS r LEFT JOIN due AS d ON d.reminder_id = r.id
+FROM reminders AS r LEFT JOIN due AS d ON d.reminder_id = r.id AND NOT EXISTS (
+    SELECT 1 FROM rings AS g
+    WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+)
 """
 _FIRINGS = """
 SELECT id, reminder_id, floor(extract(epoch FROM due_at))::bigint AS due,

@@ -12,19 +12,27 @@ import asyncpg
 
 from tocsin_bench.stats import rate, spread
 
-# Progress counts read the occurrences waiting (`due`, which holds only those) and the
-# partial indexes firings_queued and firings_sending, so polling them once the rings are
-# out costs the database next to nothing — with the planner kept on them
+# Progress counts read the occurrences waiting (those of `due` whose key `rings` does not
+# hold: a probe each, of the run's due minutes, until retention tidies them) and the partial
+# indexes firings_queued and firings_sending, so polling them once the rings are out costs
+# the database little — with the planner kept on them
 # (_POLL_SETTINGS): right after the save its statistics are stale, and it chose parallel
 # sequential scans, 150 ms of the database's CPU per poll.
 _PG_UNFINISHED = """
-SELECT (SELECT count(*) FROM due WHERE bucket <= $1),
+SELECT (SELECT count(*) FROM due AS d WHERE bucket <= $1 AND NOT EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+            OFFSET 0
+        )),
        (SELECT count(*) FROM firings WHERE state = 'sending'),
        (SELECT count(*) FROM firings WHERE state = 'queued')
 """
 _POLL_SETTINGS = {"enable_seqscan": "off", "max_parallel_workers_per_gather": "0"}
 _SQLITE_UNFINISHED = """
-SELECT (SELECT count(*) FROM due WHERE bucket <= ?),
+SELECT (SELECT count(*) FROM due AS d WHERE bucket <= ? AND NOT EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+        )),
        (SELECT count(*) FROM firings WHERE state = 'sending'),
        (SELECT count(*) FROM firings WHERE state = 'queued')
 """

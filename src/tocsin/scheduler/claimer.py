@@ -30,9 +30,10 @@ DRAIN_POLL_SECONDS = 0.05
 class Claimer:
     """Runs up to `concurrency` claim transactions of up to `batch` rings at once.
 
-    A claim that fails on the database changes nothing durable: its entries are forgotten
-    and the next sweep finds the rows still pending. A claim whose row moved on (edited,
-    snoozed, cancelled, claimed by another worker) simply inserts no firing; so does one
+    A claim that fails on the database changes nothing durable: its entries go back to the
+    timeline (`Timeline.give_back`) after `retry`, and are claimed again. A claim whose row
+    moved on (edited, snoozed, cancelled, claimed by another worker) simply inserts no
+    firing; so does one
     whose part's lease another worker took meanwhile (`fence`: the leases held now, whose
     epochs every claim carries).
     """
@@ -50,6 +51,7 @@ class Claimer:
         lease: timedelta,
         batch: int,
         concurrency: int,
+        retry: timedelta = timedelta(seconds=1),
     ) -> None:
         self._store = store
         self._timeline = timeline
@@ -60,6 +62,7 @@ class Claimer:
         self._sender = sender
         self._lease = lease
         self._batch = batch
+        self._retry = retry
         # Urgent and bulk claims each have `concurrency` transactions of their own: bulk
         # claims waiting for delivery's room never hold the slot an urgent one needs.
         self._lanes = (Slots(concurrency), Slots(concurrency))
@@ -131,13 +134,14 @@ class Claimer:
                 fence=self._fence(),
             )
         except StoreError as error:
-            logger.warning("claiming %d rings failed: %s", len(entries), error)
+            logger.warning("claiming %d rings failed (again shortly): %s", len(entries), error)
+            self._give_back(entries)
             return []
         except Exception:
-            logger.exception("claiming %d rings failed", len(entries))
+            logger.exception("claiming %d rings failed (again shortly)", len(entries))
+            self._give_back(entries)
             return []
-        finally:
-            self._timeline.release(entries)
+        self._timeline.release(entries)
         ENGINE.claim_seconds.observe(time.perf_counter() - started)
         ENGINE.claim_batch.observe(len(entries))
         self._count(firings, len(entries))
@@ -145,6 +149,12 @@ class Claimer:
             landed = {firing.id for firing in firings}
             self._timeline.add(e for k, e in decided.follow_ups.items() if k in landed)
         return firings
+
+    def _give_back(self, entries: Sequence[Entry]) -> None:
+        """The entries of a failed claim, back to the timeline after `retry` (a database
+        that is away is not asked again at every tick)."""
+        loop = asyncio.get_running_loop()
+        loop.call_later(self._retry.total_seconds(), self._timeline.give_back, entries)
 
     def _count(self, firings: list[Firing], tried: int) -> None:
         expired = failed = 0

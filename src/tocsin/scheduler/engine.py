@@ -199,10 +199,16 @@ class Engine:
         for part in set(self._loaders) - held.parts:
             self._drop(part)
         for part in sorted(held.parts - set(self._loaders)):
-            self._take(part, held.watermarks.get(part))
+            self._take(part, held.watermarks.get(part), held.swept.get(part))
 
-    def _take(self, part: int, watermark: int | None) -> None:
-        shared = PartWatermark(self._store, part=part, worker=self.worker_id, watermark=watermark)
+    def _take(self, part: int, watermark: int | None, swept_at: datetime | None) -> None:
+        shared = PartWatermark(
+            self._store,
+            part=part,
+            worker=self.worker_id,
+            watermark=watermark,
+            swept_at=swept_at,
+        )
         loaders = []
         for priority in Priority:
             loader = PartLoader(

@@ -27,9 +27,19 @@ How one loader's rows are held, in the order the store reads them (due time, the
   or snoozed into a full minute therefore rings at its second, not after the minute's bulk.
 - **Released.** A claimed entry leaves the timeline (`Timeline.release`).
 
-The sweep reads from the part's oldest pending row, whatever the watermark says: a row
+The sweep reads what API writes saved since the part's last sweep (less `sweep_margin`, for
+a write that commits late), in the buckets read already, whatever the watermark says: a row
 saved below it (an API host whose clock is behind, a due time moved into the past while its
-NOTIFY was lost) is rung late or recorded expired, never left pending.
+NOTIFY was lost) is rung late or recorded expired, never left pending. What a claim decided
+stays in the store's `due` until its minute is tidied, so reading a part's minutes again
+would read every ring of them; the saved read costs what API writes saved, not what rang.
+A part taken over sweeps from its last holder's last sweep (`PartWatermark.swept_at`), and a
+claim that failed gives its entries back to the timeline (`Timeline.give_back`), so nothing
+the sweep no longer reads is left behind.
+
+The watermark (the last bucket with nothing pending left) is where a new holder starts
+reading: it stays before the earliest bucket held (waiting or being claimed), the first not
+read completely, and anything found pending that memory could not take.
 """
 
 from __future__ import annotations
@@ -62,6 +72,9 @@ class LoadTuning:
     lead: timedelta = timedelta(seconds=10)  # read the next minute this long before it starts
     sweep: timedelta = timedelta(seconds=2)
     sweep_page: int = 1_000
+    # How long after its saved time an API write may commit and still be swept: what the
+    # sweep reads again of the round before.
+    sweep_margin: timedelta = timedelta(seconds=30)
     retry: timedelta = timedelta(seconds=1)  # wait after a failed read
 
 
@@ -86,26 +99,40 @@ class Cursor(NamedTuple):
 class PartWatermark:
     """A part's watermark: the last bucket with nothing pending left in it, moved by the
     sweeps of the part's loaders, one for each priority. Each says up to where its own rows
-    are finished; the watermark moves to the earliest of those once every loader has said."""
+    are finished, and when the sweep that found so read (`swept_at`: what API writes saved
+    after it, less the margin, is what a new holder's first sweep reads); the watermark moves
+    to the earliest of those once every loader has said."""
 
     def __init__(
-        self, store: SchedulerStore, *, part: int, worker: str, watermark: int | None
+        self,
+        store: SchedulerStore,
+        *,
+        part: int,
+        worker: str,
+        watermark: int | None,
+        swept_at: datetime | None = None,
     ) -> None:
         self._store = store
         self._part = part
         self._worker = worker
         self.value = watermark
-        self._finished: dict[int, int] = {}
+        self.swept_at = swept_at
+        self._finished: dict[int, tuple[int, datetime]] = {}
 
-    async def finished(self, priority: int, bucket: int) -> None:
-        """The loader of `priority` has nothing pending up to `bucket`."""
-        self._finished[priority] = bucket
+    async def finished(self, priority: int, bucket: int, *, swept_at: datetime) -> None:
+        """The loader of `priority` has nothing pending up to `bucket`, as its sweep that
+        read at `swept_at` found."""
+        self._finished[priority] = (bucket, swept_at)
         if len(self._finished) < len(PRIORITY_RANKS):
             return
-        bucket = min(self._finished.values())
+        bucket = min(finished for finished, _ in self._finished.values())
+        swept = min(at for _, at in self._finished.values())
         if bucket < 0 or (self.value is not None and bucket <= self.value):
             return
-        if await self._store.advance_watermark(self._worker, part=self._part, bucket=bucket):
+        recorded = await self._store.advance_watermark(
+            self._worker, part=self._part, bucket=bucket, swept_at=swept
+        )
+        if recorded:
             self.value = bucket
 
 
@@ -149,6 +176,9 @@ class PartLoader:
         self._waiting_for_room = False
         self._next_sweep = clock.now()
         self._last_sweep = clock.now()
+        # The database's clock at this loader's last complete sweep (the part's last holder's,
+        # until it has one; None: never swept, so the first sweep reads all that was saved).
+        self._swept = watermark.swept_at
         timeline.on_drained(part, tuning.low_water, self._drained, priority)
 
     def wake(self, due_at: datetime) -> None:
@@ -303,35 +333,44 @@ class PartLoader:
         self._waiting_for_room = True
 
     async def _sweep(self, now: datetime) -> None:
-        """Hold what is due and pending but was missed; move the watermark past buckets
-        with nothing pending left. Only rows due by now are read: the rest of the current
-        minute is held already, or is read ahead in its turn, and a sweep that read it read
-        a page of held rows every round, for every part (in a packed minute, 0.85 rows
-        read for nothing a ring; docs/benchmarks.md, "The sweep reads what is due")."""
-        current = bucket_of(now)
-        limit = self._timeline.taken(self.part, self.priority) + self._tuning.sweep_page
+        """Hold what API writes saved lately (since the last sweep, less the margin) in the
+        buckets read already, not decided, and not held; move the watermark past buckets with
+        nothing pending left. A read cut by its limit is read again from the same time."""
+        tuning = self._tuning
+        limit = self._timeline.held(self.part, self.priority) + tuning.sweep_page
+        since = None if self._swept is None else self._swept - tuning.sweep_margin
         mark = self._timeline.mark()
-        rows = await self._store.load_due(  # from bucket 0: the oldest pending row on
+        rows, read_at = await self._store.load_saved(
             shards=self._shards,
-            first_bucket=0,
-            last_bucket=current,
+            since=since,
+            last_bucket=self._next,
             limit=limit,
             priority=self.priority,
-            until=now,
         )
         missed = self._missed(rows)
         if self._admit(missed, since=mark):
             logger.info("part %d: the sweep found rings not loaded", self.part)
-        finished = current - 1
-        if rows:
-            finished = min(finished, bucket_of(rows[0].due_at) - 1)
-        await self._watermark.finished(self.priority, finished)
+        complete = len(rows) < limit
+        if not complete and self._swept is None:
+            return  # the next sweep reads them again, from the start
+        swept = read_at if complete else self._swept
+        assert swept is not None
+        self._swept = swept
+        finished = min(bucket_of(now), self._next) - 1
+        held = self._timeline.oldest_bucket(self.part, self.priority)
+        if held is not None:
+            finished = min(finished, held - 1)
+        left = [entry.bucket for entry in missed if not self._timeline.holds(entry)]
+        if not complete and rows:
+            left.append(bucket_of(rows[-1].due_at))
+        if left:
+            finished = min(finished, min(left) - 1)
+        await self._watermark.finished(self.priority, finished, swept_at=swept)
 
     def _missed(self, rows: list[DueRing]) -> list[Entry]:
-        """The rows read by the sweep (due by now: its read stops there) that are not held.
-        They are admitted like any read (`_admit`): a part far behind (an outage, a save that
-        ended after its rows were due) takes in as much as memory allows, the earliest first,
-        and the next sweep the rest."""
+        """The rows read by the sweep that are not held. They are admitted like any read
+        (`_admit`): a part far behind (an outage, a save that ended after its rows were due)
+        takes in as much as memory allows, the earliest first, and the next sweep the rest."""
         entries = (Entry.of(row, self.part) for row in rows)
         return [entry for entry in entries if not self._timeline.holds(entry)]
 

@@ -27,6 +27,10 @@ logger = logging.getLogger(__name__)
 CHORE = "retention"
 KEEP_IDEMPOTENCY_KEYS = timedelta(hours=24)
 """An idempotency key protects a retried request; a client retries within minutes, not days."""
+TIDY_AFTER = timedelta(minutes=10)
+"""How long the occurrences a claim decided stay in `due` after their minute: their pages are
+read by the minute's claims and loads until then, and the tidying deletes a page's decided
+rows together."""
 
 NOTHING = Pruned(firings=0, attempts=0, reminders=0, idempotency_keys=0)
 
@@ -55,6 +59,7 @@ def added(one: Pruned, other: Pruned) -> Pruned:
         reminders=one.reminders + other.reminders,
         idempotency_keys=one.idempotency_keys + other.idempotency_keys,
         rings=one.rings + other.rings,
+        occurrences=one.occurrences + other.occurrences,
     )
 
 
@@ -102,9 +107,11 @@ class Retention:
                 reminders_before=now - self._keep,
                 keys_before=now - KEEP_IDEMPOTENCY_KEYS,
                 limit=batch,
+                due_before=now - TIDY_AFTER,
             )
             total = added(total, done)
-            if max(done.firings, done.reminders, done.idempotency_keys, done.rings) < batch:
+            kinds = (done.firings, done.reminders, done.idempotency_keys, done.rings)
+            if max(*kinds, done.occurrences) < batch:
                 return total
             await asyncio.sleep(self._tuning.pause.total_seconds())
         return total
@@ -135,4 +142,5 @@ def _fields(done: Pruned) -> dict[str, int]:
         "reminders": done.reminders,
         "idempotency_keys": done.idempotency_keys,
         "rings": done.rings,
+        "occurrences": done.occurrences,
     }

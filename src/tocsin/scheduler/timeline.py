@@ -186,6 +186,30 @@ class Timeline:
         while len(self._released) > RELEASED_KEPT:
             self._released.popitem(last=False)
 
+    def give_back(self, entries: Iterable[Entry]) -> None:
+        """Put entries taken out with `take_due` back to wait, as they were (a claim of them
+        failed on the database: they are claimed again at the next tick). They stayed held
+        meanwhile, so the part's watermark never passed them."""
+        first = self._heap[0] if self._heap else None
+        for entry in entries:
+            self._taken[entry.slot] -= 1
+            second = entry.second
+            waiting = self._seconds.get(second)
+            if waiting is None:
+                self._seconds[second] = [entry]
+                heapq.heappush(self._heap, second)
+            else:
+                waiting.append(entry)
+            if first is None or second < first:
+                first = second
+                self.earlier.set()
+
+    def oldest_bucket(self, part: int, priority: int = 0) -> int | None:
+        """The earliest bucket with an entry of the slot held (waiting or taken out), if any."""
+        slot = (part, priority)
+        held = [bucket for (s, bucket) in self._buckets if s == slot]
+        return min(held) if held else None
+
     def drop_part(self, part: int) -> None:
         """Forget the part's entries still waiting (its lease went to another worker)."""
         for second in list(self._seconds):

@@ -284,7 +284,7 @@ POSTGRES_EARLIER = Batch(
         "destination",
     )
 )
-# `:claims` of CLAIMABLE and TAKE_CLAIMED: each claim's delivery identity, then the claim.
+# `:claims` of CLAIMABLE: each claim's delivery identity, then the claim.
 # (SQLite's claim reads the ring's content from the reminder's row, in the same transaction.)
 SQLITE_CLAIMS = Batch(
     fields=(

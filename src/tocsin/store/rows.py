@@ -377,16 +377,19 @@ def held_parts(
     live: int,
     now: datetime,
     next_expiry: datetime | None,
+    instant: Instant,
     *,
     taken_over: int = 0,
 ) -> HeldParts:
-    """What `renew_leases` returns, from the (part, watermark, epoch) rows of the parts held
-    and the database's clock `now`."""
+    """What `renew_leases` returns, from the (part, watermark, epoch, swept_at) rows of the
+    parts held and the database's clock `now`."""
     watermarks: dict[int, int | None] = {}
     epochs: dict[int, int] = {}
+    swept: dict[int, datetime | None] = {}
     for row in rows:
         watermarks[row["part"]] = row["watermark"]
         epochs[row["part"]] = row["epoch"]
+        swept[row["part"]] = _optional(row["swept_at"], instant)
     return HeldParts(
         parts=frozenset(watermarks),
         watermarks=watermarks,
@@ -395,6 +398,7 @@ def held_parts(
         next_expiry=None if next_expiry is None else (next_expiry - now).total_seconds(),
         as_of=now,
         taken_over=taken_over,
+        swept=swept,
     )
 
 

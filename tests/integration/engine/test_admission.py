@@ -71,8 +71,9 @@ async def test_a_ring_saved_into_a_full_part_rings_at_its_second(store: Store) -
 async def test_a_row_saved_below_the_watermark_is_still_rung(store: Store) -> None:
     """A worker swept its part past the last minutes and stopped; a row is then saved due
     two minutes ago (an API host whose clock is behind, while no worker listens). The next
-    worker's sweep reads from the oldest pending row, not from the watermark: it rings,
-    late and inside its freshness, instead of staying pending for ever."""
+    worker's first sweep reads what was saved since the last one of the part, whatever the
+    watermark: it rings, late and inside its freshness, instead of staying pending for
+    ever."""
     async with running(store, settings(), clock, tuning=TUNING):
         await asyncio.sleep(2)  # a few sweeps: the watermark is at the last minute
     past = clock.now().replace(microsecond=0) - timedelta(seconds=150)

@@ -19,6 +19,8 @@ TTL = timedelta(seconds=10)
 SHORT = timedelta(seconds=0.5)  # for the tests that wait for a lease to run out
 PARTS = 16
 
+NOW = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)  # a sweep's reading time
+
 
 async def renew(store: Store, worker: str, ttl: timedelta = TTL) -> HeldParts:
     return await store.renew_leases(worker, parts=PARTS, ttl=ttl)
@@ -155,22 +157,25 @@ async def test_release_lets_others_take_over_at_once(store: Store) -> None:
 async def test_watermarks_rise_only_by_the_holder_and_stay_with_the_part(store: Store) -> None:
     await renew(store, "w1")
 
-    assert await store.advance_watermark("w1", part=3, bucket=100) is True
-    assert await store.advance_watermark("w1", part=3, bucket=99) is False
-    assert await store.advance_watermark("w1", part=3, bucket=100) is False
-    assert await store.advance_watermark("w2", part=3, bucket=200) is False
-    assert await store.advance_watermark("w1", part=3, bucket=101) is True
+    assert await store.advance_watermark("w1", part=3, bucket=100, swept_at=NOW) is True
+    assert await store.advance_watermark("w1", part=3, bucket=99, swept_at=NOW) is False
+    assert await store.advance_watermark("w1", part=3, bucket=100, swept_at=NOW) is False
+    assert await store.advance_watermark("w2", part=3, bucket=200, swept_at=NOW) is False
+    later = NOW + timedelta(seconds=2)
+    assert await store.advance_watermark("w1", part=3, bucket=101, swept_at=later) is True
 
     await store.release_leases("w1")
     taken = await renew(store, "w2")
     assert taken.watermarks[3] == 101
+    assert taken.swept[3] == later  # the new holder sweeps from the last sweep's time
     assert taken.watermarks[4] is None
+    assert taken.swept[4] is None
 
 
 async def test_a_new_part_count_starts_from_the_lowest_watermark(store: Store) -> None:
     await renew(store, "w1")
     for part in range(PARTS):
-        assert await store.advance_watermark("w1", part=part, bucket=500 + part)
+        assert await store.advance_watermark("w1", part=part, bucket=500 + part, swept_at=NOW)
     await store.release_leases("w1")
 
     regrouped = await store.renew_leases("w1", parts=4, ttl=TTL)

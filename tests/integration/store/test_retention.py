@@ -188,7 +188,9 @@ async def test_retention_passes_in_batches_only_while_it_holds_the_chore(store: 
     )
     done = await first.prune_all()
 
-    assert done == Pruned(firings=5, attempts=5, reminders=5, idempotency_keys=0, rings=5)
+    assert done == Pruned(
+        firings=5, attempts=5, reminders=5, idempotency_keys=0, rings=5, occurrences=5
+    )
     for one_off, _ in rungs:
         assert await store.get_reminder(one_off.id) is None
     await first.release()

@@ -37,6 +37,23 @@ class SchedulerStore(Protocol):
         scan."""
 
     @abstractmethod
+    async def load_saved(
+        self,
+        *,
+        shards: range,
+        since: datetime | None,
+        last_bucket: int,
+        limit: int,
+        priority: int | None = None,
+    ) -> tuple[list[DueRing], datetime]:
+        """The sweep's read: the occurrences API writes saved after `since` (all of them when
+        None) by the database's clock, in buckets up to `last_bucket`, whose shard is in
+        `shards`, that no claim or API write decided since, in due order, at most `limit`;
+        and the database's clock when it read, from which the next sweep reads (less a
+        margin for writes that commit late). The occurrences a claim appends (a series' next)
+        are never among them: the claim that appends one holds it."""
+
+    @abstractmethod
     async def claim(
         self,
         claims: Sequence[Claim],
@@ -85,9 +102,12 @@ class SchedulerStore(Protocol):
         heartbeat, so others may take them over at once; tell `listen_leases` listeners."""
 
     @abstractmethod
-    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
-        """Record that `part` finished every bucket up to `bucket`, only while `worker` holds
-        the part and the watermark is lower. Return whether it was recorded."""
+    async def advance_watermark(
+        self, worker: str, *, part: int, bucket: int, swept_at: datetime
+    ) -> bool:
+        """Record that `part` finished every bucket up to `bucket`, as found by the sweep that
+        read at `swept_at` (`load_saved`), only while `worker` holds the part and the
+        watermark is lower. Return whether it was recorded."""
 
     @abstractmethod
     async def database_time(self) -> datetime:

@@ -20,11 +20,13 @@ class Pruned:
     attempts: int
     reminders: int
     idempotency_keys: int
-    rings: int = 0  # rows of `rings` (PostgreSQL) no reader needs any more
+    rings: int = 0  # rows of `rings` no reader needs any more
+    occurrences: int = 0  # rows of `due` decided, in minutes gone by
 
     @property
     def rows(self) -> int:
-        return self.firings + self.attempts + self.reminders + self.idempotency_keys + self.rings
+        kinds = (self.firings, self.attempts, self.reminders, self.idempotency_keys, self.rings)
+        return sum(kinds) + self.occurrences
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,6 +73,7 @@ class UpkeepStore(Protocol):
         reminders_before: datetime,
         keys_before: datetime,
         limit: int,
+        due_before: datetime | None = None,
     ) -> Pruned:
         """One retention batch, oldest first, each part its own short transaction: at most
         `limit` final firings (`sent`, `failed`, `expired`) due before `firings_before`, with
@@ -82,7 +85,9 @@ class UpkeepStore(Protocol):
         most `limit` idempotency keys created before `keys_before`. `reminders` counts both
         kinds of reminder. Each an index range scan from the old end (`firings_due`,
         `reminders_finished`, `idempotency_keys_age`) that stops at `limit`, so a batch costs
-        the same however large the tables are."""
+        the same however large the tables are. With `due_before`, also at most `limit`
+        occurrences of `due` in minutes before it that a claim or an API write decided (or
+        whose reminder is gone or at another version): the rows a claim leaves behind."""
 
     @abstractmethod
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:

@@ -57,8 +57,13 @@ PENDING_COUNTS = _TEXT["PENDING_COUNTS"].format(waiting=_TEXT["_WAITING"])
 RING_CONTENTS = _TEXT["RING_CONTENTS"].format(content=ring_content("r"))
 GET_REMINDER = _TEXT["GET_REMINDER"].format(ring_state=_ring_state("r", "$2"))
 LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(ring_state=_ring_state("r", "$6"))
-UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(ring_state=_ring_state("saved", "$16"))
-CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(ring_state=_ring_state("cancelled", "$2"))
+UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(
+    ring_state=_ring_state("saved", "$16"), take_back=_TEXT["_TAKE_BACK"]
+)
+CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(
+    ring_state=_ring_state("cancelled", "$2"), take_back=_TEXT["_TAKE_BACK"]
+)
+RESCHEDULE = _TEXT["RESCHEDULE"].format(take_back=_TEXT["_TAKE_BACK"])
 PENDING_IN_ZONES = _TEXT["PENDING_IN_ZONES"].format(ring_state=_ring_state("r", "NULL"))
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
     last_lane=LANES - 1, lane_width=LANE_WIDTH, last_rank=len(PRIORITY_RANKS) - 1
@@ -93,7 +98,18 @@ def load_due(lanes: int, ranks: tuple[int, ...] = (0, 1)) -> str:
     `ranks`, in due order, $5 at most: one `_LOAD_LANE` scan per lane and rank, merged. A
     loader reads one priority, and with the default 16 parts a part is one lane: one range
     scan."""
-    lane = _TEXT["_LOAD_LANE"]
+    return _merged("_LOAD_LANE", lanes, ranks)
+
+
+@cache
+def load_saved(lanes: int, ranks: tuple[int, ...] = (0, 1)) -> str:
+    """The sweep's read: what API writes saved lately in a part that spans `lanes` lanes from
+    lane $1, at the priority `ranks` (`_LOAD_SAVED_LANE`), in due order, $5 at most."""
+    return _merged("_LOAD_SAVED_LANE", lanes, ranks)
+
+
+def _merged(name: str, lanes: int, ranks: tuple[int, ...]) -> str:
+    lane = _TEXT[name]
     content = ring_content("r")
     branches = [
         lane.format(offset=n, rank=rank, content=content) for n in range(lanes) for rank in ranks

@@ -81,6 +81,7 @@ T = TypeVar("T")
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
 _UNIQUE_VIOLATION = "23505"
+_CLAIM_RETRIES = 5  # a claim that met an occurrence decided since its snapshot runs again
 # Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
 _SEALED_QUERIES = {
     "apps.webhook_secret": (q.shared.SEALED_APP_SECRETS, q.RESEAL_APPS),
@@ -599,7 +600,7 @@ class PostgresStore(Store):
             None if fence is None else fence.parts,
             FEED_WAITING,
         )
-        rows = await self._statement(q.CLAIM, *args)
+        rows = await self._claimed(args)
         firings = [
             claimed_firing_from(
                 row, _as_is, sender=sender, lease_until=lease_until, now=now, stored=row["stored"]
@@ -610,6 +611,45 @@ class PostgresStore(Store):
             unwritten = [firing.id for firing in firings if not firing.stored]
             self._claims.opened(rows[0]["claim"], unwritten, hold_until=lease_until, now=now)
         return firings
+
+    async def _claimed(self, args: tuple[Any, ...]) -> list[Record]:
+        """CLAIM, run again when its ring met a key of `rings` inserted since its snapshot (an
+        API write took the occurrence back, or another claim decided it, and committed while
+        this one ran): the statement fails whole, and run again, it passes that occurrence by."""
+        for attempt in range(_CLAIM_RETRIES):
+            try:
+                return await self._statement(q.CLAIM, *args)
+            except StoreError as error:
+                cause = error.__cause__
+                decided = isinstance(cause, asyncpg.UniqueViolationError) and (
+                    cause.constraint_name == "rings_pkey"
+                )
+                if not decided or attempt == _CLAIM_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def load_saved(
+        self,
+        *,
+        shards: range,
+        since: datetime | None,
+        last_bucket: int,
+        limit: int,
+        priority: int | None = None,
+    ) -> tuple[list[DueRing], datetime]:
+        lanes = lanes_of(shards)
+        ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
+        read_at = await self.database_time()
+        rows = await self._fetch(
+            q.load_saved(len(lanes), ranks),
+            lanes.start,
+            last_bucket,
+            shards.start,
+            shards[-1],
+            limit,
+            codec.BEFORE_ANY if since is None else since,
+        )
+        return [codec.due_ring(*row) for row in rows], read_at
 
     async def renew_leases(
         self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()
@@ -630,8 +670,11 @@ class PostgresStore(Store):
 
         await self._transaction(work)
 
-    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
-        return await self._fetchrow(q.ADVANCE_WATERMARK, worker, part, bucket) is not None
+    async def advance_watermark(
+        self, worker: str, *, part: int, bucket: int, swept_at: datetime
+    ) -> bool:
+        row = await self._fetchrow(q.ADVANCE_WATERMARK, worker, part, bucket, swept_at)
+        return row is not None
 
     async def database_time(self) -> datetime:
         row = await self._fetchrow("SELECT clock_timestamp() AS now")
@@ -801,8 +844,13 @@ class PostgresStore(Store):
         reminders_before: datetime,
         keys_before: datetime,
         limit: int,
+        due_before: datetime | None = None,
     ) -> Pruned:
         with boundary():
+            occurrences = 0
+            if due_before is not None:
+                tidy = codec.bucket_of(due_before)
+                occurrences = await self._pool.fetchval(q.TIDY_DUE, tidy, limit)
             firings = await self._pool.fetchrow(q.PRUNE_FIRINGS, firings_before, limit)
             reminders = await self._pool.fetchval(q.PRUNE_REMINDERS, reminders_before, limit)
             keys = await self._pool.fetchval(q.PRUNE_IDEMPOTENCY_KEYS, keys_before, limit)
@@ -813,6 +861,7 @@ class PostgresStore(Store):
             reminders=firings["reminders"] + reminders,
             idempotency_keys=keys,
             rings=firings["rings"],
+            occurrences=occurrences,
         )
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
@@ -989,7 +1038,7 @@ async def _renew(
         *s.NEXT_EXPIRY.bind(parts=parts, worker=worker, now=now)
     )
     rows = await connection.fetch(*s.WATERMARKS.bind(parts=parts, worker=worker))
-    return held_parts(rows, live, now, next_expiry, taken_over=taken_over)
+    return held_parts(rows, live, now, next_expiry, _as_is, taken_over=taken_over)
 
 
 # -- rows to values ------------------------------------------------------------------------------

@@ -46,8 +46,10 @@ WITH saved_key AS (
     )
     RETURNING shard, priority, bucket, due_at, id, version, status
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
-    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM saved
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
+        clock_timestamp()
+    FROM saved
     WHERE status = 'pending'
 )
 SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
@@ -89,8 +91,10 @@ WITH room AS (
     WHERE (SELECT ok FROM room)
     RETURNING shard, priority, bucket, due_at, id, version, status
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
-    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM saved
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
+        clock_timestamp()
+    FROM saved
     WHERE status = 'pending'
 )
 SELECT ok, CASE WHEN ok AND $27::text IS NOT NULL THEN pg_notify('tocsin_due', $27::text) END
@@ -226,32 +230,33 @@ LIMIT $4
 
 -- name: UPDATE_REMINDER
 -- Replace a reminder's mutable fields while its version is $2 and, when $18 names the
--- occurrence that waited as the caller read it (at minute $19), only by taking it back:
--- deleting its row of `due`, which a claim deletes too, so the first of the two wins (a
--- claim that deleted it first rang it, and the edit is refused: the caller read a reminder
--- that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
+-- occurrence that waited as the caller read it (at minute $19), only by taking it back
+-- (`_TAKE_BACK`: a claim that decided it first rang it, and the edit is refused: the caller
+-- read a reminder that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
 -- reminder as it is now, announcing it ($15: zero or one payload) when it is due soon.
 -- $17: priority; $20: the reminder's ring on its way as the caller read it, if any, kept in
 -- `rang_due_at` for readers (`_RING_STATE`). Run in a transaction that rolls back when
 -- nothing was saved.
-WITH taken AS (
+WITH removed AS (
     DELETE FROM due AS d
     USING reminders AS r
     WHERE r.id = $1 AND r.version = $2 AND $18::timestamptz IS NOT NULL
       AND (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
         = (r.shard / 64, coalesce(r.priority, 0), $19::integer, $18, r.id, r.version)
-    RETURNING d.reminder_id
-), saved AS (
+    RETURNING d.due_at, d.reminder_id, d.version
+), {take_back}, saved AS (
     UPDATE reminders
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
         version = $2 + 1, updated_at = $16, priority = $17,
         rang_due_at = coalesce($20::timestamptz, rang_due_at)
-    WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT * FROM taken))
+    WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT reminder_id FROM taken))
     RETURNING *
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
-    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM saved
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
+        clock_timestamp()
+    FROM saved
     WHERE status = 'pending'
 )
 SELECT saved.*, now.*,
@@ -261,26 +266,41 @@ FROM saved
 
 -- name: CANCEL_REMINDER
 -- Cancel a reminder at version $3 by taking back the occurrence that waits, $4 at minute $5
--- (as UPDATE_REMINDER: a claim that deleted it first rang it, and the cancel finds nothing
+-- (as UPDATE_REMINDER: a claim that decided it first rang it, and the cancel finds nothing
 -- to take back), keeping its ring on its way ($6, as UPDATE_REMINDER's $20); return it as it
 -- is now. In a transaction that rolls back when nothing was
 -- cancelled.
-WITH taken AS (
+WITH removed AS (
     DELETE FROM due AS d
     USING reminders AS r
     WHERE r.id = $1 AND r.version = $3
       AND (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
         = (r.shard / 64, coalesce(r.priority, 0), $5::integer, $4::timestamptz, r.id, r.version)
-    RETURNING d.reminder_id
-), cancelled AS (
+    RETURNING d.due_at, d.reminder_id, d.version
+), {take_back}, cancelled AS (
     UPDATE reminders
     SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
         updated_at = $2, rang_due_at = coalesce($6::timestamptz, rang_due_at)
-    WHERE id IN (SELECT * FROM taken) AND version = $3 AND status = 'pending'
+    WHERE id IN (SELECT reminder_id FROM taken) AND version = $3 AND status = 'pending'
     RETURNING *
 )
 SELECT cancelled.*, now.* FROM cancelled
 {ring_state}
+
+-- name: _TAKE_BACK
+-- {take_back} of UPDATE_REMINDER, CANCEL_REMINDER and RESCHEDULE: `taken`, the occurrences
+-- the statement takes back. Each one `removed` (its row of `due` deleted, found as the caller
+-- read it) is decided here by a `taken` row of `rings` under the occurrence's key, which a
+-- claim inserts too: whichever inserts it first wins. A claim that inserted it first rang
+-- it, and the occurrence is not taken back (the statement saves nothing, and its
+-- transaction rolls back the delete); one in progress is waited for. A claim that comes
+-- second finds the key taken and rings nothing.
+taken AS (
+    INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, taken)
+    SELECT due_at, reminder_id, version, false, NULL, true FROM removed
+    ON CONFLICT DO NOTHING
+    RETURNING due_at, reminder_id, version
+)
 
 -- name: MARK_SNOOZED
 -- Mark a firing snoozed by a new one-off ($1), once, and say by which: $1 when this marked
@@ -348,14 +368,21 @@ ORDER BY c.id
 -- -- metrics --------------------------------------------------------------------------------------
 
 -- name: OLDEST_PENDING
--- The due time of the oldest occurrence waiting: the first entry of each lane and priority of
--- due_pkey (keyed by lane, then priority rank), then the earliest of those.
+-- The due time of the oldest occurrence waiting: the first undecided entry of each lane and
+-- priority of due_pkey (keyed by lane, then priority rank) after the lowest watermark (what
+-- lies before it is decided; what was decided after it, not yet tidied, is passed by), then
+-- the earliest of those.
 SELECT min(first.due_at) FROM generate_series(0, {last_lane}) AS lanes (lane),
     generate_series(0, {last_rank}) AS ranks (rank),
 LATERAL (
-    SELECT due_at FROM due
-    WHERE lane = lanes.lane AND rank = ranks.rank
-    ORDER BY bucket, due_at
+    SELECT d.due_at FROM due AS d
+    WHERE d.lane = lanes.lane AND d.rank = ranks.rank
+      AND d.bucket > (SELECT coalesce(min(watermark), -1) FROM leases)
+      AND NOT EXISTS (
+          SELECT 1 FROM rings AS g
+          WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+      )
+    ORDER BY d.bucket, d.due_at
     LIMIT 1
 ) AS first
 
@@ -402,6 +429,12 @@ RETURNING secrets.name
 
 -- -- the scheduler ----------------------------------------------------------------------------
 
+-- Whether an occurrence was decided is a NOT EXISTS of its key in `rings` with an OFFSET 0:
+-- an EXISTS with an OFFSET is never made a join or a hashed subplan, so it stays a probe of
+-- rings_pkey a row. As either, planned with statistics taken while `rings` was small, it
+-- read all of `rings` into a hash for each statement, a plan a prepared statement keeps
+-- (tests/integration/store/test_plans.py plans the claim so).
+
 -- name: _LOAD_LANE
 -- The occurrences waiting in one lane's bucket range and shard range at one priority, in due
 -- order: one range scan of due_pkey, keyed (lane, rank, bucket, due_at, reminder_id, version)
@@ -417,6 +450,8 @@ RETURNING secrets.name
 -- same transaction, so the two always agree): its schedule, for the scheduler, and, as
 -- `content`, one JSON object of what the ring says and where it goes, which the scheduler
 -- passes on to CLAIM as it is, so that the claim reads no row of `reminders`.
+-- An occurrence a claim or an API write decided stays in `due` until its minute is tidied
+-- (TIDY_DUE), and is passed by: a probe of rings_pkey by its key, among the minute's own pages.
 -- The cursor is always given, never `$6 IS NULL OR …`: the generic plan a prepared statement
 -- switches to after five runs cannot drop that OR, so the cursor became a filter, and each
 -- page read the bucket again from its start, a heap fetch for every row before the cursor
@@ -429,8 +464,30 @@ WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
   AND d.bucket >= $1 AND d.shard BETWEEN $3 AND $4
   AND (d.bucket, d.due_at, d.reminder_id) > ($8::integer, $6::timestamptz, $7::text)
   AND (d.bucket, d.due_at) <= ($2::integer, $10::timestamptz)
+  AND NOT EXISTS (
+      SELECT 1 FROM rings AS g
+      WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+      OFFSET 0  -- a probe a row, never a join (see above _LOAD_LANE)
+  )
 ORDER BY d.bucket, d.due_at, d.reminder_id
 LIMIT $5
+
+-- name: _LOAD_SAVED_LANE
+-- The sweep's read of one lane at one priority (as _LOAD_LANE): the occurrences API writes
+-- saved after $6 (`saved_at`, the database's clock; a range scan of the partial index
+-- due_saved, which holds only what API writes saved, never a claim's next occurrence), in
+-- the part's shard range, in buckets up to $2, not decided since. In due order, $5 at most.
+SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, d.version,
+    r.priority, {content} AS content, d.bucket
+FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
+WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
+  AND d.saved_at > $6::timestamptz AND d.saved_at IS NOT NULL
+  AND d.shard BETWEEN $3 AND $4 AND d.bucket <= $2
+  AND NOT EXISTS (
+      SELECT 1 FROM rings AS g
+      WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+      OFFSET 0  -- a probe a row, never a join (see above _LOAD_LANE)
+  )
 
 -- name: _RING_CONTENT
 -- {content} of _LOAD_LANE: what a ring of the reminder {table} says and where it goes, as
@@ -451,7 +508,7 @@ SELECT r.id, {content} AS content FROM reminders AS r WHERE r.id = ANY($1::text[
 -- name: _LOAD_DUE
 -- Pending reminders of a part that spans several lanes or priorities: the {branches}, one
 -- `_LOAD_LANE` scan per lane and priority, merged (a Merge Append, which stops at the limit).
--- `queries.load_due` builds it.
+-- `queries.load_due` builds it; `queries.load_saved` the sweep's, of `_LOAD_SAVED_LANE`.
 SELECT id, due_at, freshness, zone, anchor, rule, version, priority, content
 FROM ({branches}) AS due
 ORDER BY bucket, due_at, id LIMIT $5
@@ -490,14 +547,18 @@ SET LOCAL enable_sort = off
 -- A claim reads no row of `reminders`: what its ring says and where it goes (`content`: the
 -- owner, shard, channel, text, metadata, source, priority, freshness and `rang_due_at` of
 -- the version loaded) came with the load (`_LOAD_LANE`), and `keyed` reads it by name.
--- `taken` deletes each claim's occurrence from `due` (the row the loader read, found by its
--- whole key: the lane and priority rank, the minute, the instant, the reminder and the
--- version, one probe of due_pkey), only while it is still there. That delete is the whole
--- of the version check: every API write that changes a reminder (an edit, snooze, cancel,
--- rezone) takes its waiting occurrence back by deleting the same row in the same
--- transaction, so an occurrence still there is of the version its reminder is at, with the
--- content loaded; one taken back since the load was deleted first, and the claim loses (the
--- scheduler rings the new version instead); of two claims of one occurrence, the first wins.
+-- `taken` keeps each claim whose occurrence is still undecided: no row of `rings` has its key
+-- (the occurrence the loader read: its due instant, reminder and version; one probe of
+-- rings_pkey, among the minute's own pages). The claim's insert of its ring under that key
+-- is what decides it; the occurrence's row of `due` is left as it is (its page lies among
+-- whatever was saved with it, and writing it cost a full-page image a ring on a table of
+-- long standing). Every API write that changes a reminder (an edit, snooze, cancel, rezone)
+-- takes its waiting occurrence back by inserting a `taken` row under the same key in the
+-- same transaction (`_TAKE_BACK`), so an occurrence with no row is of the version its
+-- reminder is at, with the content loaded; of two inserts of one key, the first wins, and
+-- the second waits for its transaction: a claim whose ring meets a key inserted since its
+-- snapshot fails with a unique violation and is tried again (`store.claim`), when this
+-- probe passes it by (the scheduler rings the new version instead).
 -- With $5 (the part count) set, a claim applies only while its part's lease is held by the
 -- sender $3 at the epoch the sender believes it holds (the row's `epoch`): a worker whose
 -- lease ran out and was taken over changes nothing (the fencing token). Each claim taken
@@ -508,13 +569,12 @@ SET LOCAL enable_sort = off
 -- version (a series edited back to an instant that rang) or by a claim of an earlier
 -- release (its firing written; probed only for a reminder whose row says a ring of it went
 -- before, `rang_due_at`), is a `repeat`: it rings no more, and its series goes on. The ring
--- is a plain insert: only the claim that deleted its occurrence's one row of `due` inserts
--- its key, so no other can be there (ON CONFLICT's speculative insertion was a WAL record
--- and its CPU a ring); and as every claim `moved` keeps is inserted, what follows reads
--- `moved`, never the insert's answer. (It read `decided`'s RETURNING by (reminder, due
--- instant), which the planner, estimating one row for each CTE, joined as a nested loop:
--- half a million comparisons a batch of 1,000, 280 ms of its 295: docs/benchmarks.md,
--- "The claim's quadratic join, and its reminder read".)
+-- is a plain insert (ON CONFLICT's speculative insertion was a WAL record and its CPU a
+-- ring); and as every claim `moved` keeps is inserted, what follows reads `moved`, never
+-- the insert's answer. (It read `decided`'s RETURNING by (reminder, due instant), which the
+-- planner, estimating one row for each CTE, joined as a nested loop: half a million
+-- comparisons a batch of 1,000, 280 ms of its 295: docs/benchmarks.md, "The claim's
+-- quadratic join, and its reminder read".)
 -- A claim with an `error` records a ring that could not be planned: `failed`, with the
 -- error as its last_error. $2: now; $4: the sender's hold.
 --
@@ -549,17 +609,18 @@ WITH claim AS (
             (content->>'rang_due_at')::timestamptz AS rang_due_at
     ) AS ring
 ), taken AS (
-    DELETE FROM due AS d
-    USING keyed AS claim
-    WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
-        = (claim.lane, claim.rank, claim.bucket, claim.due_at, claim.reminder_id,
-           claim.version)
+    SELECT claim.* FROM keyed AS claim
+    WHERE NOT EXISTS (
+        SELECT 1 FROM rings AS g
+        WHERE (g.due_at, g.reminder_id, g.version)
+            = (claim.due_at, claim.reminder_id, claim.version)
+        OFFSET 0  -- a probe a row, never a join (see above _LOAD_LANE)
+      )
       AND ($5::integer IS NULL OR EXISTS (
           SELECT 1 FROM leases AS l
           WHERE l.parts = $5 AND l.part = claim.part AND l.holder = $3
             AND l.epoch = claim.epoch
       ))
-    RETURNING claim.*
 ), moved AS (
     SELECT reminder_id || '.' || floor(extract(epoch FROM due_at))::bigint AS firing_id,
         reminder_id, owner, shard, version, due_at,
@@ -572,7 +633,8 @@ WITH claim AS (
         next_bucket, EXISTS (
             SELECT 1 FROM rings AS g
             WHERE g.due_at = taken.due_at AND g.reminder_id = taken.reminder_id
-              AND NOT g.repeat
+              AND NOT g.repeat AND NOT g.taken
+            OFFSET 0  -- a probe a row, never a hash of the table (see above _LOAD_LANE)
         ) OR (
             rang_due_at IS NOT NULL AND EXISTS (
                 SELECT 1 FROM firings AS f
@@ -939,8 +1001,10 @@ UPDATE leases SET holder = NULL, expires_at = NULL
 WHERE holder = $1 AND part = ANY($2::integer[])
 
 -- name: ADVANCE_WATERMARK
--- Raise a part's watermark, only while the worker holds it and only upwards.
-UPDATE leases SET watermark = $3
+-- Raise a part's watermark, only while the worker holds it and only upwards, with the time of
+-- the sweep that found nothing pending left before it ($4, the database's clock when it read:
+-- a new holder's first sweep reads what API writes saved since then).
+UPDATE leases SET watermark = $3, swept_at = greatest(swept_at, $4::timestamptz)
 WHERE part = $2 AND holder = $1 AND (watermark IS NULL OR watermark < $3)
 RETURNING part
 
@@ -1096,6 +1160,37 @@ WITH gone AS (
 SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_gone) AS attempts,
     (SELECT count(*) FROM reminders_gone) AS reminders, (SELECT count(*) FROM rings_gone) AS rings
 
+-- name: TIDY_DUE
+-- One batch of the occurrences decided in minutes before $1: at most $2 a lane and priority,
+-- oldest first (a range scan of due_pkey each), whose key a row of `rings` holds (a claim
+-- rang it, or an API write took it back) or whose reminder is gone or at another version.
+-- An occurrence still undecided (saved late behind its part's watermark, for the sweep) is
+-- kept. Deleted by row address, in physical order: a page's decided rows go together.
+WITH old AS (
+    SELECT d.ctid AS row_id
+    FROM generate_series(0, 15) AS lanes (lane), generate_series(0, 1) AS ranks (rank),
+    LATERAL (
+        SELECT d.ctid FROM due AS d
+        WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket < $1
+          AND (
+              EXISTS (
+                  SELECT 1 FROM rings AS g
+                  WHERE (g.due_at, g.reminder_id, g.version)
+                      = (d.due_at, d.reminder_id, d.version)
+              )
+              OR NOT EXISTS (
+                  SELECT 1 FROM reminders AS r
+                  WHERE r.id = d.reminder_id AND r.version = d.version
+              )
+          )
+        ORDER BY d.bucket, d.due_at
+        LIMIT $2
+    ) AS d
+), gone AS (
+    DELETE FROM due WHERE ctid = ANY(ARRAY(SELECT row_id FROM old)) RETURNING 1
+)
+SELECT count(*) FROM gone
+
 -- name: _PRUNE_REMINDERS
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
 -- `due_at` NULL, not pending) last changed before $1, at most $2, oldest first: a range scan
@@ -1188,8 +1283,8 @@ ORDER BY r.id
 
 -- name: RESCHEDULE
 -- Move reminders to new due times, each only by taking back the occurrence that waited as it
--- was read (`was`, deleted from `due`: a claim, edit or cancel since then deleted it first,
--- and wins) at the version it was read with; the new occurrence waits in `due`. Announce
+-- was read (`was`, `_TAKE_BACK`: a claim, edit or cancel since then decided it first, and
+-- wins) at the version it was read with; the new occurrence waits in `due`. Announce
 -- the wake-ups ($7) when any moved. $8: the minute of each `was`. In a transaction with the
 -- caller's check that every occurrence taken back was moved.
 WITH m AS (
@@ -1200,22 +1295,24 @@ WITH m AS (
 ), keyed AS MATERIALIZED (
     SELECT m.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank
     FROM m JOIN reminders AS r ON r.id = m.id
-), taken AS (
+), removed AS (
     DELETE FROM due AS d
     USING keyed AS m
     WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
         = (m.lane, m.rank, m.was_bucket, m.was, m.id, m.version)
-    RETURNING m.id, m.version, m.due_at, m.bucket
-), moved AS (
+    RETURNING d.due_at, d.reminder_id, d.version
+), {take_back}, moved AS (
     UPDATE reminders AS r
-    SET due_at = taken.due_at, bucket = taken.bucket, version = r.version + 1,
+    SET due_at = m.due_at, bucket = m.bucket, version = r.version + 1,
         updated_at = $6
-    FROM taken
-    WHERE r.id = taken.id AND r.version = taken.version AND r.status = 'pending'
+    FROM taken JOIN m ON m.id = taken.reminder_id
+    WHERE r.id = taken.reminder_id AND r.version = taken.version AND r.status = 'pending'
     RETURNING r.id, r.shard, r.priority, r.bucket, r.due_at, r.version
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
-    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FROM moved
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
+        clock_timestamp()
+    FROM moved
 )
 SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke,
     (SELECT count(*) FROM taken) AS taken
@@ -1241,14 +1338,20 @@ ORDER BY holder, part
 -- name: COUNT_DUE
 -- Occurrences waiting in each bucket of [$1, $2], each counted up to $3: one range scan of
 -- `due_pkey` per lane (its first column, `shard / 64`: the 16 of tocsin.ids.LANES),
--- priority (its second, urgent 0 and bulk 1) and bucket, each stopped at the cap; their
--- counts add up to the bucket's, capped again.
+-- priority (its second, urgent 0 and bulk 1) and bucket, each stopped at the cap, passing
+-- by those decided (a probe of rings_pkey each); their counts add up to the bucket's,
+-- capped again.
 SELECT buckets.bucket, least($3::bigint, (
     SELECT sum((
         SELECT count(*) FROM (
             SELECT 1 FROM due
             WHERE due.lane = lanes.lane AND due.rank = ranks.rank
               AND due.bucket = buckets.bucket
+              AND NOT EXISTS (
+                  SELECT 1 FROM rings AS g
+                  WHERE (g.due_at, g.reminder_id, g.version)
+                      = (due.due_at, due.reminder_id, due.version)
+              )
             LIMIT $3
         ) AS capped
     ))::bigint
@@ -1258,11 +1361,18 @@ FROM generate_series($1::integer, $2::integer) AS buckets (bucket)
 
 -- name: COUNT_OVERDUE
 -- Occurrences waiting from before bucket $1, counted up to $2 (the sweep keeps them few):
--- one range scan of `due_pkey` per lane and priority, as COUNT_DUE.
+-- one range scan of `due_pkey` per lane and priority from the lowest watermark, as
+-- COUNT_DUE.
 SELECT least($2::bigint, sum((
     SELECT count(*) FROM (
         SELECT 1 FROM due
         WHERE due.lane = lanes.lane AND due.rank = ranks.rank AND due.bucket < $1
+          AND due.bucket > (SELECT coalesce(min(watermark), -1) FROM leases)
+          AND NOT EXISTS (
+              SELECT 1 FROM rings AS g
+              WHERE (g.due_at, g.reminder_id, g.version)
+                  = (due.due_at, due.reminder_id, due.version)
+          )
         LIMIT $2
     ) AS capped
 ))::bigint)

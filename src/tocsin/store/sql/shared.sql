@@ -170,7 +170,8 @@ DELETE FROM workers WHERE heartbeat_at < :before
 SELECT count(*) FROM workers WHERE heartbeat_at >= :since
 
 -- name: WATERMARKS
-SELECT part, watermark, epoch FROM leases WHERE parts = :parts AND holder = :worker ORDER BY part
+SELECT part, watermark, epoch, swept_at FROM leases
+WHERE parts = :parts AND holder = :worker ORDER BY part
 
 -- name: NEXT_EXPIRY
 -- When the first lease held by another worker runs out (a crashed worker's parts are taken

@@ -38,9 +38,10 @@ VALUES (?, ?, ?, ?, ?, ?)
 -- The occurrence a reminder's row names waits to ring, while the row is pending: a row of
 -- `due` keyed by the lane and priority rank of the reminder, its minute and instant, and the
 -- row's version. Run after each write that saves a row (:id) with a new occurrence: a
--- create, a snooze's new one-off, an edit, a rezone.
-INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
-SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard
+-- create, a snooze's new one-off, an edit, a rezone. :saved_at (the host's clock, which
+-- the sweep reads by) puts it in `due_saved`, where the sweep finds it.
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard, :saved_at
 FROM reminders
 WHERE id = :id AND status = 'pending'
 
@@ -161,10 +162,25 @@ LIMIT :limit
 
 -- name: TAKE_BACK
 -- Take back the occurrence that waits to ring at :waiting (minute :waiting_bucket) for
--- reminder :id at version :version: delete its row of `due`, found by its key (the lane and
--- priority rank of the reminder's row). A claim deletes it too (TAKE_CLAIMED), each in a
--- write transaction of its own: whichever comes first wins, and the row count says whether
--- this one did (an edit, cancel or rezone that lost to a claim changes nothing).
+-- reminder :id at version :version, as PostgreSQL's _TAKE_BACK does: a `taken` row of
+-- `rings` under the occurrence's key, while its row of `due` is there (found by its key: the
+-- lane and priority rank of the reminder's row). A claim inserts its ring under the same
+-- key (INSERT_RINGS), each in a write transaction of its own: whichever comes first wins,
+-- and the row count says whether this one did (an edit, cancel or rezone that lost to a
+-- claim changes nothing). Then TAKEN_BACK deletes the row of `due`.
+INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, taken)
+SELECT :waiting, r.id, r.version, 0, NULL, 1
+FROM reminders AS r
+WHERE r.id = :id AND r.version = :version AND EXISTS (
+    SELECT 1 FROM due AS d
+    WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+        = (r.shard / 64, coalesce(r.priority, 0), :waiting_bucket, :waiting, r.id, r.version)
+)
+ON CONFLICT DO NOTHING
+
+-- name: TAKEN_BACK
+-- The row of `due` of an occurrence TAKE_BACK took back (the API write's cost: tidying
+-- leaves an undecided occurrence alone, and this one is decided).
 DELETE FROM due
 WHERE (lane, rank, bucket, due_at, reminder_id, version) = (
     SELECT shard / 64, coalesce(priority, 0), :waiting_bucket, :waiting, id, version
@@ -258,13 +274,24 @@ ORDER BY c.id
 lanes (lane) AS (SELECT 0 UNION ALL SELECT lane + 1 FROM lanes WHERE lane < {last_lane}),
 ranks (rank) AS (SELECT 0 UNION ALL SELECT rank + 1 FROM ranks WHERE rank < {last_rank})
 
+-- name: _SETTLED
+-- {settled} of OLDEST_PENDING and COUNT_OVERDUE: the lowest watermark of the parts (-1 while a
+-- part never ran): every occurrence before it is decided.
+(SELECT CASE WHEN count(*) = count(watermark) THEN coalesce(min(watermark), -1) ELSE -1 END
+ FROM leases)
+
 -- name: OLDEST_PENDING
--- The due time of the oldest occurrence waiting: the first entry of `due` of each lane and
--- priority, then the earliest of those (NULL when nothing waits).
+-- The due time of the oldest occurrence waiting: the first undecided entry of `due` of each
+-- lane and priority after the lowest watermark ({settled}), then the earliest of those (NULL
+-- when nothing waits).
 WITH RECURSIVE {lanes_and_ranks}
 SELECT min((
     SELECT d.due_at FROM due AS d
-    WHERE d.lane = lanes.lane AND d.rank = ranks.rank
+    WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket > {settled}
+      AND NOT EXISTS (
+          SELECT 1 FROM rings AS g
+          WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+      )
     ORDER BY d.bucket, d.due_at
     LIMIT 1
 ))
@@ -317,6 +344,26 @@ WHERE d.lane = {lane} AND d.rank = {rank}
   AND (d.bucket, d.due_at, d.reminder_id) > (:after_bucket, :after_due, :after_id)
   AND (d.bucket, d.due_at) <= (:last_bucket, :until)
   AND r.id = d.reminder_id
+  AND NOT EXISTS (
+      SELECT 1 FROM rings AS g
+      WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+  )
+
+-- name: _LOAD_SAVED_LANE
+-- The sweep's read of lane {lane} at priority rank {rank}, as PostgreSQL's: the occurrences
+-- API writes saved after :since (`saved_at`, the partial index due_saved), in the shard
+-- range, in buckets up to :last_bucket, not decided since.
+SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
+    d.version, r.priority, d.bucket AS bucket
+FROM due AS d
+CROSS JOIN reminders AS r
+WHERE d.lane = {lane} AND d.rank = {rank} AND d.saved_at > :since
+  AND d.shard BETWEEN :first_shard AND :last_shard AND d.bucket <= :last_bucket
+  AND r.id = d.reminder_id AND r.version = d.version
+  AND NOT EXISTS (
+      SELECT 1 FROM rings AS g
+      WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+  )
 
 -- name: _LOAD_DUE
 -- The occurrences waiting in the lanes of a shard range at one priority or both: the
@@ -344,8 +391,8 @@ LIMIT :limit
 -- the interpreter's switch interval).
 --
 -- The claim, in its one write transaction (nothing changes the rows between these), follows
--- PostgreSQL's CLAIM: CLAIMABLE decides, TAKE_CLAIMED deletes each claim's occurrence from
--- `due`, INSERT_RINGS records each ring decided, INSERT_NEXT_DUE makes a series' next
+-- PostgreSQL's CLAIM: CLAIMABLE decides, INSERT_RINGS records each ring decided (its key is
+-- what decides the occurrence: its row of `due` stays, for tidying), INSERT_NEXT_DUE makes a series' next
 -- occurrence wait, and INSERT_FIRINGS writes the firings to send (SQLite's claim writes
 -- each ring's firing itself: migrations/sqlite/0015). The reminder's row is read, never
 -- written.
@@ -353,11 +400,10 @@ LIMIT :limit
 -- name: CLAIMABLE
 -- The rings the claims decide, as two JSON arrays of rows (`queries.DECIDED`): every ring
 -- (`:rings` of INSERT_RINGS and INSERT_NEXT_DUE), and those to ring, the firings to write
--- (`:firings` of INSERT_FIRINGS). A claim decides a ring only while its occurrence still
--- waits in `due` (a probe of its key: the lane and priority rank of the reminder's row, the
--- minute, the instant, the reminder and the version), its reminder is still pending at the
--- version loaded (an edit, snooze or cancel since took the occurrence back, and the claim
--- loses: the scheduler rings the new version instead), no ring of it is recorded at that key,
+-- (`:firings` of INSERT_FIRINGS). A claim decides a ring only while its reminder is still
+-- pending at the version loaded (an edit, snooze or cancel since took the occurrence back,
+-- and the claim loses: the scheduler rings the new version instead), no ring of it (nor a
+-- `taken` row) is recorded at its key,
 -- and, when :parts is set, the part's lease is still held by :sender at the epoch given. A
 -- ring rings once under its delivery identity (`<reminder id>.<due epoch second>`, the
 -- claim's `firing_id`): one rung already, by another version (a series edited back to an
@@ -384,16 +430,11 @@ WITH decided AS MATERIALIZED (
         EXISTS (
             SELECT 1 FROM rings AS g
             WHERE g.due_at = {claim.due_at} AND g.reminder_id = r.id AND NOT g.repeat
+              AND NOT g.taken
         ) OR EXISTS (SELECT 1 FROM firings AS f WHERE f.id = {claim.firing_id}) AS repeat
     FROM json_each(:claims) AS c
     CROSS JOIN reminders AS r
     WHERE r.id = {claim.reminder_id} AND r.version = {claim.version} AND r.status = 'pending'
-      AND EXISTS (
-          SELECT 1 FROM due AS d
-          WHERE (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
-              = (r.shard / 64, coalesce(r.priority, 0), {claim.bucket}, {claim.due_at},
-                 r.id, r.version)
-      )
       AND NOT EXISTS (
           SELECT 1 FROM rings AS g
           WHERE (g.due_at, g.reminder_id, g.version) = ({claim.due_at}, r.id, r.version)
@@ -407,30 +448,6 @@ WITH decided AS MATERIALIZED (
 SELECT json_group_array(json_array({ring_columns})) AS rings,
     json_group_array(json_array({ring_columns})) FILTER (WHERE NOT repeat) AS firings
 FROM decided
-
--- name: TAKE_CLAIMED
--- Delete each claim's occurrence from `due` (found by its key, the lane and priority rank of
--- its reminder's row first), under the same fence as CLAIMABLE: the claim took it, whether
--- it rang or lost to its reminder's later version (an occurrence an edit left behind goes
--- too). Run after CLAIMABLE, which asks whether it waited.
--- The key's columns come after a constant 0 on both sides: SQLite takes the comparison
--- affinity of a row value's IN from its first member, and with the INTEGER `lane` there it
--- probes the key by the columns before `reminder_id` alone (TEXT) and tests the rest on
--- every entry of them: a burst's whole second of a lane, for each claim. A constant has no
--- affinity, and the probe is by the whole key.
-DELETE FROM due
-WHERE (0, lane, rank, bucket, due_at, reminder_id, version) IN (
-    SELECT 0, r.shard / 64, coalesce(r.priority, 0), {claim.bucket}, {claim.due_at}, r.id,
-        {claim.version}
-    FROM json_each(:claims) AS c
-    CROSS JOIN reminders AS r
-    WHERE r.id = {claim.reminder_id}
-      AND (:parts IS NULL OR EXISTS (
-          SELECT 1 FROM leases AS l
-          WHERE l.parts = :parts AND l.part = {claim.part}
-            AND l.holder = :sender AND l.epoch = {claim.epoch}
-      ))
-)
 
 -- name: INSERT_RINGS
 -- Record each ring CLAIMABLE decided: its key, whether it is a repeat, and the occurrence
@@ -606,8 +623,9 @@ UPDATE leases SET holder = NULL, expires_at = NULL
 WHERE holder = ? AND part IN (SELECT value FROM json_each(?))
 
 -- name: ADVANCE_WATERMARK
--- Raise a part's watermark, only while the worker holds it and only upwards.
-UPDATE leases SET watermark = :bucket
+-- Raise a part's watermark, only while the worker holds it and only upwards, with the time of
+-- the sweep that found nothing pending before it (:swept_at: a new holder sweeps from there).
+UPDATE leases SET watermark = :bucket, swept_at = max(coalesce(swept_at, 0), :swept_at)
 WHERE part = :part AND holder = :worker AND (watermark IS NULL OR watermark < :bucket)
 
 -- -- the in-app feed ------------------------------------------------------------------------------
@@ -714,7 +732,7 @@ DELETE FROM reminders WHERE id IN (SELECT value FROM json_each(:reminders))
 -- another version, or a firing of it due later is there whose ring is of the reminder's
 -- version (readers start there); a range scan of the key of `rings` from its old end.
 DELETE FROM rings
-WHERE (0, due_at, reminder_id, version) IN (  -- the whole key: TAKE_CLAIMED says why 0
+WHERE (0, due_at, reminder_id, version) IN (  -- the whole key: TIDY_DUE says why 0
     SELECT 0, g.due_at, g.reminder_id, g.version FROM rings AS g
     WHERE g.due_at < :before
       AND NOT EXISTS (
@@ -732,6 +750,34 @@ WHERE (0, due_at, reminder_id, version) IN (  -- the whole key: TAKE_CLAIMED say
             )
       )
     ORDER BY g.due_at
+    LIMIT :limit
+)
+
+-- name: TIDY_DUE
+-- The occurrences decided in minutes before :before, at most :limit, oldest first in each
+-- lane and priority (a range scan of the key of `due` each, the lanes and ranks as IN lists,
+-- which keeps a minute's rows together: the deletes empty whole pages), as PostgreSQL's
+-- TIDY_DUE: whose key a row of `rings` holds, or whose reminder is gone or at another
+-- version. The key's columns come after a constant 0 on both sides: SQLite takes the
+-- comparison affinity of a row value's IN from its first member, and with the INTEGER `lane`
+-- there it probes the key by the columns before `reminder_id` alone (TEXT) and tests the rest
+-- on every entry of them. A constant has no affinity, and the probe is by the whole key.
+WITH RECURSIVE {lanes_and_ranks}
+DELETE FROM due
+WHERE (0, lane, rank, bucket, due_at, reminder_id, version) IN (
+    SELECT 0, d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version FROM due AS d
+    WHERE d.lane IN (SELECT lane FROM lanes) AND d.rank IN (SELECT rank FROM ranks)
+      AND d.bucket < :before
+      AND (
+          EXISTS (
+              SELECT 1 FROM rings AS g
+              WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+          )
+          OR NOT EXISTS (
+              SELECT 1 FROM reminders AS r
+              WHERE r.id = d.reminder_id AND r.version = d.version
+          )
+      )
     LIMIT :limit
 )
 
@@ -812,6 +858,11 @@ SELECT buckets.bucket, min(:cap, (
         SELECT count(*) FROM (
             SELECT 1 FROM due AS d
             WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket = buckets.bucket
+              AND NOT EXISTS (
+                  SELECT 1 FROM rings AS g
+                  WHERE (g.due_at, g.reminder_id, g.version)
+                      = (d.due_at, d.reminder_id, d.version)
+              )
             LIMIT :cap
         )
     ))
@@ -821,12 +872,19 @@ FROM buckets
 
 -- name: COUNT_OVERDUE
 -- Occurrences waiting from before bucket :first, counted up to :cap (the sweep keeps them
--- few): one range scan of the key of `due` per lane and priority, as COUNT_DUE.
+-- few): one range scan of the key of `due` per lane and priority from the lowest watermark,
+-- as COUNT_DUE.
 WITH RECURSIVE {lanes_and_ranks}
 SELECT min(:cap, sum((
     SELECT count(*) FROM (
         SELECT 1 FROM due AS d
         WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket < :first
+          AND d.bucket > {settled}
+          AND NOT EXISTS (
+              SELECT 1 FROM rings AS g
+              WHERE (g.due_at, g.reminder_id, g.version)
+                  = (d.due_at, d.reminder_id, d.version)
+          )
         LIMIT :cap
     )
 )))

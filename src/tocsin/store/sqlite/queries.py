@@ -71,7 +71,6 @@ _CLAIM = fields(batches.SQLITE_CLAIMS, "c.value")
 _RING = _reads(DECIDED, "g.value")
 
 CLAIMABLE = _TEXT["CLAIMABLE"].format(claim=_CLAIM, ring_columns=", ".join(DECIDED))
-TAKE_CLAIMED = _TEXT["TAKE_CLAIMED"].format(claim=_CLAIM)
 INSERT_RINGS = _TEXT["INSERT_RINGS"].format(ring=_RING)
 INSERT_NEXT_DUE = _TEXT["INSERT_NEXT_DUE"].format(ring=_RING)
 INSERT_FIRINGS = _TEXT["INSERT_FIRINGS"].format(ring=_RING)
@@ -89,9 +88,14 @@ FINISHED_BY_RING = _TEXT["FINISHED_BY_RING"].format(reminders_now=_REMINDERS_NOW
 _LANES_AND_RANKS = _TEXT["_LANES_AND_RANKS"].format(
     last_lane=LANES - 1, last_rank=len(PRIORITY_RANKS) - 1
 )
-OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(lanes_and_ranks=_LANES_AND_RANKS)
+OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
+    lanes_and_ranks=_LANES_AND_RANKS, settled=_TEXT["_SETTLED"]
+)
 COUNT_DUE = _TEXT["COUNT_DUE"].format(lanes_and_ranks=_LANES_AND_RANKS)
-COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(lanes_and_ranks=_LANES_AND_RANKS)
+COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(
+    lanes_and_ranks=_LANES_AND_RANKS, settled=_TEXT["_SETTLED"]
+)
+TIDY_DUE = _TEXT["TIDY_DUE"].format(lanes_and_ranks=_LANES_AND_RANKS)
 
 
 @cache
@@ -100,7 +104,18 @@ def load_due(ranks: tuple[int, ...], lanes: range = range(LANES)) -> str:
     of a bucket range and a shard range, in due order, :limit at most: one `_LOAD_LANE` scan
     per lane and rank, merged (`_LOAD_DUE`). SQLite's one process holds every part: its
     loads read every lane."""
-    lane = _TEXT["_LOAD_LANE"]
+    return _merged("_LOAD_LANE", ranks, lanes)
+
+
+@cache
+def load_saved(ranks: tuple[int, ...], lanes: range = range(LANES)) -> str:
+    """The sweep's read: what API writes saved lately in `lanes` at the priority `ranks`
+    (`_LOAD_SAVED_LANE`), in due order, :limit at most."""
+    return _merged("_LOAD_SAVED_LANE", ranks, lanes)
+
+
+def _merged(name: str, ranks: tuple[int, ...], lanes: range) -> str:
+    lane = _TEXT[name]
     branches = [lane.format(lane=n, rank=rank) for n in lanes for rank in ranks]
     return _TEXT["_LOAD_DUE"].format(branches="\nUNION ALL\n".join(branches))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -230,7 +231,7 @@ class SqliteStore(Store):
         def work(connection: sqlite3.Connection) -> Row | None:
             # Taken back at the expected version, the row is at that version in this same
             # transaction, so the update saves it: all or nothing.
-            if taken is not None and connection.execute(q.TAKE_BACK, taken).rowcount == 0:
+            if taken is not None and not _take_back(connection, taken):
                 return None  # a claim took the occurrence first: it rang since the caller read it
             if connection.execute(q.UPDATE_REMINDER, params).rowcount == 0:
                 return None
@@ -254,7 +255,7 @@ class SqliteStore(Store):
             if current is None or current["now_due"] is None:
                 return None  # nothing waits to ring
             version, waiting = current["version"], _utc(current["now_due"])
-            if connection.execute(q.TAKE_BACK, _taken(reminder_id, version, waiting)).rowcount == 0:
+            if not _take_back(connection, _taken(reminder_id, version, waiting)):
                 return None
             cancel = {"id": reminder_id, "version": version, "now": read["now"]}
             connection.execute(q.CANCEL_REMINDER, cancel)
@@ -579,7 +580,6 @@ class SqliteStore(Store):
                 claims = fenced | {"claims": batch}
                 decided = claims | {"waiting": FEED_WAITING}
                 rings, firings = connection.execute(q.CLAIMABLE, decided).fetchone()
-                connection.execute(q.TAKE_CLAIMED, claims)
                 connection.execute(q.INSERT_RINGS, {"rings": rings})
                 connection.execute(q.INSERT_NEXT_DUE, {"rings": rings})
                 connection.execute(q.INSERT_FIRINGS, held | {"firings": firings})
@@ -624,8 +624,36 @@ class SqliteStore(Store):
         await self._db.write(work)
         self._leases_changed()
 
-    async def advance_watermark(self, worker: str, *, part: int, bucket: int) -> bool:
-        params = {"worker": worker, "part": part, "bucket": bucket}
+    async def load_saved(
+        self,
+        *,
+        shards: range,
+        since: datetime | None,
+        last_bucket: int,
+        limit: int,
+        priority: int | None = None,
+    ) -> tuple[list[DueRing], datetime]:
+        read_at = datetime.now(UTC)  # the host's clock, which `saved_at` is written by
+        if not shards or limit <= 0:
+            return [], read_at
+        ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
+        statement = q.load_saved(ranks, lanes_of(shards))
+        params = {
+            "since": -1 if since is None else _us(since),
+            "last_bucket": last_bucket,
+            "first_shard": shards.start,
+            "last_shard": shards[-1],
+            "limit": limit,
+        }
+        rows = await self._db.read(
+            lambda connection: connection.execute(statement, params).fetchall()
+        )
+        return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest, _bucket in rows], read_at
+
+    async def advance_watermark(
+        self, worker: str, *, part: int, bucket: int, swept_at: datetime
+    ) -> bool:
+        params = {"worker": worker, "part": part, "bucket": bucket, "swept_at": _us(swept_at)}
         return await self._db.write(
             lambda connection: connection.execute(q.ADVANCE_WATERMARK, params).rowcount > 0
         )
@@ -842,11 +870,18 @@ class SqliteStore(Store):
         reminders_before: datetime,
         keys_before: datetime,
         limit: int,
+        due_before: datetime | None = None,
     ) -> Pruned:
         now = _us(datetime.now(UTC))  # the database's clock is the host's
         batch = {"before": _us(firings_before), "limit": limit, "now": now}
+        tidy = None if due_before is None else codec.bucket_of(due_before)
 
         def rung(connection: sqlite3.Connection) -> Pruned:
+            occurrences = 0
+            if tidy is not None:
+                tidied = {"before": tidy, "limit": limit}
+                connection.execute(q.TIDY_DUE, tidied)  # its rowcount, after a WITH, is not
+                occurrences = connection.execute("SELECT changes()").fetchone()[0]
             # The order of these: sqlite.sql, above OLD_FIRINGS.
             old = connection.execute(q.OLD_FIRINGS, batch).fetchall()
             firings = _ids(row["id"] for row in old)
@@ -864,6 +899,7 @@ class SqliteStore(Store):
                 reminders=reminders,
                 idempotency_keys=0,
                 rings=rings,
+                occurrences=occurrences,
             )
 
         def deleted(sql: str, before: datetime) -> Callable[[sqlite3.Connection], int]:
@@ -935,6 +971,7 @@ class SqliteStore(Store):
                 "due_at": _us(move.due_at),
                 "bucket": codec.bucket_of(move.due_at),
                 "now": now_us,
+                "saved_at": _saved_at(),
             }
 
         def work(connection: sqlite3.Connection) -> list[str]:
@@ -942,7 +979,7 @@ class SqliteStore(Store):
             for move in moves:
                 one = params(move)
                 # Taken back at its version, the row is pending at it: the move saves it.
-                if connection.execute(q.TAKE_BACK, one).rowcount > 0:
+                if _take_back(connection, one):
                     connection.execute(q.RESCHEDULE, one)
                     connection.execute(q.INSERT_DUE, one)
                     moved.append(move.reminder_id)
@@ -1050,7 +1087,7 @@ def _renew(
     rows = connection.execute(q.WATERMARKS, mine).fetchall()
     next_expiry = connection.execute(q.NEXT_EXPIRY, mine | {"now": now_us}).fetchone()[0]
     expiry = None if next_expiry is None else _utc(next_expiry)
-    held_now = held_parts(rows, live, now, expiry, taken_over=taken_over)
+    held_now = held_parts(rows, live, now, expiry, _utc, taken_over=taken_over)
     return held_now, joined or len(held) > share
 
 
@@ -1059,6 +1096,7 @@ def _renew(
 
 def _reminder_params(reminder: Reminder) -> dict[str, Any]:
     return {
+        "saved_at": _saved_at(),
         "id": reminder.id,
         "owner": reminder.owner,
         "shard": reminder.shard,
@@ -1081,6 +1119,21 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
         "updated_at": _us(reminder.updated_at),
         "priority": codec.stored_priority(reminder.priority),
     }
+
+
+def _saved_at() -> int:
+    """When an API write saves an occurrence, by the host's real clock (never an injected
+    one), which the sweep reads by (`load_saved`)."""
+    return time.time_ns() // 1000
+
+
+def _take_back(connection: sqlite3.Connection, taken: dict[str, Any]) -> bool:
+    """Take back the occurrence `taken` names (TAKE_BACK, then its row of `due`: TAKEN_BACK);
+    whether it was still undecided (a claim that decided it first rang it)."""
+    if connection.execute(q.TAKE_BACK, taken).rowcount == 0:
+        return False
+    connection.execute(q.TAKEN_BACK, taken)
+    return True
 
 
 def _taken(reminder_id: str, version: int, waiting: datetime) -> dict[str, Any]:

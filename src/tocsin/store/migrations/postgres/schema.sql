@@ -74,6 +74,7 @@ CREATE TABLE due (
     reminder_id text COLLATE "C" NOT NULL,
     version integer NOT NULL,
     shard smallint NOT NULL,
+    saved_at timestamp with time zone,
     CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
 );
 
@@ -122,6 +123,7 @@ CREATE TABLE leases (
     watermark integer,
     holder text,
     epoch bigint NOT NULL DEFAULT 0,
+    swept_at timestamp with time zone,
     CONSTRAINT leases_pkey PRIMARY KEY (parts, part)
 );
 
@@ -180,6 +182,7 @@ CREATE TABLE rings (
     version integer NOT NULL,
     repeat boolean NOT NULL,
     next_due timestamp with time zone,
+    taken boolean NOT NULL DEFAULT false,
     CONSTRAINT rings_pkey PRIMARY KEY (due_at, reminder_id, version)
 );
 
@@ -213,6 +216,7 @@ CREATE TABLE zone_data (
 CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until);
 CREATE INDEX claimed_rings_oldest ON public.claimed_rings USING btree (oldest_due);
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
+CREATE INDEX due_saved ON public.due USING btree (lane, rank, saved_at) WHERE (saved_at IS NOT NULL);
 CREATE INDEX firings_due ON public.firings USING btree (due_at) INCLUDE (state, sent_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);

@@ -50,7 +50,7 @@ CREATE TABLE due (
     due_at INTEGER NOT NULL,
     reminder_id TEXT NOT NULL,
     version INTEGER NOT NULL,
-    shard INTEGER NOT NULL,
+    shard INTEGER NOT NULL, saved_at INTEGER,
     PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
 ) WITHOUT ROWID;
 
@@ -92,7 +92,7 @@ CREATE TABLE leases (
     part INTEGER NOT NULL,
     holder TEXT,
     expires_at INTEGER,
-    watermark INTEGER, epoch INTEGER NOT NULL DEFAULT 0,
+    watermark INTEGER, epoch INTEGER NOT NULL DEFAULT 0, swept_at INTEGER,
     PRIMARY KEY (parts, part)
 );
 
@@ -143,7 +143,7 @@ CREATE TABLE rings (
     reminder_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     repeat INTEGER NOT NULL,
-    next_due INTEGER,
+    next_due INTEGER, taken INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (due_at, reminder_id, version)
 ) WITHOUT ROWID;
 
@@ -171,6 +171,8 @@ CREATE TABLE zone_data (
 );
 
 CREATE INDEX contacts_owner_kind ON contacts (owner, kind, id);
+
+CREATE INDEX due_saved ON due (lane, rank, saved_at) WHERE saved_at IS NOT NULL;
 
 CREATE INDEX firings_due ON firings (due_at);
 
