@@ -110,6 +110,12 @@ DO $$
 BEGIN
     PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
     WHERE datname = current_database() AND pid <> pg_backend_pid();
+    -- The months of `due` retention made (store/postgres/months.py): a migrated database has
+    -- none.
+    EXECUTE coalesce((
+        SELECT 'DROP TABLE ' || string_agg(format('%I', tablename), ', ')
+        FROM pg_tables WHERE schemaname = 'public' AND tablename ~ '^due_[0-9]{4}_[0-9]{2}$'
+    ), 'SELECT 1');
     EXECUTE (
         SELECT 'TRUNCATE ' || string_agg(format('%I', tablename), ', ') || ' CASCADE'
         FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'

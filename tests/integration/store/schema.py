@@ -34,15 +34,29 @@ JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdro
 JOIN pg_type AS t ON t.oid = a.atttypid
 LEFT JOIN pg_collation AS coll ON coll.oid = a.attcollation
 LEFT JOIN pg_attrdef AS d ON d.adrelid = c.oid AND d.adnum = a.attnum
-WHERE n.nspname = 'public' AND c.relkind = 'r'
+WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
 ORDER BY c.relname, a.attnum
+"""
+
+# A partitioned table's key, and each partition with its bounds.
+_PG_PARTITIONS = """
+SELECT c.relname AS name, pg_get_partkeydef(c.oid) AS key, NULL AS parent, NULL AS bound
+FROM pg_class AS c
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'p'
+UNION ALL
+SELECT c.relname, NULL, p.relname, pg_get_expr(c.relpartbound, c.oid)
+FROM pg_inherits AS i
+JOIN pg_class AS c ON c.oid = i.inhrelid
+JOIN pg_class AS p ON p.oid = i.inhparent
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+ORDER BY 1
 """
 
 _PG_CONSTRAINTS = """
 SELECT conrelid::regclass::text AS table_name, conname AS name,
     pg_get_constraintdef(oid) AS definition
 FROM pg_constraint
-WHERE connamespace = 'public'::regnamespace
+WHERE connamespace = 'public'::regnamespace AND conparentid = 0
 ORDER BY conrelid::regclass::text, conname
 """
 
@@ -50,6 +64,7 @@ _PG_INDEXES = """
 SELECT indexdef FROM pg_indexes
 WHERE schemaname = 'public'
   AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE contype IN ('p', 'u'))
+  AND tablename NOT IN (SELECT inhrelid::regclass::text FROM pg_inherits)
 ORDER BY indexname
 """
 
@@ -74,6 +89,7 @@ async def dump_postgres(url: str) -> str:
         columns = await connection.fetch(_PG_COLUMNS)
         constraints = await connection.fetch(_PG_CONSTRAINTS)
         indexes = await connection.fetch(_PG_INDEXES)
+        partitions = await connection.fetch(_PG_PARTITIONS)
     finally:
         await connection.close()
     tables: dict[str, list[str]] = {}
@@ -87,12 +103,19 @@ async def dump_postgres(url: str) -> str:
             line += f" DEFAULT {column['default_value']}"
         tables.setdefault(column["table_name"], []).append(line)
     for constraint in constraints:
-        tables[constraint["table_name"]].append(
-            f"CONSTRAINT {constraint['name']} {constraint['definition']}"
-        )
+        if constraint["table_name"] in tables:
+            tables[constraint["table_name"]].append(
+                f"CONSTRAINT {constraint['name']} {constraint['definition']}"
+            )
+    keys = {row["name"]: f" PARTITION BY {row['key']}" for row in partitions if row["key"]}
     text = "".join(
-        f"CREATE TABLE {name} (\n    " + ",\n    ".join(lines) + "\n);\n\n"
+        f"CREATE TABLE {name} (\n    " + ",\n    ".join(lines) + f"\n){keys.get(name, '')};\n\n"
         for name, lines in tables.items()
+    )
+    text += "".join(
+        f"CREATE TABLE {row['name']} PARTITION OF {row['parent']} {row['bound']};\n\n"
+        for row in partitions
+        if row["parent"]
     )
     text += "".join(f"{index['indexdef']};\n" for index in indexes)
     return _HEADER + text

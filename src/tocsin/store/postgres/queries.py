@@ -118,5 +118,15 @@ def _merged(name: str, lanes: int, ranks: tuple[int, ...]) -> str:
     return _TEXT["_LOAD_DUE"].format(branches=joined)
 
 
+def make_month(month: str, first: int, after: int) -> str:
+    """`_MAKE_MONTH` for the month table `month`, buckets [first, after)."""
+    return _TEXT["_MAKE_MONTH"].format(month=month, first=first, after=after)
+
+
+def month_undecided(month: str) -> str:
+    """`_MONTH_UNDECIDED` of the month table `month`."""
+    return _TEXT["_MONTH_UNDECIDED"].format(month=month)
+
+
 def __getattr__(name: str) -> str:
     raise AttributeError(f"no PostgreSQL statement is named {name}")

@@ -50,6 +50,7 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
+from tocsin.store.postgres import months
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.claims import ClaimLedger
 from tocsin.store.postgres.failures import boundary
@@ -849,8 +850,7 @@ class PostgresStore(Store):
         with boundary():
             occurrences = 0
             if due_before is not None:
-                tidy = codec.bucket_of(due_before)
-                occurrences = await self._pool.fetchval(q.TIDY_DUE, tidy, limit)
+                occurrences = await self._tidy(due_before, limit)
             firings = await self._pool.fetchrow(q.PRUNE_FIRINGS, firings_before, limit)
             reminders = await self._pool.fetchval(q.PRUNE_REMINDERS, reminders_before, limit)
             keys = await self._pool.fetchval(q.PRUNE_IDEMPOTENCY_KEYS, keys_before, limit)
@@ -863,6 +863,14 @@ class PostgresStore(Store):
             rings=firings["rings"],
             occurrences=occurrences,
         )
+
+    async def _tidy(self, before: datetime, limit: int) -> int:
+        """The occurrences of `due` decided before `before`: a batch of the default
+        partition's, and the months gone by, whole (`months`); the months ahead made."""
+        async with self._pool.acquire() as connection:
+            tidied: int = await connection.fetchval(q.TIDY_DUE, codec.bucket_of(before), limit)
+            await months.make_months(connection, before)
+            return tidied + await months.drop_months(connection)
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
         return await self._fetchrow(q.HOLD_CHORE, name, worker, ttl) is not None

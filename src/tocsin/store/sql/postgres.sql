@@ -1161,22 +1161,24 @@ SELECT (SELECT count(*) FROM gone) AS firings, (SELECT count(*) FROM attempts_go
     (SELECT count(*) FROM reminders_gone) AS reminders, (SELECT count(*) FROM rings_gone) AS rings
 
 -- name: TIDY_DUE
--- One batch of the occurrences decided in minutes before $1: at most $2 a lane and priority,
--- oldest first (a range scan of due_pkey each), whose key a row of `rings` holds (a claim
--- rang it, or an API write took it back) or whose reminder is gone or at another version.
--- An occurrence still undecided (saved late behind its part's watermark, for the sweep) is
--- kept. Deleted by row address, in physical order: a page's decided rows go together.
+-- One batch of the occurrences of the default partition `due_outside` (what lies outside the
+-- months of `due` made: store/postgres/months.py) decided in minutes before $1: at most $2 a lane
+-- and priority, oldest first, whose key a row of `rings` holds (a claim rang it, or an API
+-- write took it back) or whose reminder is gone or at another version. An occurrence still
+-- undecided (saved late behind its part's watermark, for the sweep) is kept. Deleted by row
+-- address, in physical order. The months themselves go whole (`months.drop_months`).
 WITH old AS (
     SELECT d.ctid AS row_id
     FROM generate_series(0, 15) AS lanes (lane), generate_series(0, 1) AS ranks (rank),
     LATERAL (
-        SELECT d.ctid FROM due AS d
+        SELECT d.ctid FROM due_outside AS d
         WHERE d.lane = lanes.lane AND d.rank = ranks.rank AND d.bucket < $1
           AND (
               EXISTS (
                   SELECT 1 FROM rings AS g
                   WHERE (g.due_at, g.reminder_id, g.version)
                       = (d.due_at, d.reminder_id, d.version)
+                  OFFSET 0
               )
               OR NOT EXISTS (
                   SELECT 1 FROM reminders AS r
@@ -1187,9 +1189,52 @@ WITH old AS (
         LIMIT $2
     ) AS d
 ), gone AS (
-    DELETE FROM due WHERE ctid = ANY(ARRAY(SELECT row_id FROM old)) RETURNING 1
+    DELETE FROM due_outside WHERE ctid = ANY(ARRAY(SELECT row_id FROM old)) RETURNING 1
 )
 SELECT count(*) FROM gone
+
+-- name: DUE_PARTITIONS
+-- The tables of `due`'s months (`due_YYYY_MM`) and its default partition.
+SELECT c.relname AS name FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'due'::regclass
+
+-- name: MONTH_LOCKS
+-- How long making or dropping a month of `due` waits for a lock before it gives up until the
+-- next pass (loads and API writes wait for it meanwhile).
+SET LOCAL lock_timeout = '1s'
+
+-- name: _MAKE_MONTH
+-- Make the table of {month}, buckets [{first}, {after}), with the rows of the default
+-- partition that fall in it, and attach it. Made apart and attached (ATTACH takes a SHARE
+-- UPDATE EXCLUSIVE lock of `due`, where CREATE TABLE … PARTITION OF takes an ACCESS EXCLUSIVE
+-- one); its CHECK constraint spares ATTACH a scan of the new table, and the default partition
+-- is scanned for rows of the month, none once they moved.
+CREATE TABLE {month} (LIKE due INCLUDING DEFAULTS INCLUDING INDEXES);
+ALTER TABLE {month} ADD CONSTRAINT {month}_bucket CHECK (bucket >= {first} AND bucket < {after});
+WITH moved AS (
+    DELETE FROM due_outside WHERE bucket >= {first} AND bucket < {after} RETURNING *
+)
+INSERT INTO {month} SELECT * FROM moved;
+ALTER TABLE due ATTACH PARTITION {month} FOR VALUES FROM ({first}) TO ({after});
+ALTER TABLE {month} DROP CONSTRAINT {month}_bucket
+
+-- name: SETTLED_BUCKET
+-- The last bucket a month of `due` may end by and be dropped: a day before the lowest
+-- watermark of the leases renewed within the last day (a part count no longer in use stops
+-- counting after a day), NULL while any of them never ran or none was renewed.
+SELECT CASE WHEN count(*) > 0 AND count(*) = count(watermark) THEN min(watermark) - 1440 END
+FROM leases
+WHERE expires_at > clock_timestamp() - interval '1 day'
+
+-- name: _MONTH_UNDECIDED
+-- The occurrences of the month {month}, and how many of them are undecided (no row of `rings`
+-- has their key): read whole, once, before it is dropped.
+SELECT count(*) AS occurrences, count(*) FILTER (WHERE NOT EXISTS (
+    SELECT 1 FROM rings AS g
+    WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
+    OFFSET 0
+)) AS undecided
+FROM {month} AS d
 
 -- name: _PRUNE_REMINDERS
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:

@@ -76,7 +76,7 @@ CREATE TABLE due (
     shard smallint NOT NULL,
     saved_at timestamp with time zone,
     CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
-);
+) PARTITION BY RANGE (bucket);
 
 CREATE TABLE firings (
     due_at timestamp with time zone NOT NULL,
@@ -213,10 +213,12 @@ CREATE TABLE zone_data (
     CONSTRAINT zone_data_pkey PRIMARY KEY (version, zone)
 );
 
+CREATE TABLE due_outside PARTITION OF due DEFAULT;
+
 CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until);
 CREATE INDEX claimed_rings_oldest ON public.claimed_rings USING btree (oldest_due);
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
-CREATE INDEX due_saved ON public.due USING btree (lane, rank, saved_at) WHERE (saved_at IS NOT NULL);
+CREATE INDEX due_saved ON ONLY public.due USING btree (lane, rank, saved_at) WHERE (saved_at IS NOT NULL);
 CREATE INDEX firings_due ON public.firings USING btree (due_at) INCLUDE (state, sent_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);

@@ -1,0 +1,5 @@
+-- PostgreSQL's `due` is partitioned by month, so that what is decided goes by whole
+-- partitions. SQLite's `due` is a WITHOUT ROWID table keyed in due order already: a minute's
+-- occurrences lie together in its B-tree, and tidying deletes them page by page, in order.
+-- Nothing changes in this schema; the version keeps both backends' migrations numbered
+-- alike.
