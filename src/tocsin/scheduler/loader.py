@@ -333,19 +333,24 @@ class PartLoader:
         self._waiting_for_room = True
 
     async def _sweep(self, now: datetime) -> None:
-        """Hold what API writes saved lately (since the last sweep, less the margin) in the
-        buckets read already, not decided, and not held; move the watermark past buckets with
-        nothing pending left. A read cut by its limit is read again from the same time."""
+        """Hold what API writes saved lately (since the last sweep, less the margin) where
+        reading ahead passed already, not decided, and not held; move the watermark past
+        buckets with nothing pending left. A read cut by its limit is read again from the
+        same time."""
         tuning = self._tuning
         limit = self._timeline.held(self.part, self.priority) + tuning.sweep_page
         since = None if self._swept is None else self._swept - tuning.sweep_margin
         mark = self._timeline.mark()
+        # Only what reading ahead passed: the buckets before `_next`, and `_next` up to its
+        # cursor (the rest is read in its turn).
+        cursor = self._reading()
         rows, read_at = await self._store.load_saved(
             shards=self._shards,
             since=since,
-            last_bucket=self._next,
+            last_bucket=self._next if cursor else self._next - 1,
             limit=limit,
             priority=self.priority,
+            through=cursor.after[0] if cursor else None,
         )
         missed = self._missed(rows)
         if self._admit(missed, since=mark):

@@ -29,7 +29,7 @@ async def _loaded(store: Store) -> set[str]:
 
 
 async def test_a_claimed_occurrence_stays_until_tidied_and_is_never_loaded_again(
-    store: Store,
+    store: Store, backend: str
 ) -> None:
     rung, waiting = reminder("ana"), reminder("bob")
     await store.add_reminders([rung, waiting])
@@ -43,12 +43,13 @@ async def test_a_claimed_occurrence_stays_until_tidied_and_is_never_loaded_again
     assert {row.reminder_id for row in saved} == {waiting.id}
     assert await store.claim([claim(rung)], sender="w", now=NOW, lease=LEASE) == []
 
-    # Tidying takes only what was decided, in minutes before its bound.
+    # SQLite tidies what was decided, in minutes before its bound. PostgreSQL keeps it in
+    # its month, which goes whole once every part is a day past it (test_months.py).
     assert rung.due_at is not None
     early = await _prune(store, due_before=rung.due_at)
     assert early.occurrences == 0
     tidied = await _prune(store, due_before=AFTER)
-    assert tidied.occurrences == 1
+    assert tidied.occurrences == (1 if backend == "sqlite" else 0)
     assert await _loaded(store) == {waiting.id}
     assert (await _prune(store, due_before=AFTER)).occurrences == 0
 

@@ -45,9 +45,11 @@ class SchedulerStore(Protocol):
         last_bucket: int,
         limit: int,
         priority: int | None = None,
+        through: datetime | None = None,
     ) -> tuple[list[DueRing], datetime]:
         """The sweep's read: the occurrences API writes saved after `since` (all of them when
-        None) by the database's clock, in buckets up to `last_bucket`, whose shard is in
+        None) by the database's clock, in buckets up to `last_bucket` (and in that bucket,
+        with `through`, none due after it), whose shard is in
         `shards`, that no claim or API write decided since, in due order, at most `limit`;
         and the database's clock when it read, from which the next sweep reads (less a
         margin for writes that commit late). The occurrences a claim appends (a series' next)

@@ -637,6 +637,7 @@ class PostgresStore(Store):
         last_bucket: int,
         limit: int,
         priority: int | None = None,
+        through: datetime | None = None,
     ) -> tuple[list[DueRing], datetime]:
         lanes = lanes_of(shards)
         ranks = tuple(PRIORITY_RANKS.values()) if priority is None else (priority,)
@@ -649,6 +650,7 @@ class PostgresStore(Store):
             shards[-1],
             limit,
             codec.BEFORE_ANY if since is None else since,
+            codec.AFTER_ALL if through is None else through,
         )
         return [codec.due_ring(*row) for row in rows], read_at
 

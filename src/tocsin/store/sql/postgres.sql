@@ -476,13 +476,16 @@ LIMIT $5
 -- The sweep's read of one lane at one priority (as _LOAD_LANE): the occurrences API writes
 -- saved after $6 (`saved_at`, the database's clock; a range scan of the partial index
 -- due_saved, which holds only what API writes saved, never a claim's next occurrence), in
--- the part's shard range, in buckets up to $2, not decided since. In due order, $5 at most.
+-- the part's shard range, in buckets up to $2 and in that one due by $7 at the latest (what
+-- reading ahead has passed: what lies after it is read in its turn, and a sweep that read
+-- it read a busy minute's rows saved lately every round), not decided since. In due order,
+-- $5 at most.
 SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, d.version,
     r.priority, {content} AS content, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
   AND d.saved_at > $6::timestamptz AND d.saved_at IS NOT NULL
-  AND d.shard BETWEEN $3 AND $4 AND d.bucket <= $2
+  AND d.shard BETWEEN $3 AND $4 AND (d.bucket, d.due_at) <= ($2::integer, $7::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM rings AS g
       WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)

@@ -352,13 +352,15 @@ WHERE d.lane = {lane} AND d.rank = {rank}
 -- name: _LOAD_SAVED_LANE
 -- The sweep's read of lane {lane} at priority rank {rank}, as PostgreSQL's: the occurrences
 -- API writes saved after :since (`saved_at`, the partial index due_saved), in the shard
--- range, in buckets up to :last_bucket, not decided since.
+-- range, in buckets up to :last_bucket and in that one due by :through at the latest, not
+-- decided since.
 SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
     d.version, r.priority, d.bucket AS bucket
 FROM due AS d
 CROSS JOIN reminders AS r
 WHERE d.lane = {lane} AND d.rank = {rank} AND d.saved_at > :since
-  AND d.shard BETWEEN :first_shard AND :last_shard AND d.bucket <= :last_bucket
+  AND d.shard BETWEEN :first_shard AND :last_shard
+  AND (d.bucket, d.due_at) <= (:last_bucket, :through)
   AND r.id = d.reminder_id AND r.version = d.version
   AND NOT EXISTS (
       SELECT 1 FROM rings AS g

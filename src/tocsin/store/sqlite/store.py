@@ -632,6 +632,7 @@ class SqliteStore(Store):
         last_bucket: int,
         limit: int,
         priority: int | None = None,
+        through: datetime | None = None,
     ) -> tuple[list[DueRing], datetime]:
         read_at = datetime.now(UTC)  # the host's clock, which `saved_at` is written by
         if not shards or limit <= 0:
@@ -641,6 +642,7 @@ class SqliteStore(Store):
         params = {
             "since": -1 if since is None else _us(since),
             "last_bucket": last_bucket,
+            "through": _us(codec.AFTER_ALL if through is None else through),
             "first_shard": shards.start,
             "last_shard": shards[-1],
             "limit": limit,
