@@ -158,7 +158,7 @@ async def _run(
     window = await _open_window(spec, url, store, workers, start)
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
     note(f"{spec.scenario}: first due {start:%H:%M:%S}, last {last_due:%H:%M:%S} UTC")
-    finished = await _settle(spec, url, workers, last_due)
+    finished = await _settle(spec, url, workers, (start, last_due))
     if window is not None:
         await window.end()
     beside_report = None if beside is None else await beside
@@ -461,9 +461,13 @@ async def _held(url: str) -> tuple[int, dict[str, int]]:
         await connection_pg.close()
 
 
-async def _settle(spec: FiringSpec, url: str, workers: list[Process], last_due: datetime) -> bool:
-    """Wait until every reminder due is claimed and every firing final; False on time-out."""
-    last_bucket = int(last_due.timestamp()) // 60
+async def _settle(
+    spec: FiringSpec, url: str, workers: list[Process], due: tuple[datetime, datetime]
+) -> bool:
+    """Wait until every reminder due (the run's first and last due instants) is claimed and
+    every firing final; False on time-out."""
+    first_due, last_due = due
+    buckets = (int(first_due.timestamp()) // 60, int(last_due.timestamp()) // 60)
     give_up = last_due + SETTLE_GRACE
     total = spec.reminders
     with Progress(f"{spec.scenario}: firing", total=total, unit="final") as bar:
@@ -478,7 +482,7 @@ async def _settle(spec: FiringSpec, url: str, workers: list[Process], last_due: 
             if before_due and (written := await _written(url)) is not None:
                 bar.update(min(written, total))
                 continue
-            left = await _unfinished(url, last_bucket)
+            left = await _unfinished(url, buckets)
             if left is None:
                 continue
             bar.update(total - left.total)
@@ -495,11 +499,11 @@ async def _written(url: str) -> int | None:
         return None
 
 
-async def _unfinished(url: str, last_bucket: int) -> outcome.Unfinished | None:
+async def _unfinished(url: str, buckets: tuple[int, int]) -> outcome.Unfinished | None:
     """The progress counts, or None while the database is away (a restart: the workers
     ride it out, and so does the benchmark)."""
     try:
-        return await outcome.unfinished(url, last_bucket)
+        return await outcome.unfinished(url, buckets)
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
         note(f"progress: the database is away ({type(error).__name__}); waiting")
         await asyncio.sleep(1.0)
