@@ -120,7 +120,7 @@ WHERE status = 'pending' AND bucket = $1 ORDER BY shard / 64, due_at, id
 _SENDING = "SELECT id FROM firings WHERE state = 'sending' ORDER BY hashtext(id)"
 
 _STATEMENTS = {"claim": CLAIM, "record": RECORD_ATTEMPTS}
-_TABLES = {"claim": "due", "record": "firings"}  # the table each looks its rows up in
+_TABLES = {"claim": "rings", "record": "firings"}  # the table each looks its rows up in
 _PLANS = ("custom", "generic")
 
 
