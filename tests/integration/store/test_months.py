@@ -4,14 +4,13 @@ is a day past it and nothing in it is undecided."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import asyncpg
 import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, reminder
-from tocsin.store import Store, open_store
+from tocsin.store import Store
 from tocsin.store.codec import bucket_of
 from tocsin.store.ports.upkeep import Pruned
 
@@ -20,15 +19,6 @@ pytestmark = pytest.mark.postgres
 ALL = range(1024)
 LONG_AGO = NOW - timedelta(days=3650)
 LATER = NOW + timedelta(days=92)  # three months on: March's month is a day behind every part
-
-
-@pytest.fixture
-async def pg_store(pg_migrated_url: str) -> AsyncIterator[Store]:
-    store = await open_store(pg_migrated_url)
-    try:
-        yield store
-    finally:
-        await store.close()
 
 
 async def _months(url: str) -> dict[str, int]:

@@ -66,8 +66,12 @@ CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(
 RESCHEDULE = _TEXT["RESCHEDULE"].format(take_back=_TEXT["_TAKE_BACK"])
 PENDING_IN_ZONES = _TEXT["PENDING_IN_ZONES"].format(ring_state=_ring_state("r", "NULL"))
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
-    last_lane=LANES - 1, lane_width=LANE_WIDTH, last_rank=len(PRIORITY_RANKS) - 1
+    last_lane=LANES - 1,
+    lane_width=LANE_WIDTH,
+    last_rank=len(PRIORITY_RANKS) - 1,
+    settled=_TEXT["_SETTLED"],
 )
+COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(settled=_TEXT["_SETTLED"])
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_seconds=FEED_REPLAY_SLACK_SECONDS)
 CLAIM = _TEXT["CLAIM"].format(claim_fields=select_list(batches.POSTGRES_CLAIMS, "c"))
 _EARLIER = _TEXT["_EARLIER_ATTEMPTS"].format(

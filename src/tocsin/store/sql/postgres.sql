@@ -367,6 +367,12 @@ ORDER BY c.id
 
 -- -- metrics --------------------------------------------------------------------------------------
 
+-- name: _SETTLED
+-- {settled} of OLDEST_PENDING and COUNT_OVERDUE: the lowest watermark of the parts (-1 while a
+-- part never ran): every occurrence before it is decided.
+(SELECT CASE WHEN count(*) = count(watermark) THEN coalesce(min(watermark), -1) ELSE -1 END
+ FROM leases)
+
 -- name: OLDEST_PENDING
 -- The due time of the oldest occurrence waiting: the first undecided entry of each lane and
 -- priority of due_pkey (keyed by lane, then priority rank) after the lowest watermark (what
@@ -377,7 +383,7 @@ SELECT min(first.due_at) FROM generate_series(0, {last_lane}) AS lanes (lane),
 LATERAL (
     SELECT d.due_at FROM due AS d
     WHERE d.lane = lanes.lane AND d.rank = ranks.rank
-      AND d.bucket > (SELECT coalesce(min(watermark), -1) FROM leases)
+      AND d.bucket > {settled}
       AND NOT EXISTS (
           SELECT 1 FROM rings AS g
           WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
@@ -1415,7 +1421,7 @@ SELECT least($2::bigint, sum((
     SELECT count(*) FROM (
         SELECT 1 FROM due
         WHERE due.lane = lanes.lane AND due.rank = ranks.rank AND due.bucket < $1
-          AND due.bucket > (SELECT coalesce(min(watermark), -1) FROM leases)
+          AND due.bucket > {settled}
           AND NOT EXISTS (
               SELECT 1 FROM rings AS g
               WHERE (g.due_at, g.reminder_id, g.version)
