@@ -75,7 +75,7 @@ CREATE TABLE due (
     version integer NOT NULL,
     shard smallint NOT NULL,
     saved_at timestamp with time zone,
-    CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
+    CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version) INCLUDE (shard)
 ) PARTITION BY RANGE (bucket);
 
 CREATE TABLE firings (

@@ -1,0 +1,4 @@
+-- PostgreSQL's `due` key carries `shard`, so that its loads read the key alone. SQLite's
+-- `due` is a WITHOUT ROWID table: its rows are its key's B-tree, and a load reads nothing
+-- else. Nothing changes in this schema; the version keeps both backends' migrations
+-- numbered alike.
