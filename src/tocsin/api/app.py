@@ -20,7 +20,18 @@ from tocsin.api.metrics import count_request
 from tocsin.api.models import BatchIn, ProblemOut, ReminderIn
 from tocsin.api.places import PlaceService
 from tocsin.api.proxies import ClientAddress, TrustedProxies
-from tocsin.api.routes import channels, contacts, feed, health, page, places, reminders, status
+from tocsin.api.quiet import QuietHoursService
+from tocsin.api.routes import (
+    channels,
+    contacts,
+    feed,
+    health,
+    page,
+    places,
+    quiet,
+    reminders,
+    status,
+)
 from tocsin.api.security import Authenticator
 from tocsin.api.service import ReminderService
 from tocsin.api.sse import ServerSend
@@ -68,6 +79,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
             max_per_owner=settings.max_contacts_per_owner,
         ),
         places=PlaceService(store, clock, max_per_owner=settings.max_places_per_owner),
+        quiet_hours=QuietHoursService(store, clock),
         limits=RateLimits.of(
             key_per_second=settings.rate_limit_key_per_second,
             owner_per_second=settings.rate_limit_owner_per_second,
@@ -89,6 +101,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(channels.router)
     app.include_router(contacts.router)
     app.include_router(places.router)
+    app.include_router(quiet.router)
     app.include_router(feed.router)
     app.include_router(page.router)
     app.include_router(docs.router)

@@ -17,6 +17,7 @@ from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits, too_many
 from tocsin.api.places import PlaceService
 from tocsin.api.problems import Problem
+from tocsin.api.quiet import QuietHoursService
 from tocsin.api.security import Authenticator, Principal
 from tocsin.api.service import ReminderService
 from tocsin.clock import Clock
@@ -34,6 +35,7 @@ class ApiContext:
     limits: RateLimits
     contacts: ContactService
     places: PlaceService
+    quiet_hours: QuietHoursService
     feed: Feed
 
 

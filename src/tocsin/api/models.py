@@ -505,6 +505,22 @@ class PlacePatch(_Request):
     radius_m: RadiusM | None = None
 
 
+ClockTimeText = Annotated[
+    str, Field(min_length=1, max_length=5, examples=["22:00"]), AfterValidator(_no_nul)
+]
+
+
+class QuietHoursIn(_Request):
+    """Quiet hours: a span of the owner's local day, `start` included and `end` excluded,
+    across midnight when `end` comes first. Bulk rings due inside wait until it ends."""
+
+    start: ClockTimeText = Field(description="HH:MM on the 24-hour clock, local time.")
+    end: ClockTimeText = Field(
+        description="HH:MM on the 24-hour clock, local time; before `start`: the next day."
+    )
+    zone: Zone
+
+
 # -- answers (documentation: handlers build the JSON themselves) ------------------------------
 
 
@@ -530,6 +546,25 @@ class PlaceOut(BaseModel):
 class PlaceListOut(BaseModel):
     places: list[PlaceOut]
     next_cursor: str | None = Field(description="Null with `near`: the nearest come first.")
+
+
+class QuietHoursOut(BaseModel):
+    owner: str
+    source: str | None = Field(
+        description="The app whose key saved them (they hold its reminders' rings); null: the "
+        "owner's own (they hold every ring of his)."
+    )
+    start: str = Field(examples=["22:00"])
+    end: str = Field(examples=["07:00"])
+    zone: str = Field(examples=["Europe/Berlin"])
+    quiet_until: Instant | None = Field(
+        description="When the span that holds now ends; null when now is outside it."
+    )
+    updated_at: Instant
+
+
+class QuietHoursListOut(BaseModel):
+    quiet_hours: list[QuietHoursOut]
 
 
 class ContactOut(BaseModel):

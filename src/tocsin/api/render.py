@@ -14,6 +14,7 @@ from tocsin.api.routing import shown
 from tocsin.domain import Attempt, Channel, Contact, Firing, Place, Reminder, Route
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
+from tocsin.time.quiet import QuietHours, clock_text
 
 
 class JSON(Response):
@@ -44,6 +45,20 @@ def contact(item: Contact, *, secret: bool = False) -> dict[str, Any]:
     if secret:
         body["secret"] = item.secret
     return body
+
+
+def quiet_hours(item: QuietHours, now: datetime) -> dict[str, Any]:
+    """Quiet hours as the API shows them, with when the span that holds `now` ends."""
+    until = item.until(now)
+    return {
+        "owner": item.owner,
+        "source": item.source,
+        "start": clock_text(item.start),
+        "end": clock_text(item.end),
+        "zone": item.zone,
+        "quiet_until": None if until is None else format_utc(until),
+        "updated_at": format_utc(item.updated_at),
+    }
 
 
 def place(item: Place, *, distance_m: float | None = None) -> dict[str, Any]:

@@ -14,7 +14,15 @@ from tocsin.clock import Clock
 from tocsin.delivery.destinations import Destinations, Nowhere
 from tocsin.delivery.isolation import Isolation, provider
 from tocsin.delivery.retry import SENT, Decision, RetryPolicy
-from tocsin.domain import Attempt, AttemptResult, Channel, Firing, FiringState, Outcome
+from tocsin.domain import (
+    Attempt,
+    AttemptResult,
+    Channel,
+    Firing,
+    FiringState,
+    Outcome,
+    Priority,
+)
 from tocsin.errors import StoreError
 from tocsin.metrics import instruments
 from tocsin.metrics.instruments import ENGINE
@@ -38,6 +46,10 @@ HOLD_MARGIN = timedelta(seconds=1)
 NO_TIME_IN_HOLD = "not tried: the hold on it would end before a send could; handed back"
 # A send held back for want of time in the firing's hold: no attempt, so none is recorded.
 HELD_BACK = DeliveryResult.refused_here(NO_TIME_IN_HOLD, wait=0.0)
+# What a bulk ring held by its owner's quiet hours says (its last error), and the one they
+# held past its deadline; the status board counts the rings whose last error begins so.
+QUIET_HELD = "held by quiet hours until"
+QUIET_EXPIRED = "expired: quiet hours held it until"
 DEADLINE_IN_LINE = "not tried: its deadline came while it waited for a slot of its provider"
 
 
@@ -98,6 +110,8 @@ class Deliverer:
         if self._time_left(firing, now) is None:
             ENGINE.retried(firing.channel, instruments.RETRY_NO_TIME_IN_HOLD)
             return self.hand_back(firing)
+        if (quiet := await self._quiet_hours(firing, now)) is not None:
+            return quiet
         try:
             # A first try has nothing settled: no awaiting for it on the common path.
             settled = await self._destinations.settled(firing) if firing.attempts else {}
@@ -114,6 +128,27 @@ class Deliverer:
         if results and all(result is HELD_BACK for result in results):
             return self.hand_back(firing)
         return self._round(firing, now, open_, results, settled)
+
+    async def _quiet_hours(self, firing: Firing, now: datetime) -> AttemptResult | None:
+        """A bulk ring inside its owner's quiet hours: `queued` until they end, untried (no
+        attempt is recorded), or `expired` now when they end after its last try; None for a
+        ring they do not hold (an urgent one never; nor a ring for the in-app feed alone, which
+        an open page takes: someone is looking)."""
+        if firing.priority is not Priority.BULK or firing.channel.single is Channel.INAPP:
+            return None
+        try:
+            until = await self._destinations.quiet_until(firing, now)
+        except StoreError as error:
+            return self._lookup_failed(firing, now, error)
+        if until is None:
+            return None
+        if until > self._policy.last_try(due=firing.due_at, deadline=firing.deadline):
+            ENGINE.expired(instruments.EXPIRED_QUIET_HOURS)
+            late = f"{QUIET_EXPIRED} {until:%Y-%m-%dT%H:%M:%SZ}, after its deadline"
+            return self._unsent(firing, FiringState.EXPIRED, late)
+        ENGINE.retried(firing.channel, instruments.RETRY_QUIET_HOURS)
+        held = f"{QUIET_HELD} {until:%Y-%m-%dT%H:%M:%SZ}"
+        return self._unsent(firing, FiringState.QUEUED, held, until)
 
     def hand_back(self, firing: Firing) -> AttemptResult | None:
         """A firing whose hold has no send left in it, untried: `queued` again at once for

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from tocsin.channels import Destination
-from tocsin.domain import App, Channel, Contact, Firing, Outcome
-from tocsin.store.ports import AppStore, ContactStore, DeliveryQueue
+from tocsin.domain import App, Channel, Firing, Outcome
+from tocsin.store.ports import AppStore, ContactStore, DeliveryQueue, QuietHoursStore
+from tocsin.time.quiet import quiet_until
 
 APP_CACHE_SECONDS = 30.0
 LOG = Destination(id="log", kind=Channel.LOG, address={})
@@ -37,11 +39,14 @@ APP_PREFIX = "app:"
 DEFAULT = "default"  # the deployment-wide webhook endpoint
 
 Wanted = tuple[str, Channel]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
-class DestinationStore(ContactStore, AppStore, DeliveryQueue, Protocol):
+class DestinationStore(ContactStore, AppStore, DeliveryQueue, QuietHoursStore, Protocol):
     """What finding destinations reads and writes: the owners' contacts by kind, the apps'
-    webhook endpoints, what a firing's earlier attempts settled, and gone ones disabled."""
+    webhook endpoints, what a firing's earlier attempts settled, gone ones disabled, and the
+    owners' quiet hours."""
 
 
 class Nowhere(Exception):
@@ -71,8 +76,8 @@ class Destinations:
         )
         self._null = null
         self._apps: dict[str, tuple[float, App | None]] = {}
-        self._wanted: dict[Wanted, asyncio.Future[list[Contact]]] = {}
-        self._lookups: set[asyncio.Task[dict[Wanted, list[Contact]]]] = set()
+        self._contacts = Batched(store.destinations)
+        self._quiet = Batched(store.quiet_hours_of)
 
     async def of(self, firing: Firing, channel: Channel) -> list[Destination]:
         """Where `firing` goes now on `channel` (one of its route's). Raises `Nowhere`
@@ -90,7 +95,7 @@ class Destinations:
             endpoint, why = await self._endpoint(firing.source, why)
             if endpoint is not None:
                 found.append(endpoint)
-        contacts = await self._contacts((firing.owner, channel))
+        contacts = await self._contacts.get((firing.owner, channel))
         found.extend(
             Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret)
             for c in contacts
@@ -99,6 +104,14 @@ class Destinations:
         if not found:
             raise Nowhere(why)
         return found
+
+    async def quiet_until(self, firing: Firing, now: datetime) -> datetime | None:
+        """When the quiet hours that hold `firing` at `now` end, or None when none do: the
+        owner's own, and those the reminder's app saved for him (looked up with every other
+        lookup of this turn). Only a bulk ring is held; the caller asks for those alone."""
+        spans = await self._quiet.get(firing.owner)
+        applying = [span for span in spans if span.source in (None, firing.source)]
+        return quiet_until(applying, now) if applying else None
 
     async def settled(self, firing: Firing) -> dict[str, Outcome]:
         """The destinations earlier attempts settled for good (none on a first attempt)."""
@@ -141,33 +154,41 @@ class Destinations:
         self._apps[name] = (time.monotonic() + APP_CACHE_SECONDS, app)
         return app
 
-    async def _contacts(self, wanted: Wanted) -> list[Contact]:
-        """The contacts of one (owner, kind), looked up with every other lookup of this turn
-        of the event loop."""
-        future = self._wanted.get(wanted)
+
+class Batched(Generic[K, V]):
+    """Lookups by key that wait for one another: every key asked for in one turn of the event
+    loop goes to `lookup` in one call (an index lookup a key, one query a batch), and each
+    asker gets its key's values (none when the lookup left the key out)."""
+
+    def __init__(self, lookup: Callable[[list[K]], Awaitable[dict[K, list[V]]]]) -> None:
+        self._lookup = lookup
+        self._wanted: dict[K, asyncio.Future[list[V]]] = {}
+        self._running: set[asyncio.Future[dict[K, list[V]]]] = set()
+
+    async def get(self, key: K) -> list[V]:
+        future = self._wanted.get(key)
         if future is None:
             if not self._wanted:
                 asyncio.get_running_loop().call_soon(self._flush)
-            future = self._wanted[wanted] = asyncio.get_running_loop().create_future()
+            future = self._wanted[key] = asyncio.get_running_loop().create_future()
         return await asyncio.shield(future)
 
     def _flush(self) -> None:
         batch, self._wanted = self._wanted, {}
-        task = asyncio.ensure_future(self._store.destinations(list(batch)))
-        self._lookups.add(task)
-        task.add_done_callback(self._lookups.discard)
+        task = asyncio.ensure_future(self._lookup(list(batch)))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
         task.add_done_callback(lambda done: _settle(batch, done))
 
 
 def _settle(
-    batch: dict[Wanted, asyncio.Future[list[Contact]]],
-    done: asyncio.Future[dict[Wanted, list[Contact]]],
+    batch: dict[K, asyncio.Future[list[V]]], done: asyncio.Future[dict[K, list[V]]]
 ) -> None:
     error = done.exception()
-    for wanted, future in batch.items():
+    for key, future in batch.items():
         if future.done():
             continue
         if error is not None:
             future.set_exception(error)
         else:
-            future.set_result(done.result().get(wanted, []))
+            future.set_result(done.result().get(key, []))

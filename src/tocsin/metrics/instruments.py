@@ -53,10 +53,12 @@ RETRY_AFTER = "retry_after"  # the peer said when to come back
 RETRY_BREAKER_OPEN = "breaker_open"  # not tried: the provider's circuit breaker is open
 RETRY_LOOKUP = "lookup_failed"  # the destinations could not be read from the database
 RETRY_NO_TIME_IN_HOLD = "no_time_in_hold"  # not tried: the hold would end before the send
+RETRY_QUIET_HOURS = "quiet_hours"  # not tried: a bulk ring held until its owner's quiet hours end
 EXPIRED_AT_CLAIM = "stale_at_claim"  # already past its freshness when claimed (catch-up)
 EXPIRED_BEFORE_SEND = "deadline_before_send"  # its deadline came while it waited to be sent
 EXPIRED_LAST_TRY = "last_try_failed"  # retried until its deadline; the last try failed too
 EXPIRED_RETRY_AFTER = "retry_after_past_deadline"  # the peer asked to wait past the deadline
+EXPIRED_QUIET_HOURS = "quiet_hours_past_deadline"  # quiet hours end after its last try
 
 
 _RETRIED = FiringState.QUEUED  # a module constant: an enum class's attribute costs more

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, time
 from typing import Any, Protocol
 
 import orjson
@@ -36,6 +36,7 @@ from tocsin.domain import (
 )
 from tocsin.keyring import Keyring
 from tocsin.store import codec
+from tocsin.time.quiet import QuietHours
 
 Instant = Callable[[Any], datetime]
 """Turns a stored instant (never NULL) into an aware UTC datetime."""
@@ -312,6 +313,37 @@ def place_values(place: Place, instant: Callable[[datetime], Any]) -> dict[str, 
         "created_at": instant(place.created_at),
         "updated_at": instant(place.updated_at),
     }
+
+
+def quiet_from(row: Row, instant: Instant) -> QuietHours:
+    return QuietHours(
+        owner=row["owner"],
+        source=row["saver"] or None,
+        start=time(row["start_minute"] // 60, row["start_minute"] % 60),
+        end=time(row["end_minute"] // 60, row["end_minute"] % 60),
+        zone=row["zone"],
+        updated_at=instant(row["updated_at"]),
+    )
+
+
+def quiet_values(quiet: QuietHours, instant: Callable[[datetime], Any]) -> dict[str, Any]:
+    """The SAVE_QUIET_HOURS parameters by name (`saver` '' for the owner himself)."""
+    return {
+        "owner": quiet.owner,
+        "saver": quiet.source or "",
+        "start_minute": quiet.start.hour * 60 + quiet.start.minute,
+        "end_minute": quiet.end.hour * 60 + quiet.end.minute,
+        "zone": quiet.zone,
+        "updated_at": instant(quiet.updated_at),
+    }
+
+
+def by_owner(spans: Iterable[QuietHours]) -> dict[str, list[QuietHours]]:
+    """Quiet hours grouped by owner, keeping their order."""
+    grouped: dict[str, list[QuietHours]] = {}
+    for span in spans:
+        grouped.setdefault(span.owner, []).append(span)
+    return grouped
 
 
 def by_owner_and_kind(contacts: Iterable[Contact]) -> dict[tuple[str, Channel], list[Contact]]:

@@ -23,6 +23,7 @@ from tocsin.store.ports.delivery import DeliveryQueue
 from tocsin.store.ports.feed import FeedStore
 from tocsin.store.ports.notifier import Notifier
 from tocsin.store.ports.places import PlaceStore
+from tocsin.store.ports.quiet import QuietHoursStore
 from tocsin.store.ports.reminders import ReminderStore
 from tocsin.store.ports.scheduler import SchedulerStore
 from tocsin.store.ports.status import StatusReads
@@ -35,6 +36,7 @@ __all__ = [
     "FeedStore",
     "Notifier",
     "PlaceStore",
+    "QuietHoursStore",
     "ReminderStore",
     "SchedulerStore",
     "StatusReads",

@@ -63,6 +63,7 @@ from tocsin.store.rows import (
     app_values,
     attempt_from,
     breakers_value,
+    by_owner,
     by_owner_and_kind,
     claimed_firing_from,
     contact_from,
@@ -71,10 +72,13 @@ from tocsin.store.rows import (
     held_parts,
     place_from,
     place_values,
+    quiet_from,
+    quiet_values,
     reminder_from,
     ring_minute_from,
     workers_from,
 )
+from tocsin.time.quiet import QuietHours
 
 T = TypeVar("T")
 
@@ -485,6 +489,28 @@ class PostgresStore(Store):
 
     async def delete_place(self, place_id: str) -> bool:
         return await self._fetchrow(*q.shared.DELETE_PLACE.bind(id=place_id)) is not None
+
+    # -- QuietHoursStore: quiet hours ------------------------------------------------------------
+
+    async def save_quiet_hours(self, quiet: QuietHours) -> None:
+        with boundary():
+            values = quiet_values(quiet, _as_is)
+            await self._pool.execute(*q.shared.SAVE_QUIET_HOURS.bind(**values))
+
+    async def list_quiet_hours(self, owner: str) -> list[QuietHours]:
+        rows = await self._fetch(*q.shared.LIST_QUIET_HOURS.bind(owner=owner))
+        return [quiet_from(row, _as_is) for row in rows]
+
+    async def delete_quiet_hours(self, owner: str, source: str | None) -> bool:
+        deleted = q.shared.DELETE_QUIET_HOURS.bind(owner=owner, saver=source or "")
+        return await self._fetchrow(*deleted) is not None
+
+    async def quiet_hours_of(self, owners: Sequence[str]) -> dict[str, list[QuietHours]]:
+        if not owners:
+            return {}
+        return by_owner(
+            quiet_from(row, _as_is) for row in await self._fetch(q.QUIET_HOURS_OF, list(owners))
+        )
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 

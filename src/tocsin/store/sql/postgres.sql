@@ -363,6 +363,12 @@ JOIN contacts AS c ON c.owner = wanted.owner AND c.kind = wanted.kind
 WHERE c.disabled_reason IS NULL
 ORDER BY c.id
 
+-- name: QUIET_HOURS_OF
+-- The quiet hours of many owners ($1), each owner a range of quiet_hours_pkey.
+SELECT q.* FROM unnest($1::text[]) AS wanted (owner)
+JOIN quiet_hours AS q ON q.owner = wanted.owner
+ORDER BY q.owner, q.saver
+
 -- -- apps and secrets -------------------------------------------------------------------------
 
 -- -- metrics --------------------------------------------------------------------------------------

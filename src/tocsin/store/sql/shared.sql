@@ -65,6 +65,21 @@ RETURNING *
 -- name: DELETE_PLACE
 DELETE FROM places WHERE id = :id RETURNING id
 
+-- name: SAVE_QUIET_HOURS
+-- One saver's quiet hours for an owner (`saver` '' for the owner himself), replacing its own.
+INSERT INTO quiet_hours (owner, saver, start_minute, end_minute, zone, updated_at)
+VALUES (:owner, :saver, :start_minute, :end_minute, :zone, :updated_at)
+ON CONFLICT (owner, saver) DO UPDATE
+SET start_minute = excluded.start_minute, end_minute = excluded.end_minute,
+    zone = excluded.zone, updated_at = excluded.updated_at
+
+-- name: LIST_QUIET_HOURS
+-- An owner's quiet hours, every saver's: a range of the primary key, the owner's own first.
+SELECT * FROM quiet_hours WHERE owner = :owner ORDER BY saver
+
+-- name: DELETE_QUIET_HOURS
+DELETE FROM quiet_hours WHERE owner = :owner AND saver = :saver RETURNING owner
+
 -- name: DISABLE_CONTACT
 -- Disable a contact its provider called gone, once (the first reason is kept).
 UPDATE contacts SET disabled_reason = :reason, disabled_at = :now, updated_at = :now

@@ -263,6 +263,13 @@ WHERE c.owner = json_extract(wanted.value, '$[0]') AND c.kind = json_extract(wan
   AND c.disabled_reason IS NULL
 ORDER BY c.id
 
+-- name: QUIET_HOURS_OF
+-- The quiet hours of many owners (a JSON array), each owner a range of the primary key.
+SELECT q.* FROM json_each(?) AS wanted
+CROSS JOIN quiet_hours AS q
+WHERE q.owner = wanted.value
+ORDER BY q.owner, q.saver
+
 -- -- apps and secrets -------------------------------------------------------------------------
 
 -- -- metrics --------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ from tocsin.store.rows import (
     app_values,
     attempt_from,
     breakers_value,
+    by_owner,
     by_owner_and_kind,
     claimed_firing_from,
     contact_from,
@@ -68,12 +69,15 @@ from tocsin.store.rows import (
     held_parts,
     place_from,
     place_values,
+    quiet_from,
+    quiet_values,
     reminder_from,
     ring_minute,
     workers_from,
 )
 from tocsin.store.sqlite import queries as q
 from tocsin.store.sqlite.engine import Database, SqliteUrl
+from tocsin.time.quiet import QuietHours
 
 log = logging.getLogger(__name__)
 
@@ -436,6 +440,34 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.DELETE_PLACE, {"id": place_id}).fetchone()
         )
         return row is not None
+
+    # -- QuietHoursStore: quiet hours ------------------------------------------------------------
+
+    async def save_quiet_hours(self, quiet: QuietHours) -> None:
+        values = quiet_values(quiet, _us)
+        await self._db.write(lambda connection: connection.execute(q.SAVE_QUIET_HOURS, values))
+
+    async def list_quiet_hours(self, owner: str) -> list[QuietHours]:
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.LIST_QUIET_HOURS, {"owner": owner}).fetchall()
+        )
+        return [quiet_from(row, _utc) for row in rows]
+
+    async def delete_quiet_hours(self, owner: str, source: str | None) -> bool:
+        key = {"owner": owner, "saver": source or ""}
+        row = await self._db.write(
+            lambda connection: connection.execute(q.DELETE_QUIET_HOURS, key).fetchone()
+        )
+        return row is not None
+
+    async def quiet_hours_of(self, owners: Sequence[str]) -> dict[str, list[QuietHours]]:
+        if not owners:
+            return {}
+        wanted = _json(list(owners))
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.QUIET_HOURS_OF, (wanted,)).fetchall()
+        )
+        return by_owner(quiet_from(row, _utc) for row in rows)
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 

@@ -147,6 +147,19 @@ CREATE TABLE places (
     CONSTRAINT places_pkey PRIMARY KEY (id)
 );
 
+CREATE TABLE quiet_hours (
+    owner text COLLATE "C" NOT NULL,
+    saver text COLLATE "C" NOT NULL,
+    start_minute smallint NOT NULL,
+    end_minute smallint NOT NULL,
+    zone text NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT quiet_hours_end_minute_check CHECK (((end_minute >= 0) AND (end_minute <= 1439))),
+    CONSTRAINT quiet_hours_pkey PRIMARY KEY (owner, saver),
+    CONSTRAINT quiet_hours_span CHECK ((start_minute <> end_minute)),
+    CONSTRAINT quiet_hours_start_minute_check CHECK (((start_minute >= 0) AND (start_minute <= 1439)))
+);
+
 CREATE TABLE reminders (
     due_at timestamp with time zone,
     created_at timestamp with time zone NOT NULL,

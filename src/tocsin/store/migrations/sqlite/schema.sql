@@ -114,6 +114,17 @@ CREATE TABLE places (
     updated_at INTEGER NOT NULL
 );
 
+CREATE TABLE quiet_hours (
+    owner TEXT NOT NULL,
+    saver TEXT NOT NULL,
+    start_minute INTEGER NOT NULL CHECK (start_minute BETWEEN 0 AND 1439),
+    end_minute INTEGER NOT NULL CHECK (end_minute BETWEEN 0 AND 1439),
+    zone TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (owner, saver),
+    CHECK (start_minute <> end_minute)
+) WITHOUT ROWID;
+
 CREATE TABLE reminders (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,

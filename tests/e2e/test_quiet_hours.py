@@ -1,0 +1,92 @@
+"""Quiet hours through the running service (`tocsin serve` on SQLite; `tocsin api` and a
+`tocsin worker` on PostgreSQL).
+
+The owner's quiet hours hold now and end at a minute boundary 40-100 s ahead. Three
+reminders ring into them: an urgent one goes at once; a bulk one is held (`queued`, untried,
+its last error saying until when) and goes once they end, never before; a bulk one whose
+freshness ends before they do expires at its first turn, saying why. Another owner's bulk
+ring, with no quiet hours, goes at once. Every instant compared is one the service recorded.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.service import iso, service
+from tests.integration.engine.support import eventually, receiver
+
+pytestmark = [pytest.mark.slow]
+
+SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}
+
+
+def _clock(instant: datetime) -> str:
+    return instant.strftime("%H:%M")
+
+
+async def _last(client: httpx.AsyncClient, made: dict[str, Any]) -> dict[str, Any]:
+    """The reminder's newest firing; {} before it has one."""
+    answer = await client.get(f"/v1/reminders/{made['id']}/firings")
+    found: list[dict[str, Any]] = answer.json()["firings"]
+    return found[0] if found else {}
+
+
+async def _create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
+    body = {"owner": "ana", "zone": "UTC", "channel": "webhook"} | fields
+    answer = await client.post("/v1/reminders", json=body)
+    assert answer.status_code == 201, answer.text
+    made: dict[str, Any] = answer.json()
+    return made
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_quiet_hours_hold_bulk_rings_until_they_end_and_let_urgent_ones_through(
+    kind: str, pg_migrated_url: str, tmp_path: Path
+) -> None:
+    with receiver() as sink, service(kind, tmp_path, pg_migrated_url, sink, SETTINGS) as base:
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            now = datetime.now(UTC)
+            end = (now + timedelta(seconds=100)).replace(second=0, microsecond=0)
+            quiet = {"start": _clock(now - timedelta(hours=1)), "end": _clock(end), "zone": "UTC"}
+            saved = await client.put("/v1/owners/ana/quiet-hours", json=quiet)
+            assert saved.status_code == 200, saved.text
+            assert saved.json()["quiet_until"] == iso(end)
+
+            at = iso(datetime.now(UTC) + timedelta(seconds=3))
+            urgent = await _create(client, text="urgent", at=at)
+            bulk = await _create(client, text="bulk", at=at, priority="bulk", freshness="1h")
+            stale = await _create(client, text="stale", at=at, priority="bulk", freshness="30s")
+            elsewhere = await _create(client, owner="bob", text="bob's", at=at, priority="bulk")
+            made = (urgent, bulk, stale, elsewhere)
+
+            async def decided() -> bool:
+                shown = [await _last(client, one) for one in made]
+                return all(f.get("state") not in (None, "sending") for f in shown)
+
+            await eventually(decided, within=60, every=0.5)
+            first, held, expired, other = [await _last(client, one) for one in made]
+            assert first["state"] == "sent", first
+            assert datetime.fromisoformat(first["sent_at"]) < end
+            assert other["state"] == "sent", other
+            assert held["state"] == "queued", held
+            assert held["last_error"] == f"held by quiet hours until {iso(end)}", held
+            assert held["attempts"] == 0, held  # untried: nothing went out
+            assert expired["state"] == "expired", expired
+            assert expired["last_error"].startswith("expired: quiet hours held it until"), expired
+
+            async def held_sent() -> bool:
+                return (await _last(client, bulk)).get("state") == "sent"
+
+            left = (end - datetime.now(UTC)).total_seconds()
+            await eventually(held_sent, within=max(left, 0) + 60, every=0.5)
+            rang = await _last(client, bulk)
+            assert datetime.fromisoformat(rang["sent_at"]) >= end, rang
+        stats = await sink.astats(ids=True)
+    delivered = {firing_id.rpartition(".")[0] for firing_id in stats["arrivals"]}
+    assert delivered == {urgent["id"], bulk["id"], elsewhere["id"]}  # never the stale one
