@@ -222,6 +222,28 @@ def test_places_are_added_listed_near_a_point_edited_and_removed(server: Server)
     assert server.cli("places", "edit", "--owner", "di", home["id"]).status == USAGE
 
 
+def test_quiet_hours_are_set_shown_and_cleared(server: Server) -> None:
+    saved = server.ok(
+        "quiet-hours", "set", "--owner", "di", "22:00-07:00", "--zone", "Asia/Kolkata"
+    )
+    assert (saved["start"], saved["end"], saved["zone"]) == ("22:00", "07:00", "Asia/Kolkata")
+    shown = server.ok("quiet-hours", "show", "--owner", "di")["quiet_hours"]
+    assert [(q["start"], q["source"]) for q in shown] == [("22:00", None)]
+    table = server.cli("quiet-hours", "show", "--owner", "di")
+    assert table.status == OK, table.err
+    assert "22:00-07:00" in table.out
+    assert "Asia/Kolkata" in table.out
+    bad = server.cli("quiet-hours", "set", "--owner", "di", "22:00-22:00", "--zone", "UTC")
+    assert bad.status == REFUSED
+    assert "  end: " in bad.err
+    assert (
+        server.cli("quiet-hours", "set", "--owner", "di", "22:00", "--zone", "UTC").status == USAGE
+    )
+    assert server.ok("quiet-hours", "clear", "--owner", "di")["cleared"] is True
+    assert server.ok("quiet-hours", "show", "--owner", "di")["quiet_hours"] == []
+    assert server.cli("quiet-hours", "clear", "--owner", "di").status != OK  # none left
+
+
 def write_import(path: Path, owner: str) -> None:
     with path.open("w") as out:
         for number in range(1, IMPORT_LINES + 1):

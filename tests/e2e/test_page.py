@@ -406,6 +406,30 @@ def test_places_are_added_refused_by_name_and_removed(page: Page) -> None:
     expect(home).to_have_count(0)
 
 
+def test_quiet_hours_are_saved_refused_by_name_and_cleared(page: Page) -> None:
+    page.fill("#quiet-start", "22:00")
+    page.fill("#quiet-end", "06:30")
+    page.fill("#quiet-zone", "Mars/Olympus")
+    page.click("#quiet-form button[type=submit]")
+    expect(page.locator("#quiet-error")).to_contain_text("zone:")
+    expect(page.locator("#quiet-zone")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#quiet-zone")).to_be_focused()
+
+    page.fill("#quiet-zone", "Europe/Berlin")
+    page.click("#quiet-form button[type=submit]")
+    quiet = page.locator(".quiet")
+    expect(quiet).to_have_text(re.compile(r"^22:00 to 06:30 \(Europe/Berlin\)"))
+    expect(page.locator("#quiet-error")).to_be_empty()
+    expect(page.locator("#status")).to_have_text("Quiet hours saved: 22:00 to 06:30.")
+    page.locator("#quiet").screenshot(path=IMAGES / "page-quiet-hours.png")
+    page.reload()  # read back from the server, into the form too
+    expect(quiet).to_have_count(1)
+    expect(page.locator("#quiet-end")).to_have_value("06:30")
+    quiet.get_by_role("button", name="Clear your quiet hours").click()
+    expect(page.locator("#status")).to_have_text("Quiet hours cleared.")
+    expect(quiet).to_have_count(0)
+
+
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:
     page.click("#sign-out")
     expect(page.locator("#sign-in")).to_be_visible()

@@ -5,7 +5,8 @@ The owner's quiet hours hold now and end at a minute boundary 40-100 s ahead. Th
 reminders ring into them: an urgent one goes at once; a bulk one is held (`queued`, untried,
 its last error saying until when) and goes once they end, never before; a bulk one whose
 freshness ends before they do expires at its first turn, saying why. Another owner's bulk
-ring, with no quiet hours, goes at once. Every instant compared is one the service recorded.
+ring, with no quiet hours, goes at once. The status board counts the ring held. Every
+instant compared is one the service recorded.
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ async def test_quiet_hours_hold_bulk_rings_until_they_end_and_let_urgent_ones_th
             assert held["attempts"] == 0, held  # untried: nothing went out
             assert expired["state"] == "expired", expired
             assert expired["last_error"].startswith("expired: quiet hours held it until"), expired
+
+            async def counted() -> bool:  # the status board counts the ring held
+                board = (await client.get("/v1/status")).json()
+                return bool(board["queue"]["quiet"] == 1)
+
+            await eventually(counted, within=30, every=0.5)
 
             async def held_sent() -> bool:
                 return (await _last(client, bulk)).get("state") == "sent"

@@ -506,7 +506,7 @@ class PlacePatch(_Request):
 
 
 ClockTimeText = Annotated[
-    str, Field(min_length=1, max_length=5, examples=["22:00"]), AfterValidator(_no_nul)
+    str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", examples=["22:00"])
 ]
 
 
@@ -516,7 +516,8 @@ class QuietHoursIn(_Request):
 
     start: ClockTimeText = Field(description="HH:MM on the 24-hour clock, local time.")
     end: ClockTimeText = Field(
-        description="HH:MM on the 24-hour clock, local time; before `start`: the next day."
+        description="HH:MM on the 24-hour clock, local time; before `start`: the next day.",
+        examples=["07:00"],
     )
     zone: Zone
 

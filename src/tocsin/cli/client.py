@@ -1,6 +1,6 @@
 """The `tocsin` commands that are a client of a running server's HTTP API (add, list, show,
-snooze, edit, cancel, next, firings, contacts, places, import, export), beside the commands that
-run the server. docs/cli.md documents them.
+snooze, edit, cancel, next, firings, contacts, places, quiet-hours, import, export), beside the
+commands that run the server. docs/cli.md documents them.
 
 Layout: `client_http` (requests, errors, exit statuses), `client_format` (what people and
 scripts read), `client_time` (the zone times are said in), `client_command` (the options
@@ -15,6 +15,7 @@ from tocsin.cli import (
     client_contacts,
     client_import,
     client_places,
+    client_quiet,
     client_reminders,
     client_schedules,
 )
@@ -25,4 +26,5 @@ def register(subparsers: Any) -> None:
     client_schedules.register(subparsers)
     client_contacts.register(subparsers)
     client_places.register(subparsers)
+    client_quiet.register(subparsers)
     client_import.register(subparsers)

@@ -217,6 +217,22 @@ def places_table(places: Iterable[Mapping[str, Any]]) -> str:
     )
 
 
+def quiet_hours_table(spans: Iterable[Mapping[str, Any]]) -> str:
+    """Quiet hours, each saver's, with when they end if they hold now."""
+    return table(
+        ("SPAN", "ZONE", "SAVED BY", "QUIET UNTIL"),
+        (
+            (
+                f"{q['start']}-{q['end']}",
+                q["zone"],
+                q.get("source") or "owner",
+                q.get("quiet_until") or "-",
+            )
+            for q in spans
+        ),
+    )
+
+
 def _metres(distance: float) -> str:
     if distance == 0:
         return "inside"

@@ -27,6 +27,7 @@ from tocsin.errors import StoreError
 from tocsin.metrics import instruments
 from tocsin.metrics.instruments import ENGINE
 from tocsin.outside import outside_text
+from tocsin.time.quiet import QUIET_EXPIRED, QUIET_HELD
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +47,6 @@ HOLD_MARGIN = timedelta(seconds=1)
 NO_TIME_IN_HOLD = "not tried: the hold on it would end before a send could; handed back"
 # A send held back for want of time in the firing's hold: no attempt, so none is recorded.
 HELD_BACK = DeliveryResult.refused_here(NO_TIME_IN_HOLD, wait=0.0)
-# What a bulk ring held by its owner's quiet hours says (its last error), and the one they
-# held past its deadline; the status board counts the rings whose last error begins so.
-QUIET_HELD = "held by quiet hours until"
-QUIET_EXPIRED = "expired: quiet hours held it until"
 DEADLINE_IN_LINE = "not tried: its deadline came while it waited for a slot of its provider"
 
 

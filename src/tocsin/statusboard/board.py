@@ -58,6 +58,7 @@ class Board:
             first_minute=minute - MINUTES + 1, last_minute=minute, per_minute=RINGS_PER_MINUTE
         )
         queue = await self._store.count_queue(cap=QUEUE_CAP)
+        quiet = await self._store.count_quiet_held(cap=QUEUE_CAP)
         alive = [w for w in workers if now - w.heartbeat_at < self._lease]
         return {
             "as_of": format_utc(now),
@@ -80,6 +81,7 @@ class Board:
                 "cap": QUEUE_CAP,
                 "queued": queue[FiringState.QUEUED],
                 "sending": queue[FiringState.SENDING],
+                "quiet": quiet,
             },
             "breakers": [
                 {"worker": w.worker, "provider": provider} for w in alive for provider in w.breakers

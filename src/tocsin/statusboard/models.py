@@ -62,6 +62,10 @@ class QueueOut(BaseModel):
     cap: int = Field(description="Each count stops here: a count equal to it means at least.")
     queued: int = Field(description="Firings waiting for a sender (retries, handed back).")
     sending: int = Field(description="Firings a worker is sending now.")
+    quiet: int = Field(
+        description="Of the queued (the first `cap` of them), bulk rings waiting for their "
+        "owner's quiet hours to end."
+    )
 
 
 class BreakerOut(BaseModel):

@@ -18,7 +18,10 @@ from zoneinfo import ZoneInfo
 
 from tocsin.time.zones import load_zone
 
-MINUTES_A_DAY = 24 * 60
+# What a bulk ring held by its owner's quiet hours says (its last error), and one they held
+# past its deadline; the status board counts the rings whose last error begins so.
+QUIET_HELD = "held by quiet hours until"
+QUIET_EXPIRED = "expired: quiet hours held it until"
 # Quiet hours of several savers (the owner's own, the reminder's app's) may follow one
 # another; a chain longer than this is cut (two savers give at most two spans a day).
 MOST_SPANS = 8

@@ -140,6 +140,7 @@
     showNotifyButton();
     loadContacts().catch((error) => say(`Contacts: ${error.message}.`, true));
     loadPlaces().catch((error) => say(`Places: ${error.message}.`, true));
+    loadQuiet().catch((error) => say(`Quiet hours: ${error.message}.`, true));
     openFeed();
   }
 
@@ -937,6 +938,63 @@
     }
   }
 
+  // -- quiet hours --------------------------------------------------------------------------
+
+  async function loadQuiet() {
+    const { data } = await api("GET", `${ownerPath()}/quiet-hours`);
+    $("quiet-list").replaceChildren(...data.quiet_hours.map(quietItem));
+    const own = data.quiet_hours.find((quiet) => quiet.source === null);
+    if (own) {
+      $("quiet-start").value = own.start;
+      $("quiet-end").value = own.end;
+      $("quiet-zone").value = own.zone;
+    }
+  }
+
+  function quietItem(quiet) {
+    const item = document.createElement("li");
+    item.className = "quiet";
+    const text = document.createElement("span");
+    const saver = quiet.source ? ` · from ${quiet.source}` : "";
+    const now = quiet.quiet_until ? ` · quiet now, until ${new Date(quiet.quiet_until).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}` : "";
+    text.textContent = `${quiet.start} to ${quiet.end} (${quiet.zone})${saver}${now}`;
+    item.append(text);
+    if (quiet.source === null) {
+      const drop = button("Clear", "Clear your quiet hours");
+      drop.addEventListener("click", async () => {
+        try {
+          await api("DELETE", `${ownerPath()}/quiet-hours`);
+          say("Quiet hours cleared.");
+          await loadQuiet();
+          $("quiet-start").focus();
+        } catch (error) {
+          say(`Not cleared: ${error.message}.`, true);
+        }
+      });
+      item.append(drop);
+    }
+    return item;
+  }
+
+  async function saveQuiet(event) {
+    event.preventDefault();
+    $("quiet-error").textContent = "";
+    const boxes = { start: "quiet-start", end: "quiet-end", zone: "quiet-zone" };
+    for (const id of Object.values(boxes)) $(id).setAttribute("aria-invalid", "false");
+    const body = { start: $("quiet-start").value, end: $("quiet-end").value, zone: $("quiet-zone").value.trim() };
+    try {
+      await api("PUT", `${ownerPath()}/quiet-hours`, body);
+      say(`Quiet hours saved: ${body.start} to ${body.end}.`);
+      await loadQuiet();
+    } catch (error) {
+      const fields = error.fields();
+      const wrong = Object.keys(fields).map((field) => boxes[field]).filter(Boolean);
+      for (const id of wrong) $(id).setAttribute("aria-invalid", "true");
+      $("quiet-error").textContent = `Not saved: ${Object.entries(fields).map(([f, m]) => `${f}: ${m}`).join("; ") || error.message}.`;
+      if (wrong.length) $(wrong[0]).focus();
+    }
+  }
+
   // -- start --------------------------------------------------------------------------------
 
   function wire() {
@@ -959,6 +1017,7 @@
     $("contact-kind").addEventListener("change", contactKindChanged);
     $("contact-form").addEventListener("submit", addContact);
     $("place-form").addEventListener("submit", addPlace);
+    $("quiet-form").addEventListener("submit", saveQuiet);
     // Browsers let a page play sound only after the person used it once.
     const unlock = () => {
       state.audio = state.audio || new AudioContext();
@@ -972,6 +1031,7 @@
   function start() {
     wire();
     $("new-zone").value = zoneOfBrowser();
+    $("quiet-zone").value = zoneOfBrowser();
     fillZones();
     fillChannels($("new-channel"), "inapp");
     contactKindChanged();

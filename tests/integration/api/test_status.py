@@ -34,7 +34,7 @@ async def test_in_loopback_dev_mode_anyone_here_reads_the_board(client: httpx.As
     ]
     assert len(board["ahead"]["minutes"]) == len(board["rings"]["minutes"]) == MINUTES
     assert board["rings"]["minutes"][-1]["minute"] == "2026-10-21T12:00:00Z"
-    assert board["queue"] == {"cap": 100_000, "queued": 0, "sending": 0}
+    assert board["queue"] == {"cap": 100_000, "queued": 0, "sending": 0, "quiet": 0}
 
 
 async def test_only_an_admin_key_reads_the_board_once_keys_exist(

@@ -36,8 +36,8 @@ def span(
     )
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 def test_a_span_across_midnight_holds_until_its_end_the_next_morning() -> None:

@@ -126,9 +126,10 @@ function lines(container, label, minutes) {
 }
 
 function queue(container, depth) {
-  const rows = [["queued", depth.queued], ["sending", depth.sending]];
+  // `quiet`: of the queued, bulk rings waiting for their owner's quiet hours to end.
+  const rows = [["queued", depth.queued], ["sending", depth.sending], ["quiet", depth.quiet]];
   const top = niceTop(rows.map(([, value]) => value));
-  const svg = element("svg", { viewBox: `0 0 ${WIDTH} 70`, role: "img", "aria-label": "Queue depth by state" });
+  const svg = element("svg", { viewBox: `0 0 ${WIDTH} 100`, role: "img", "aria-label": "Queue depth by state, and the queued held by quiet hours" });
   rows.forEach(([state, value], index) => {
     const y = 6 + index * 30;
     const width = ((WIDTH - 200) * value) / top;

@@ -42,6 +42,11 @@ class StatusReads(Protocol):
         (range scans of the partial indexes `firings_queued` and `firings_sending`)."""
 
     @abstractmethod
+    async def count_quiet_held(self, *, cap: int) -> int:
+        """How many of the first `cap` `queued` firings wait for their owner's quiet hours to
+        end (`tocsin.time.quiet.QUIET_HELD`)."""
+
+    @abstractmethod
     async def queue_stats(self) -> QueueStats:
         """The delivery queue's depth by state (`queued`, `sending`) and the due time of the
         oldest pending reminder, for metrics. Each number is an index-only read of a partial

@@ -78,7 +78,7 @@ from tocsin.store.rows import (
     ring_minute_from,
     workers_from,
 )
-from tocsin.time.quiet import QuietHours
+from tocsin.time.quiet import QUIET_HELD, QuietHours
 
 T = TypeVar("T")
 
@@ -1003,6 +1003,15 @@ class PostgresStore(Store):
             await connection.execute(q.STATUS_PLANNING)
             row = await connection.fetchrow(*q.shared.COUNT_QUEUE.bind(cap=cap))
             return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
+
+        return await self._transaction(work)
+
+    async def count_quiet_held(self, *, cap: int) -> int:
+        async def work(connection: asyncpg.Connection) -> int:
+            await connection.execute(q.STATUS_PLANNING)
+            counted = q.shared.COUNT_QUIET.bind(cap=cap, held=QUIET_HELD + "%")
+            held: int = await connection.fetchval(*counted)
+            return held
 
         return await self._transaction(work)
 

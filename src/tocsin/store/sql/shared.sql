@@ -227,6 +227,15 @@ SELECT max(id) FROM (SELECT id FROM reminders WHERE id > :after ORDER BY id LIMI
 -- workers are forgotten at renewals).
 SELECT worker, heartbeat_at, breakers FROM workers ORDER BY worker
 
+-- name: COUNT_QUIET
+-- Firings held by quiet hours (their last error begins with :held) among the first :cap
+-- queued, read through the partial index firings_queued: a backlog of retries is never read
+-- whole. With as many queued as the cap, the count means at least.
+SELECT count(*) FROM (
+    SELECT last_error FROM firings WHERE state = 'queued' LIMIT :cap
+) AS queued
+WHERE last_error LIKE :held
+
 -- name: COUNT_QUEUE
 -- Firings waiting for a sender and being sent, each counted up to :cap through its partial
 -- index.

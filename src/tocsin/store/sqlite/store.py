@@ -77,7 +77,7 @@ from tocsin.store.rows import (
 )
 from tocsin.store.sqlite import queries as q
 from tocsin.store.sqlite.engine import Database, SqliteUrl
-from tocsin.time.quiet import QuietHours
+from tocsin.time.quiet import QUIET_HELD, QuietHours
 
 log = logging.getLogger(__name__)
 
@@ -802,6 +802,13 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.COUNT_QUEUE, {"cap": cap}).fetchone()
         )
         return {FiringState.QUEUED: row[0], FiringState.SENDING: row[1]}
+
+    async def count_quiet_held(self, *, cap: int) -> int:
+        wanted = {"cap": cap, "held": QUIET_HELD + "%"}
+        row = await self._db.read(
+            lambda connection: connection.execute(q.COUNT_QUIET, wanted).fetchone()
+        )
+        return int(row[0])
 
     async def queue_stats(self) -> QueueStats:
         def work(connection: sqlite3.Connection) -> QueueStats:

@@ -1,5 +1,5 @@
 -- Owners' quiet hours: a span of the local day (start and end in minutes after local
--- midnight, in `zone`) in which bulk rings wait until it ends (docs/delivery.md, "Quiet
+-- midnight, in `zone`) in which bulk rings wait until it ends (docs/api.md, "Quiet
 -- hours"). One row for each saver of an owner's: `saver` the app whose key saved it, or ''
 -- for the owner himself (his apply to every ring of his; an app's to its reminders' rings).
 -- Read by owner (the primary key's prefix) when a bulk ring is about to be sent.
