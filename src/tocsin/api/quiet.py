@@ -42,9 +42,7 @@ class QuietHoursService:
         start = _clock("start", item.start, errors)
         end = _clock("end", item.end, errors)
         if start is not None and start == end:
-            errors.append(
-                FieldError("end", "must differ from start: quiet hours are part of a day"[:200])
-            )
+            errors.append(FieldError("end", SAME_START_AND_END))
         try:
             load_zone(item.zone)
         except InvalidInput as error:  # names a close zone when there is one

@@ -114,7 +114,7 @@ class Destinations:
             return None
         spans = await self._quiet.get(firing.owner)
         applying = [span for span in spans if span.source in (None, firing.source)]
-        return quiet_until(applying, now) if applying else None
+        return quiet_until(applying, now)
 
     async def settled(self, firing: Firing) -> dict[str, Outcome]:
         """The destinations earlier attempts settled for good (none on a first attempt)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, time
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -39,6 +39,8 @@ from tocsin.store import codec
 from tocsin.time.quiet import QuietHours
 
 Instant = Callable[[Any], datetime]
+T = TypeVar("T")
+K = TypeVar("K")
 """Turns a stored instant (never NULL) into an aware UTC datetime."""
 
 
@@ -340,17 +342,18 @@ def quiet_values(quiet: QuietHours, instant: Callable[[datetime], Any]) -> dict[
 
 def by_owner(spans: Iterable[QuietHours]) -> dict[str, list[QuietHours]]:
     """Quiet hours grouped by owner, keeping their order."""
-    grouped: dict[str, list[QuietHours]] = {}
-    for span in spans:
-        grouped.setdefault(span.owner, []).append(span)
-    return grouped
+    return _grouped(spans, lambda span: span.owner)
 
 
 def by_owner_and_kind(contacts: Iterable[Contact]) -> dict[tuple[str, Channel], list[Contact]]:
     """Contacts grouped by (owner, kind), keeping their order."""
-    grouped: dict[tuple[str, Channel], list[Contact]] = {}
-    for contact in contacts:
-        grouped.setdefault((contact.owner, contact.kind), []).append(contact)
+    return _grouped(contacts, lambda contact: (contact.owner, contact.kind))
+
+
+def _grouped(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    grouped: dict[K, list[T]] = {}
+    for item in items:
+        grouped.setdefault(key(item), []).append(item)
     return grouped
 
 
