@@ -172,6 +172,7 @@ class Reminder:
     last_firing: FiringSummary | None = None
     priority: Priority = Priority.URGENT
     rang: bool = False  # a ring of it was claimed since its last API write
+    ignore_quiet_hours: bool = False  # its bulk rings go through its owner's quiet hours
 
 
 class DueRing(NamedTuple):

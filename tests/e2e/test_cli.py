@@ -242,6 +242,22 @@ def test_quiet_hours_are_set_shown_and_cleared(server: Server) -> None:
     assert server.ok("quiet-hours", "clear", "--owner", "di")["cleared"] is True
     assert server.ok("quiet-hours", "show", "--owner", "di")["quiet_hours"] == []
     assert server.cli("quiet-hours", "clear", "--owner", "di").status != OK  # none left
+    digest = server.ok(
+        "add",
+        "digest",
+        "--at",
+        "+1h",
+        "--owner",
+        "di",
+        "--priority",
+        "bulk",
+        "--ignore-quiet-hours",
+    )
+    assert digest["ignore_quiet_hours"] is True
+    shown_reminder = server.cli("show", digest["id"])
+    assert "quiet hours:" in shown_reminder.out, shown_reminder.err
+    waits = server.ok("edit", digest["id"], "--no-ignore-quiet-hours")
+    assert waits["ignore_quiet_hours"] is False
 
 
 def write_import(path: Path, owner: str) -> None:

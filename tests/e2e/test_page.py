@@ -430,6 +430,33 @@ def test_quiet_hours_are_saved_refused_by_name_and_cleared(page: Page) -> None:
     expect(quiet).to_have_count(0)
 
 
+def test_a_bulk_reminder_is_edited_to_ring_through_quiet_hours(page: Page) -> None:
+    saved = page.evaluate(
+        """async () => (await fetch('/v1/reminders', {method: 'POST', body: JSON.stringify({
+            text: 'Weekly digest', zone: 'Europe/Paris', repeat: 'every Monday at 06:00',
+            channel: 'inapp', priority: 'bulk'}), headers: {'Content-Type': 'application/json',
+            Authorization: `Bearer ${localStorage.getItem('tocsin.token')}`}})).status"""
+    )
+    assert saved == 201
+    page.reload()
+    digest = reminder(page, "Weekly digest")
+    expect(digest.locator(".priority")).to_have_text(" · bulk (after urgent ones)")
+    digest.get_by_role("button", name="Edit “Weekly digest”").click()
+    through = page.locator(".edit-form").get_by_label("Ring through my quiet hours")
+    expect(through).not_to_be_checked()
+    through.check()
+    page.locator(".edit-form").get_by_role("button", name="Save").click()
+    digest = reminder(page, "Weekly digest")
+    expect(digest.locator(".answer")).to_have_text("Saved.")
+    expect(digest.locator(".priority")).to_have_text(
+        " · bulk (after urgent ones, through quiet hours)"
+    )
+
+    create(page, "Dentist", "2099-01-01 08:00")  # urgent: quiet hours never hold it
+    reminder(page, "Dentist").get_by_role("button", name="Edit “Dentist”").click()
+    expect(page.locator(".edit-form").get_by_label("Ring through my quiet hours")).to_be_hidden()
+
+
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:
     page.click("#sign-out")
     expect(page.locator("#sign-in")).to_be_visible()

@@ -1,10 +1,11 @@
 """Quiet hours through the running service (`tocsin serve` on SQLite; `tocsin api` and a
 `tocsin worker` on PostgreSQL).
 
-The owner's quiet hours hold now and end at a minute boundary 40-100 s ahead. Three
+The owner's quiet hours hold now and end at a minute boundary 40-100 s ahead. Four
 reminders ring into them: an urgent one goes at once; a bulk one is held (`queued`, untried,
 its last error saying until when) and goes once they end, never before; a bulk one whose
-freshness ends before they do expires at its first turn, saying why. Another owner's bulk
+freshness ends before they do expires at its first turn, saying why; a bulk one that ignores
+quiet hours goes at once. Another owner's bulk
 ring, with no quiet hours, goes at once. The status board counts the ring held. Every
 instant compared is one the service recorded.
 """
@@ -64,16 +65,22 @@ async def test_quiet_hours_hold_bulk_rings_until_they_end_and_let_urgent_ones_th
             bulk = await _create(client, text="bulk", at=at, priority="bulk", freshness="1h")
             stale = await _create(client, text="stale", at=at, priority="bulk", freshness="30s")
             elsewhere = await _create(client, owner="bob", text="bob's", at=at, priority="bulk")
-            made = (urgent, bulk, stale, elsewhere)
+            through = await _create(
+                client, text="through", at=at, priority="bulk", ignore_quiet_hours=True
+            )
+            assert through["ignore_quiet_hours"] is True
+            made = (urgent, bulk, stale, elsewhere, through)
 
             async def decided() -> bool:
                 shown = [await _last(client, one) for one in made]
                 return all(f.get("state") not in (None, "sending") for f in shown)
 
             await eventually(decided, within=60, every=0.5)
-            first, held, expired, other = [await _last(client, one) for one in made]
+            first, held, expired, other, ignoring = [await _last(client, one) for one in made]
             assert first["state"] == "sent", first
             assert datetime.fromisoformat(first["sent_at"]) < end
+            assert ignoring["state"] == "sent", ignoring
+            assert datetime.fromisoformat(ignoring["sent_at"]) < end
             assert other["state"] == "sent", other
             assert held["state"] == "queued", held
             assert held["last_error"] == f"held by quiet hours until {iso(end)}", held
@@ -96,4 +103,4 @@ async def test_quiet_hours_hold_bulk_rings_until_they_end_and_let_urgent_ones_th
             assert datetime.fromisoformat(rang["sent_at"]) >= end, rang
         stats = await sink.astats(ids=True)
     delivered = {firing_id.rpartition(".")[0] for firing_id in stats["arrivals"]}
-    assert delivered == {urgent["id"], bulk["id"], elsewhere["id"]}  # never the stale one
+    assert delivered == {urgent["id"], bulk["id"], elsewhere["id"], through["id"]}  # not stale

@@ -151,6 +151,7 @@ def new_reminder(
         created_at=now,
         updated_at=now,
         priority=item.priority or priority,
+        ignore_quiet_hours=item.ignore_quiet_hours,
     )
 
 
@@ -209,6 +210,11 @@ def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminde
         freshness=freshness,
         updated_at=now,
         priority=patch.priority or current.priority,
+        ignore_quiet_hours=(
+            current.ignore_quiet_hours
+            if patch.ignore_quiet_hours is None
+            else patch.ignore_quiet_hours
+        ),
     )
     if fields & SCHEDULE_FIELDS:
         changed = errors.attempt(lambda: _rescheduled(changed, patch, now)) or changed

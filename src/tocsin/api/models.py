@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    StrictBool,
     ValidationError,
     WithJsonSchema,
     model_validator,
@@ -42,7 +43,20 @@ _PRIORITY = (
     "it (`tocsin keys create … --priority bulk`), else `urgent`."
 )
 # The fields an edit may not set to null (`changes.check_patch`).
-NOT_NULL = ("text", "channel", "fallback", "zone", "when", "freshness", "priority")
+NOT_NULL = (
+    "text",
+    "channel",
+    "fallback",
+    "zone",
+    "when",
+    "freshness",
+    "priority",
+    "ignore_quiet_hours",
+)
+_IGNORE_QUIET_HOURS = (
+    "Whether its bulk rings go through its owner's quiet hours instead of waiting until they "
+    "end (urgent rings always do). Default false."
+)
 
 
 def _no_nul(value: str) -> str:
@@ -241,6 +255,7 @@ class ReminderIn(_Routed):
     freshness: Duration = DEFAULT_FRESHNESS
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
+    ignore_quiet_hours: StrictBool = Field(default=False, description=_IGNORE_QUIET_HOURS)
 
     @property
     def route(self) -> Route:
@@ -349,6 +364,7 @@ class ReminderPatch(_Routed):
     freshness: Duration | None = None
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
+    ignore_quiet_hours: StrictBool | None = Field(default=None, description=_IGNORE_QUIET_HOURS)
 
     def as_snooze(self) -> SnoozeIn:
         """The snooze of a body in the older form (after `changes.check_patch`)."""
@@ -672,6 +688,7 @@ class ReminderOut(BaseModel):
     next_local: Instant | None = Field(description="The next ring in `zone`, with its offset.")
     freshness: str
     priority: Priority
+    ignore_quiet_hours: bool = Field(description=_IGNORE_QUIET_HOURS)
     metadata: dict[str, Any] | None
     source: str | None
     created_at: Instant

@@ -95,6 +95,7 @@ def reminder(item: Reminder) -> dict[str, Any]:
         "next_local": format_local(item.due_at, zone) if item.due_at else None,
         "freshness": format_duration(item.freshness),
         "priority": item.priority.value,
+        "ignore_quiet_hours": item.ignore_quiet_hours,
         "metadata": item.metadata,
         "source": item.source,
         "created_at": format_utc(item.created_at),

@@ -160,6 +160,8 @@ def _optional_fields(r: Mapping[str, Any]) -> list[tuple[str, str]]:
         extra.append(("last ring", f"{last['due']} {last['state']} ({last['id']})"))
     if r.get("snoozed_from"):
         extra.append(("snoozed from", r["snoozed_from"]))
+    if r.get("ignore_quiet_hours"):
+        extra.append(("quiet hours", "ignored: its bulk rings go through them"))
     if r.get("metadata") is not None:
         extra.append(("metadata", json.dumps(r["metadata"], ensure_ascii=False)))
     extra.append(("source", r.get("source") or "-"))

@@ -131,7 +131,17 @@ def _register_add(subparsers: Any) -> None:
     owner_option(parser, "reminder")
     parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
+    quiet_hours_option(parser)
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
+
+
+def quiet_hours_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ignore-quiet-hours",
+        action=argparse.BooleanOptionalAction,
+        help="a bulk ring goes through the owner's quiet hours instead of waiting until they "
+        "end (--no-ignore-quiet-hours: it waits, the default)",
+    )
 
 
 def add_reminder(api: Api, args: argparse.Namespace) -> int:
@@ -151,6 +161,7 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "when": args.when,
         "freshness": args.freshness,
         "priority": args.priority,
+        "ignore_quiet_hours": args.ignore_quiet_hours,
         "metadata": metadata(args.metadata),
     }
     # A fresh key per run makes a retry after a lost answer safe: the server replays its
@@ -266,7 +277,7 @@ def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
     return print_reminder(answer.body, args)
 
 
-EDITABLE = ("text", "at", "repeat", "when", "zone", "freshness", "priority")
+EDITABLE = ("text", "at", "repeat", "when", "zone", "freshness", "priority", "ignore_quiet_hours")
 
 
 def _register_edit(subparsers: Any) -> None:
@@ -286,6 +297,7 @@ def _register_edit(subparsers: Any) -> None:
     route_options(parser)
     parser.add_argument("--freshness", help="how late a ring may still go out")
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
+    quiet_hours_option(parser)
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
 
 

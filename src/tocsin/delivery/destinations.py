@@ -79,6 +79,7 @@ class Destinations:
         # Looked up at call time: the benchmarks' null destinations and tests have no store.
         self._contacts = Batched(lambda wanted: self._store.destinations(wanted))
         self._quiet = Batched(lambda owners: self._store.quiet_hours_of(owners))
+        self._ignoring = Batched(self._ignoring_quiet_hours)
 
     async def of(self, firing: Firing, channel: Channel) -> list[Destination]:
         """Where `firing` goes now on `channel` (one of its route's). Raises `Nowhere`
@@ -109,12 +110,21 @@ class Destinations:
     async def quiet_until(self, firing: Firing, now: datetime) -> datetime | None:
         """When the quiet hours that hold `firing` at `now` end, or None when none do: the
         owner's own, and those the reminder's app saved for him (looked up with every other
-        lookup of this turn). Only a bulk ring is held; the caller asks for those alone."""
+        lookup of this turn), unless its reminder ignores them. Only a bulk ring is held; the
+        caller asks for those alone."""
         if self._null:  # the benchmarks' counter: it reads no owner's settings
             return None
         spans = await self._quiet.get(firing.owner)
         applying = [span for span in spans if span.source in (None, firing.source)]
-        return quiet_until(applying, now)
+        until = quiet_until(applying, now)
+        if until is None or await self._ignoring.get(firing.reminder_id):
+            return None
+        return until
+
+    async def _ignoring_quiet_hours(self, reminder_ids: list[str]) -> dict[str, list[bool]]:
+        """The reminders that ring through quiet hours, as they are now (an edit after the
+        ring was claimed counts): read only for rings quiet hours would hold."""
+        return {id_: [True] for id_ in await self._store.ignoring_quiet_hours(reminder_ids)}
 
     async def settled(self, firing: Firing) -> dict[str, Outcome]:
         """The destinations earlier attempts settled for good (none on a first attempt)."""

@@ -103,6 +103,11 @@ def stored_priority(priority: Priority) -> int | None:
     return priority.rank or None
 
 
+def stored_flag(value: bool) -> bool | None:
+    """How an opt-in flag is stored: true, or NULL (a bit of the null bitmap) when unset."""
+    return True if value else None
+
+
 def schedule_of(zone: str, anchor: str, rule: str | None) -> Schedule:
     """A schedule from its stored columns."""
     return Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)

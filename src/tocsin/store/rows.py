@@ -96,6 +96,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         last_firing=last,
         priority=codec.priority_of(row["priority"]),
         rang=now and row["last_rung"] is not None,
+        ignore_quiet_hours=bool(row["ignore_quiet"]),
     )
 
 

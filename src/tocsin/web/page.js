@@ -582,7 +582,10 @@
     q(".repeat").textContent = `${Words.repeat(reminder)} (${reminder.zone})`;
     const channel = CHANNELS.find(([value]) => value === reminder.channel);
     q(".channel").textContent = `by ${channel ? channel[1] : reminder.channel}`;
-    if (reminder.priority === "bulk") q(".priority").textContent = " · bulk (after urgent ones)";
+    if (reminder.priority === "bulk") {
+      const through = reminder.ignore_quiet_hours ? ", through quiet hours" : "";
+      q(".priority").textContent = ` · bulk (after urgent ones${through})`;
+    }
     if (reminder.last_firing) {
       const state = reminder.last_firing.state;
       q(".last").textContent = ` · last ring: ${RING_WORDS[state] || state}`;
@@ -718,6 +721,9 @@
     fields.when.value = whenWas;
     fields.zone.value = was.zone;
     fillChannels(fields.channel, was.channel);
+    // Quiet hours hold bulk rings alone: an urgent reminder has nothing to ignore.
+    fields.ignore_quiet_hours.checked = was.ignore_quiet_hours;
+    form.querySelector(".through").hidden = was.priority !== "bulk";
     item.querySelector(".actions").hidden = true;
     item.insertBefore(form, answer);
     fields.text.focus();
@@ -735,6 +741,9 @@
       }
       if (fields.when.value.trim() !== whenWas) {
         change.when = fields.when.value;
+      }
+      if (fields.ignore_quiet_hours.checked !== was.ignore_quiet_hours) {
+        change.ignore_quiet_hours = fields.ignore_quiet_hours.checked;
       }
       if (!Object.keys(change).length) {
         close();

@@ -7,7 +7,15 @@ from datetime import timedelta
 
 import httpx
 
-from tests.integration.api.conftest import NOW, add_key, bearer, fields, owner_token
+from tests.integration.api.conftest import (
+    NOW,
+    ONE_OFF,
+    add_key,
+    bearer,
+    create,
+    fields,
+    owner_token,
+)
 from tocsin.clock import FakeClock
 from tocsin.store import Store
 
@@ -87,3 +95,44 @@ async def test_each_saver_keeps_its_own_quiet_hours_and_apps_see_only_theirs(
     assert other.status_code == 404  # an owner token sees its own owner only
     assert (await client.delete(PATH, headers=bearer(x))).status_code == 204
     assert await seen(token) == [None]
+
+
+async def test_a_reminder_says_whether_it_ignores_quiet_hours_and_an_edit_changes_it(
+    client: httpx.AsyncClient,
+) -> None:
+    plain = await create(client, ONE_OFF)
+    through = await create(client, ONE_OFF | {"ignore_quiet_hours": True})
+    batch = await client.post(
+        "/v1/reminders:batch", json={"items": [ONE_OFF | {"ignore_quiet_hours": True}]}
+    )
+    path = f"/v1/reminders/{plain['id']}"
+
+    async def edit(body: dict[str, object]) -> httpx.Response:
+        etag = (await client.get(path)).headers["ETag"]
+        return await client.patch(path, json=body, headers={"If-Match": etag})
+
+    turned_on = await edit({"ignore_quiet_hours": True})
+    renamed = await edit({"text": "Call mom back"})
+    null = await edit({"ignore_quiet_hours": None})
+    turned_off = await edit({"ignore_quiet_hours": False})
+
+    assert plain["ignore_quiet_hours"] is False
+    assert through["ignore_quiet_hours"] is True
+    assert (await client.get(f"/v1/reminders/{through['id']}")).json()["ignore_quiet_hours"]
+    assert batch.status_code == 200, batch.text
+    saved = await client.get(f"/v1/reminders/{batch.json()['items'][0]['id']}")
+    assert saved.json()["ignore_quiet_hours"] is True
+    assert turned_on.json()["ignore_quiet_hours"] is True
+    assert renamed.json()["ignore_quiet_hours"] is True
+    assert null.status_code == 422
+    assert fields(null.json()) == ["ignore_quiet_hours"]
+    assert turned_off.json()["ignore_quiet_hours"] is False
+
+
+async def test_an_ignore_quiet_hours_that_is_not_a_boolean_is_refused_naming_it(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post("/v1/reminders", json=ONE_OFF | {"ignore_quiet_hours": "yes"})
+
+    assert response.status_code == 422
+    assert fields(response.json()) == ["ignore_quiet_hours"]

@@ -28,3 +28,7 @@ class QuietHoursStore(Protocol):
     @abstractmethod
     async def quiet_hours_of(self, owners: Sequence[str]) -> dict[str, list[QuietHours]]:
         """The quiet hours of many owners at once (those with none are left out)."""
+
+    @abstractmethod
+    async def ignoring_quiet_hours(self, reminder_ids: Sequence[str]) -> set[str]:
+        """Those of the reminders whose rings go through quiet hours (`ignore_quiet_hours`)."""

@@ -315,6 +315,7 @@ class PostgresStore(Store):
             waiting,
             None if waiting is None else codec.bucket_of(waiting),
             _on_its_way(reminder),
+            codec.stored_flag(reminder.ignore_quiet_hours),
         )
         row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
         return None if row is None else reminder_from(row, _as_is)
@@ -511,6 +512,10 @@ class PostgresStore(Store):
         return by_owner(
             quiet_from(row, _as_is) for row in await self._fetch(q.QUIET_HOURS_OF, list(owners))
         )
+
+    async def ignoring_quiet_hours(self, reminder_ids: Sequence[str]) -> set[str]:
+        rows = await self._fetch(q.IGNORING_QUIET_HOURS, list(reminder_ids))
+        return {row["id"] for row in rows}
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 
@@ -1127,7 +1132,13 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
         [r.updated_at for r in reminders],
     ]
     wakes = [codec.wake_payload(*pair) for pair in codec.wake_ups(reminders)]
-    return [*key, *columns, wakes, [codec.stored_priority(r.priority) for r in reminders]]
+    return [
+        *key,
+        *columns,
+        wakes,
+        [codec.stored_priority(r.priority) for r in reminders],
+        [codec.stored_flag(r.ignore_quiet_hours) for r in reminders],
+    ]
 
 
 def _pending_time(row: Record) -> PendingTime:

@@ -27,7 +27,8 @@ INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
 -- name: ADD_REMINDERS
 -- Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
 -- statement (so all or nothing), each pending one's occurrence waiting in `due`; then announce the reminders due soon ($27: `shard:second`
--- payloads), delivered on commit. $28: the reminders' priorities (a column of $7…$26).
+-- payloads), delivered on commit. $28, $29: the reminders' priorities and whether each
+-- ignores quiet hours (columns of $7…$26).
 WITH saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
     SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
@@ -36,13 +37,13 @@ WITH saved_key AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
         bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
-        priority
+        priority, ignore_quiet
     )
     SELECT * FROM unnest(
         $7::text[], $8::text[], $9::smallint[], $10::text[], $11::text[], $12::text[],
         $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[],
         $19::integer[], $20::integer[], $21::json[], $22::text[], $23::text[], $24::integer[],
-        $25::timestamptz[], $26::timestamptz[], $28::smallint[]
+        $25::timestamptz[], $26::timestamptz[], $28::smallint[], $29::boolean[]
     )
     RETURNING shard, priority, bucket, due_at, id, version, status
 ), waiting AS (
@@ -59,20 +60,20 @@ SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 -- and one-element arrays through `unnest` cost a third more client CPU a save (56 µs, not 41:
 -- docs/benchmarks.md, "One reminder, one single-row INSERT"). The parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
 -- array; $27 is the wake-up payload, or NULL when the reminder is not due soon. With a cap
--- ($29 > 0), nothing is saved when the reminder's (owner, app) pair keeps $29 pending
--- already, counted as PENDING_COUNTS counts (among at most 4 × $29 of the owner's rows:
+-- ($30 > 0), nothing is saved when the reminder's (owner, app) pair keeps $30 pending
+-- already, counted as PENDING_COUNTS counts (among at most 4 × $30 of the owner's rows:
 -- base.CAP_READS): the check is in the statement because as a query of its own it was a
 -- round trip more per create. Answers whether it saved.
 WITH room AS (
-    SELECT $29::integer = 0 OR (
+    SELECT $30::integer = 0 OR (
         SELECT count(*) FILTER (
             WHERE mine.source IS NOT DISTINCT FROM $22::text AND {waiting}
         )
         FROM (
             SELECT id, version, due_at, rule, status, source FROM reminders
-            WHERE owner = $8::text LIMIT 4 * $29::integer
+            WHERE owner = $8::text LIMIT 4 * $30::integer
         ) AS mine
-    ) < $29::integer AS ok
+    ) < $30::integer AS ok
 ), saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
     SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
@@ -81,13 +82,13 @@ WITH room AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
         bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
-        priority
+        priority, ignore_quiet
     )
     SELECT
         $7::text, $8::text, $9::smallint, $10::text, $11::text, $12::text,
         $13::text, $14::text, $15::text, $16::text, $17::text, $18::timestamptz,
         $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
-        $25::timestamptz, $26::timestamptz, $28::smallint
+        $25::timestamptz, $26::timestamptz, $28::smallint, $29::boolean
     WHERE (SELECT ok FROM room)
     RETURNING shard, priority, bucket, due_at, id, version, status
 ), waiting AS (
@@ -234,7 +235,7 @@ LIMIT $4
 -- (`_TAKE_BACK`: a claim that decided it first rang it, and the edit is refused: the caller
 -- read a reminder that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
 -- reminder as it is now, announcing it ($15: zero or one payload) when it is due soon.
--- $17: priority; $20: the reminder's ring on its way as the caller read it, if any, kept in
+-- $17: priority; $21: whether it ignores quiet hours; $20: the reminder's ring on its way as the caller read it, if any, kept in
 -- `rang_due_at` for readers (`_RING_STATE`). Run in a transaction that rolls back when
 -- nothing was saved.
 WITH removed AS (
@@ -248,7 +249,7 @@ WITH removed AS (
     UPDATE reminders
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
-        version = $2 + 1, updated_at = $16, priority = $17,
+        version = $2 + 1, updated_at = $16, priority = $17, ignore_quiet = $21,
         rang_due_at = coalesce($20::timestamptz, rang_due_at)
     WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT reminder_id FROM taken))
     RETURNING *
@@ -368,6 +369,11 @@ ORDER BY c.id
 SELECT q.* FROM unnest($1::text[]) AS wanted (owner)
 JOIN quiet_hours AS q ON q.owner = wanted.owner
 ORDER BY q.owner, q.saver
+
+-- name: IGNORING_QUIET_HOURS
+-- Those of the reminders $1 that ring through quiet hours: a primary-key probe each, asked
+-- only for bulk rings that quiet hours would hold.
+SELECT r.id FROM reminders AS r WHERE r.id = ANY($1::text[]) AND r.ignore_quiet
 
 -- -- apps and secrets -------------------------------------------------------------------------
 

@@ -22,11 +22,12 @@ INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)
 -- Insert one reminder (run with executemany for a batch).
 INSERT INTO reminders (
     id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at, bucket,
-    freshness, metadata, source, snoozed_from, version, created_at, updated_at, priority
+    freshness, metadata, source, snoozed_from, version, created_at, updated_at, priority,
+    ignore_quiet
 ) VALUES (
     :id, :owner, :shard, :text, :channel, :zone, :anchor, :rule, :at, :repeat, :status,
     :due_at, :bucket, :freshness, :metadata, :source, :snoozed_from, :version, :created_at,
-    :updated_at, :priority
+    :updated_at, :priority, :ignore_quiet
 )
 
 -- name: INSERT_IDEMPOTENCY
@@ -195,7 +196,7 @@ UPDATE reminders
 SET text = :text, channel = :channel, zone = :zone, anchor = :anchor, rule = :rule, at = :at,
     repeat = :repeat, status = :status, due_at = :due_at, bucket = :bucket,
     freshness = :freshness, metadata = :metadata, version = :expected_version + 1,
-    updated_at = :updated_at, priority = :priority
+    updated_at = :updated_at, priority = :priority, ignore_quiet = :ignore_quiet
 WHERE id = :id AND version = :expected_version
 
 -- name: CANCEL_REMINDER
@@ -269,6 +270,13 @@ SELECT q.* FROM json_each(?) AS wanted
 CROSS JOIN quiet_hours AS q
 WHERE q.owner = wanted.value
 ORDER BY q.owner, q.saver
+
+-- name: IGNORING_QUIET_HOURS
+-- Those of the reminders (a JSON array of ids) that ring through quiet hours: a primary-key
+-- probe each, asked only for bulk rings that quiet hours would hold.
+SELECT r.id FROM json_each(?) AS wanted
+CROSS JOIN reminders AS r
+WHERE r.id = wanted.value AND r.ignore_quiet
 
 -- -- apps and secrets -------------------------------------------------------------------------
 

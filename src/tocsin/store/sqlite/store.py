@@ -469,6 +469,13 @@ class SqliteStore(Store):
         )
         return by_owner(quiet_from(row, _utc) for row in rows)
 
+    async def ignoring_quiet_hours(self, reminder_ids: Sequence[str]) -> set[str]:
+        wanted = _json(list(reminder_ids))
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.IGNORING_QUIET_HOURS, (wanted,)).fetchall()
+        )
+        return {row["id"] for row in rows}
+
     # -- ContactStore: contacts ----------------------------------------------------------------
 
     async def add_contact(self, contact: Contact) -> None:
@@ -1159,6 +1166,7 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
         "created_at": _us(reminder.created_at),
         "updated_at": _us(reminder.updated_at),
         "priority": codec.stored_priority(reminder.priority),
+        "ignore_quiet": codec.stored_flag(reminder.ignore_quiet_hours),
     }
 
 

@@ -183,6 +183,8 @@ CREATE TABLE reminders (
     snoozed_from text COLLATE "C",
     rang_due_at timestamp with time zone,
     priority smallint,
+    ignore_quiet boolean,
+    CONSTRAINT reminders_ignore_quiet_check CHECK (ignore_quiet),
     CONSTRAINT reminders_pending_due CHECK (((status <> 'pending'::text) OR ((due_at IS NOT NULL) AND (bucket IS NOT NULL)))),
     CONSTRAINT reminders_pkey PRIMARY KEY (id),
     CONSTRAINT reminders_priority_check CHECK ((priority = 1)),
