@@ -146,6 +146,9 @@ class Schedule:
     zone: str
     anchor: datetime
     rule: str | None = None
+    # Early alerts: each a lead (seconds) before every occurrence at which it rings as well,
+    # earliest first (`tocsin.time.alerts`); whole days of a lead count on the local clock.
+    alerts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -67,6 +67,22 @@ def firings(client: httpx.Client, made: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+async def acreate(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
+    """`create` from an async client, ringing by webhook in UTC unless `fields` say."""
+    body = {"owner": "ana", "zone": "UTC", "channel": "webhook"} | fields
+    response = await client.post("/v1/reminders", json=body)
+    assert response.status_code == 201, response.text
+    made: dict[str, Any] = response.json()
+    return made
+
+
+async def afirings(client: httpx.AsyncClient, made: dict[str, Any]) -> list[dict[str, Any]]:
+    """`firings` from an async client: newest first."""
+    answer = await client.get(f"/v1/reminders/{made['id']}/firings")
+    found: list[dict[str, Any]] = answer.json()["firings"]
+    return found
+
+
 def iso(instant: datetime) -> str:
     return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -260,6 +260,21 @@ def test_quiet_hours_are_set_shown_and_cleared(server: Server) -> None:
     assert waits["ignore_quiet_hours"] is False
 
 
+def test_early_alerts_are_added_shown_and_removed(server: Server) -> None:
+    made = server.ok(
+        "add", "dentist", "--at", "+3h", "--owner", "ed", "--alert", "15m", "--alert", "1h"
+    )
+    assert made["alerts"] == ["1h", "15m"]
+    assert made["next"] < made["next_occurrence"]
+    shown = server.cli("show", made["id"])
+    assert "1h, 15m before each ring" in shown.out, shown.err
+    bad = server.cli("add", "x", "--at", "+3h", "--owner", "ed", "--alert", "soon")
+    assert bad.status == REFUSED
+    assert "alerts.0" in bad.err
+    plain = server.ok("edit", made["id"], "--no-alerts")
+    assert (plain["alerts"], plain["next"]) == ([], plain["next_occurrence"])
+
+
 def write_import(path: Path, owner: str) -> None:
     with path.open("w") as out:
         for number in range(1, IMPORT_LINES + 1):

@@ -457,6 +457,29 @@ def test_a_bulk_reminder_is_edited_to_ring_through_quiet_hours(page: Page) -> No
     expect(page.locator(".edit-form").get_by_label("Ring through my quiet hours")).to_be_hidden()
 
 
+def test_early_alerts_are_set_in_the_edit_box_refused_by_name_and_shown(page: Page) -> None:
+    create(page, "Optician", "2099-01-01 08:00")
+    reminder(page, "Optician").get_by_role("button", name="Edit “Optician”").click()
+    form = page.locator(".edit-form")
+    form.get_by_label("Early alerts").fill("1d, soon")
+    form.get_by_role("button", name="Save").click()
+    expect(form.locator(".error")).to_contain_text("alerts.1:")
+    form.get_by_label("Early alerts").fill("15m, 1d")
+    form.get_by_role("button", name="Save").click()
+    optician = reminder(page, "Optician")
+    expect(optician.locator(".answer")).to_have_text("Saved.")
+    # The next ring is the day before's alert; the list says which time it is for.
+    expect(optician.locator(".alerts")).to_have_text(
+        " · alerts 1d, 15m before; the next for Thu 1 Jan 2099 08:00"
+    )
+    expect(optician.locator(".next")).to_contain_text("31 Dec 2098 08:00")
+    optician.get_by_label("Snooze “Optician”").click()
+    expect(optician.locator(".snooze-from")).to_have_text("From its time, Thu 1 Jan 2099 08:00:")
+    optician.screenshot(path=IMAGES / "page-alerts.png")
+    optician.get_by_role("button", name="Edit “Optician”").click()
+    expect(page.locator(".edit-form").get_by_label("Early alerts")).to_have_value("1d, 15m")
+
+
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:
     page.click("#sign-out")
     expect(page.locator("#sign-in")).to_be_visible()

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.service import iso, service
+from tests.e2e.service import acreate, afirings, iso, service
 from tests.integration.engine.support import eventually, receiver
 
 pytestmark = [pytest.mark.slow]
@@ -33,17 +33,8 @@ def _clock(instant: datetime) -> str:
 
 async def _last(client: httpx.AsyncClient, made: dict[str, Any]) -> dict[str, Any]:
     """The reminder's newest firing; {} before it has one."""
-    answer = await client.get(f"/v1/reminders/{made['id']}/firings")
-    found: list[dict[str, Any]] = answer.json()["firings"]
+    found = await afirings(client, made)
     return found[0] if found else {}
-
-
-async def _create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
-    body = {"owner": "ana", "zone": "UTC", "channel": "webhook"} | fields
-    answer = await client.post("/v1/reminders", json=body)
-    assert answer.status_code == 201, answer.text
-    made: dict[str, Any] = answer.json()
-    return made
 
 
 @pytest.mark.timeout(300)
@@ -61,11 +52,11 @@ async def test_quiet_hours_hold_bulk_rings_until_they_end_and_let_urgent_ones_th
             assert saved.json()["quiet_until"] == iso(end)
 
             at = iso(datetime.now(UTC) + timedelta(seconds=3))
-            urgent = await _create(client, text="urgent", at=at)
-            bulk = await _create(client, text="bulk", at=at, priority="bulk", freshness="1h")
-            stale = await _create(client, text="stale", at=at, priority="bulk", freshness="30s")
-            elsewhere = await _create(client, owner="bob", text="bob's", at=at, priority="bulk")
-            through = await _create(
+            urgent = await acreate(client, text="urgent", at=at)
+            bulk = await acreate(client, text="bulk", at=at, priority="bulk", freshness="1h")
+            stale = await acreate(client, text="stale", at=at, priority="bulk", freshness="30s")
+            elsewhere = await acreate(client, owner="bob", text="bob's", at=at, priority="bulk")
+            through = await acreate(
                 client, text="through", at=at, priority="bulk", ignore_quiet_hours=True
             )
             assert through["ignore_quiet_hours"] is True

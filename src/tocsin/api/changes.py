@@ -17,13 +17,15 @@ from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Priority, Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
-from tocsin.time import LATEST, format_utc, parse_duration, plan_schedule, read_when
+from tocsin.time import LATEST, first_due, format_utc, parse_duration, plan_schedule, read_when
+from tocsin.time.alerts import parse_alerts
+from tocsin.time.expand import occurrence_from
 
 FRESHNESS_MIN = 30
 FRESHNESS_MAX = 7 * 86400
 SNOOZE_MIN = 1
 SNOOZE_MAX = 366 * 86400
-SCHEDULE_FIELDS = frozenset({"at", "repeat", "when", "zone"})
+SCHEDULE_FIELDS = frozenset({"at", "repeat", "when", "zone", "alerts"})
 
 T = TypeVar("T")
 
@@ -98,6 +100,17 @@ def _late_plan(
             raise refused from None
 
 
+def _alerted(
+    schedule: Schedule, due: datetime, alerts: tuple[int, ...], now: datetime
+) -> tuple[Schedule, datetime]:
+    """The schedule with its alerts, and its first ring: the first alert still to come
+    before `due`, else `due` itself (a late one-off's, taken as late: `_late_plan`)."""
+    if not alerts:
+        return replace(schedule, alerts=()), due
+    alerted = replace(schedule, alerts=alerts)
+    return alerted, first_due(alerted, min(now, due)) or due
+
+
 def normalised_at(schedule: Schedule, given: str | None) -> str | None:
     """`at` as stored: an ISO 8601 local wall time, or a UTC instant if it was absolute."""
     if given is None:
@@ -126,11 +139,14 @@ def new_reminder(
     freshness = errors.attempt(lambda: parse_freshness(item.freshness))
     late_by = timedelta(seconds=freshness) if keyed and freshness is not None else None
     plan = errors.attempt(lambda: _late_plan(item, now, late_by))
+    alerts = errors.attempt(lambda: parse_alerts(item.alerts))
     errors.check()
     assert plan is not None
     assert freshness is not None
+    assert alerts is not None
     assert item.text is not None  # a `say` is spelled out first (`saying.spelled_out`)
     schedule, due, at, repeat = plan
+    schedule, due = _alerted(schedule, due, alerts, now)
     shard = shard_of(owner)
     return Reminder(
         id=new_reminder_id(shard, now),
@@ -229,6 +245,10 @@ def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Remi
     at = patch.at if "at" in fields else None if when else current.at
     repeat = patch.repeat if "repeat" in fields else None if when else current.repeat
     schedule, due, at, repeat = planned(zone=zone, at=at, repeat=repeat, when=when, now=now)
+    alerts = current.schedule.alerts
+    if "alerts" in fields and patch.alerts is not None:
+        alerts = parse_alerts(patch.alerts)
+    schedule, due = _alerted(schedule, due, alerts, now)
     return replace(
         current,
         schedule=schedule,
@@ -257,7 +277,8 @@ def snooze_due(current: Reminder, asked: SnoozeIn, *, now: datetime) -> datetime
         raise invalid([FieldError("snooze", error.message)]) from None
     start = now
     if is_pending_one_off(current) and current.due_at is not None:
-        start = max(now, current.due_at)
+        # From its time: the occurrence, not an early alert that comes before it.
+        start = max(now, occurrence_from(current.schedule, current.due_at) or current.due_at)
     if timedelta(seconds=seconds) > LATEST - start:  # also keeps the sum from overflowing
         detail = f"{asked.snooze!r} from {format_utc(start)} is after {format_utc(LATEST)}"
         raise invalid([FieldError("snooze", f"{detail}, the latest time Tocsin rings at")])

@@ -18,6 +18,7 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     StrictBool,
+    StringConstraints,
     ValidationError,
     WithJsonSchema,
     model_validator,
@@ -44,6 +45,7 @@ _PRIORITY = (
 )
 # The fields an edit may not set to null (`changes.check_patch`).
 NOT_NULL = (
+    "alerts",
     "text",
     "channel",
     "fallback",
@@ -53,6 +55,16 @@ NOT_NULL = (
     "priority",
     "ignore_quiet_hours",
 )
+_ALERTS = (
+    "Early alerts: extra rings before each occurrence, each a lead (`1d`, `2h`, `15m`; a "
+    "minute to four weeks, at most 5). Whole days count on the local clock: `1d` before "
+    "Monday 09:00 is Sunday 09:00, across a change of the clocks too; the rest is elapsed "
+    "time. Each rings with its own identity and the reminder's text."
+)
+Alerts = Annotated[
+    list[Annotated[str, StringConstraints(max_length=64)]],
+    Field(max_length=64, description=_ALERTS, examples=[["1d", "15m"]]),
+]
 _IGNORE_QUIET_HOURS = (
     "Whether its bulk rings go through its owner's quiet hours instead of waiting until they "
     "end (urgent rings always do). Default false."
@@ -256,6 +268,7 @@ class ReminderIn(_Routed):
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
     ignore_quiet_hours: StrictBool = Field(default=False, description=_IGNORE_QUIET_HOURS)
+    alerts: Alerts = []
 
     @property
     def route(self) -> Route:
@@ -365,6 +378,7 @@ class ReminderPatch(_Routed):
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
     ignore_quiet_hours: StrictBool | None = Field(default=None, description=_IGNORE_QUIET_HOURS)
+    alerts: Alerts | None = None
 
     def as_snooze(self) -> SnoozeIn:
         """The snooze of a body in the older form (after `changes.check_patch`)."""
@@ -689,6 +703,11 @@ class ReminderOut(BaseModel):
     freshness: str
     priority: Priority
     ignore_quiet_hours: bool = Field(description=_IGNORE_QUIET_HOURS)
+    alerts: list[str] = Field(description="Its early alerts' leads, earliest first: `1d`, `15m`.")
+    next_occurrence: Instant | None = Field(
+        description="The occurrence the next ring is for: `next` itself, or, when the next "
+        "ring is an early alert, the occurrence it comes before."
+    )
     metadata: dict[str, Any] | None
     source: str | None
     created_at: Instant

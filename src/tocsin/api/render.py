@@ -14,6 +14,8 @@ from tocsin.api.routing import shown
 from tocsin.domain import Attempt, Channel, Contact, Firing, Place, Reminder, Route
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
+from tocsin.time.alerts import format_alerts
+from tocsin.time.expand import occurrence_from
 from tocsin.time.quiet import QuietHours, clock_text
 
 
@@ -96,6 +98,8 @@ def reminder(item: Reminder) -> dict[str, Any]:
         "freshness": format_duration(item.freshness),
         "priority": item.priority.value,
         "ignore_quiet_hours": item.ignore_quiet_hours,
+        "alerts": format_alerts(item.schedule.alerts),
+        "next_occurrence": _next_occurrence(item),
         "metadata": item.metadata,
         "source": item.source,
         "created_at": format_utc(item.created_at),
@@ -110,6 +114,16 @@ def reminder(item: Reminder) -> dict[str, Any]:
     if item.snoozed_from is not None:
         body["snoozed_from"] = item.snoozed_from
     return body
+
+
+def _next_occurrence(item: Reminder) -> str | None:
+    """The occurrence the next ring is for: with alerts, the first at or after it."""
+    if item.due_at is None:
+        return None
+    if not item.schedule.alerts:
+        return format_utc(item.due_at)
+    occurrence = occurrence_from(item.schedule, item.due_at)
+    return format_utc(occurrence) if occurrence else None
 
 
 def batch_created(index: int, item: Reminder) -> dict[str, Any]:

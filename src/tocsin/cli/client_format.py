@@ -160,6 +160,10 @@ def _optional_fields(r: Mapping[str, Any]) -> list[tuple[str, str]]:
         extra.append(("last ring", f"{last['due']} {last['state']} ({last['id']})"))
     if r.get("snoozed_from"):
         extra.append(("snoozed from", r["snoozed_from"]))
+    if r.get("alerts"):
+        extra.append(("alerts", ", ".join(r["alerts"]) + " before each ring"))
+        if r.get("next_occurrence") and r["next_occurrence"] != r.get("next"):
+            extra.append(("next alert for", r["next_occurrence"]))
     if r.get("ignore_quiet_hours"):
         extra.append(("quiet hours", "ignored: its bulk rings go through them"))
     if r.get("metadata") is not None:

@@ -132,6 +132,7 @@ def _register_add(subparsers: Any) -> None:
     parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     quiet_hours_option(parser)
+    alert_option(parser)
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
 
 
@@ -142,6 +143,25 @@ def quiet_hours_option(parser: argparse.ArgumentParser) -> None:
         help="a bulk ring goes through the owner's quiet hours instead of waiting until they "
         "end (--no-ignore-quiet-hours: it waits, the default)",
     )
+
+
+def alert_option(parser: argparse.ArgumentParser, *, edit: bool = False) -> None:
+    parser.add_argument(
+        "--alert",
+        dest="alerts",
+        action="append",
+        metavar="LEAD",
+        help="an early alert, this long before each ring: 1d (the day before at the same "
+        "local time), 2h, 15m; repeat it for more" + ("; replaces its alerts" if edit else ""),
+    )
+    if edit:
+        parser.add_argument(
+            "--no-alerts",
+            dest="alerts",
+            action="store_const",
+            const=[],
+            help="remove its early alerts",
+        )
 
 
 def add_reminder(api: Api, args: argparse.Namespace) -> int:
@@ -162,6 +182,7 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "freshness": args.freshness,
         "priority": args.priority,
         "ignore_quiet_hours": args.ignore_quiet_hours,
+        "alerts": args.alerts,
         "metadata": metadata(args.metadata),
     }
     # A fresh key per run makes a retry after a lost answer safe: the server replays its
@@ -277,7 +298,17 @@ def snooze_reminder(api: Api, args: argparse.Namespace) -> int:
     return print_reminder(answer.body, args)
 
 
-EDITABLE = ("text", "at", "repeat", "when", "zone", "freshness", "priority", "ignore_quiet_hours")
+EDITABLE = (
+    "text",
+    "at",
+    "repeat",
+    "when",
+    "zone",
+    "freshness",
+    "priority",
+    "ignore_quiet_hours",
+    "alerts",
+)
 
 
 def _register_edit(subparsers: Any) -> None:
@@ -298,6 +329,7 @@ def _register_edit(subparsers: Any) -> None:
     parser.add_argument("--freshness", help="how late a ring may still go out")
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     quiet_hours_option(parser)
+    alert_option(parser, edit=True)
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
 
 

@@ -20,6 +20,7 @@ from tocsin.domain import (
     parse_route,
 )
 from tocsin.store.base import WAKE_HORIZON, Move
+from tocsin.time.alerts import alerts_from_text
 
 DUE_CHANNEL = "tocsin_due"
 LEASES_CHANNEL = "tocsin_leases"  # payload: the worker that joined or let parts go
@@ -82,14 +83,14 @@ def due_ring(
     zone: str,
     anchor: str,
     rule: str | None,
+    alerts: str | None,
     version: int,
     priority: int | None,
     content: str | None = None,
 ) -> DueRing:
-    """A `load_due` row as the scheduler holds it: a schedule for a series only."""
-    schedule = (
-        None if rule is None else Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
-    )
+    """A `load_due` row as the scheduler holds it: a schedule for a series, or a one-off
+    with alerts, only (a plain one-off's claim needs no next ring)."""
+    schedule = None if rule is None and alerts is None else schedule_of(zone, anchor, rule, alerts)
     return DueRing(reminder_id, due_at, freshness, schedule, version, priority or 0, content)
 
 
@@ -108,9 +109,10 @@ def stored_flag(value: bool) -> bool | None:
     return True if value else None
 
 
-def schedule_of(zone: str, anchor: str, rule: str | None) -> Schedule:
+def schedule_of(zone: str, anchor: str, rule: str | None, alerts: str | None) -> Schedule:
     """A schedule from its stored columns."""
-    return Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule)
+    leads = alerts_from_text(alerts)
+    return Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule, alerts=leads)
 
 
 def dump_json(value: JSON | None) -> str | None:

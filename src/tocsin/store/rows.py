@@ -31,7 +31,6 @@ from tocsin.domain import (
     ReminderStatus,
     RingMinute,
     Route,
-    Schedule,
     WorkerState,
 )
 from tocsin.keyring import Keyring
@@ -79,9 +78,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         shard=row["shard"],
         text=row["text"],
         channel=codec.route_of(row["channel"]),
-        schedule=Schedule(
-            zone=row["zone"], anchor=codec.anchor_from_text(row["anchor"]), rule=row["rule"]
-        ),
+        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"], row["alerts"]),
         at=row["at"],
         repeat=row["repeat"],
         status=status,

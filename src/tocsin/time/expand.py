@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from itertools import islice
@@ -16,6 +16,7 @@ from dateutil import rrule as dr
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
+from tocsin.time.alerts import merged
 from tocsin.time.bounds import LATEST, LATEST_LOCAL
 from tocsin.time.budget import DEFAULT_SECONDS, BudgetedRRule, expansion_budget
 from tocsin.time.rules import Rule, UntilKind, parse_rrule
@@ -245,12 +246,23 @@ def _instants(locals_: Iterable[datetime], zone: ZoneInfo) -> Iterator[datetime]
 def rings(
     schedule: Schedule, lower: datetime, *, strict: bool, cap: datetime | None = None
 ) -> Iterator[datetime]:
-    """The schedule's rings after `lower` (`strict`) or at/after it, as aware UTC instants.
+    """The schedule's rings after `lower` (`strict`) or at/after it, as aware UTC instants:
+    its occurrences and, when it has alerts, theirs (`tocsin.time.alerts`).
 
     `cap` (naive local) stops the search there; the public functions never cap, and
     `parse_schedule` does so that a rule that never rings cannot run for long.
     """
     lower = lower.astimezone(UTC)
+    if not schedule.alerts:
+        return _occurrences(schedule, lower, strict=strict, cap=cap)
+    found = _occurrences(schedule, lower, strict=strict, cap=cap)
+    return merged(found, schedule.alerts, load_zone(schedule.zone), lower, strict=strict)
+
+
+def _occurrences(
+    schedule: Schedule, lower: datetime, *, strict: bool, cap: datetime | None
+) -> Iterator[datetime]:
+    """`rings` without alerts: the occurrences alone."""
     if schedule.rule is None:
         instant = instant_of(schedule)
         if instant > lower or (instant == lower and not strict):
@@ -297,7 +309,7 @@ def first_due(schedule: Schedule, now: datetime) -> datetime | None:
     Raises ExpansionBudgetExceeded when finding it needs more CPU time than the active
     budget (`tocsin.time.budget`; at most DEFAULT_SECONDS).
     """
-    if schedule.rule is None:  # a one-off: no series to expand
+    if schedule.rule is None and not schedule.alerts:  # a one-off: no series to expand
         instant = instant_of(schedule)
         return instant if instant >= _aware(now, "now") else None
     with expansion_budget(DEFAULT_SECONDS):
@@ -314,6 +326,14 @@ def next_after(schedule: Schedule, instant: datetime) -> datetime | None:
     """
     with expansion_budget(DEFAULT_SECONDS):
         return next(rings(schedule, _aware(instant, "instant"), strict=True), None)
+
+
+def occurrence_from(schedule: Schedule, instant: datetime) -> datetime | None:
+    """The first occurrence at or after `instant`, alerts left out: the one a ring at
+    `instant` is for (itself, or the occurrence an alert there comes before)."""
+    plain = replace(schedule, alerts=())
+    with expansion_budget(DEFAULT_SECONDS):
+        return next(rings(plain, _aware(instant, "instant"), strict=False), None)
 
 
 def occurrences(schedule: Schedule, start: datetime, count: int) -> list[Occurrence]:

@@ -582,6 +582,13 @@
     q(".repeat").textContent = `${Words.repeat(reminder)} (${reminder.zone})`;
     const channel = CHANNELS.find(([value]) => value === reminder.channel);
     q(".channel").textContent = `by ${channel ? channel[1] : reminder.channel}`;
+    if (reminder.alerts.length) {
+      // The next ring may be an alert: say which time it comes before.
+      const occurrence = reminder.next_occurrence;
+      const early = occurrence && occurrence !== reminder.next;
+      const forWhat = early ? `; the next for ${Words.instant(occurrence, reminder.zone)}` : "";
+      q(".alerts").textContent = ` · alerts ${reminder.alerts.join(", ")} before${forWhat}`;
+    }
     if (reminder.priority === "bulk") {
       const through = reminder.ignore_quiet_hours ? ", through quiet hours" : "";
       q(".priority").textContent = ` · bulk (after urgent ones${through})`;
@@ -626,7 +633,7 @@
     q('[data-snooze="10m"]').textContent = ahead ? "10 min later" : "In 10 min";
     q('[data-snooze="1h"]').textContent = ahead ? "1 hour later" : "In 1 hour";
     q(".snooze-from").hidden = !ahead;
-    if (ahead) q(".snooze-from").textContent = `From its time, ${Words.localTime(reminder.next_local, reminder.zone)}:`;
+    if (ahead) q(".snooze-from").textContent = `From its time, ${Words.instant(reminder.next_occurrence, reminder.zone)}:`;
     q(".until").placeholder = Words.example();
   }
 
@@ -723,6 +730,7 @@
     fillChannels(fields.channel, was.channel);
     // Quiet hours hold bulk rings alone: an urgent reminder has nothing to ignore.
     fields.ignore_quiet_hours.checked = was.ignore_quiet_hours;
+    fields.alerts.value = was.alerts.join(", ");
     form.querySelector(".through").hidden = was.priority !== "bulk";
     item.querySelector(".actions").hidden = true;
     item.insertBefore(form, answer);
@@ -742,6 +750,8 @@
       if (fields.when.value.trim() !== whenWas) {
         change.when = fields.when.value;
       }
+      const alerts = fields.alerts.value.split(",").map((lead) => lead.trim()).filter(Boolean);
+      if (alerts.join(",") !== was.alerts.join(",")) change.alerts = alerts;
       if (fields.ignore_quiet_hours.checked !== was.ignore_quiet_hours) {
         change.ignore_quiet_hours = fields.ignore_quiet_hours.checked;
       }

@@ -78,6 +78,7 @@ from tocsin.store.rows import (
     ring_minute_from,
     workers_from,
 )
+from tocsin.time.alerts import stored_alerts
 from tocsin.time.quiet import QUIET_HELD, QuietHours
 
 T = TypeVar("T")
@@ -316,6 +317,7 @@ class PostgresStore(Store):
             None if waiting is None else codec.bucket_of(waiting),
             _on_its_way(reminder),
             codec.stored_flag(reminder.ignore_quiet_hours),
+            stored_alerts(reminder.schedule.alerts),
         )
         row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
         return None if row is None else reminder_from(row, _as_is)
@@ -1138,6 +1140,7 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
         wakes,
         [codec.stored_priority(r.priority) for r in reminders],
         [codec.stored_flag(r.ignore_quiet_hours) for r in reminders],
+        [stored_alerts(r.schedule.alerts) for r in reminders],
     ]
 
 
@@ -1145,7 +1148,7 @@ def _pending_time(row: Record) -> PendingTime:
     return PendingTime(
         reminder_id=row["id"],
         shard=row["shard"],
-        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"]),
+        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"], row["alerts"]),
         due_at=row["due_at"],
         version=row["version"],
     )

@@ -77,6 +77,7 @@ from tocsin.store.rows import (
 )
 from tocsin.store.sqlite import queries as q
 from tocsin.store.sqlite.engine import Database, SqliteUrl
+from tocsin.time.alerts import stored_alerts
 from tocsin.time.quiet import QUIET_HELD, QuietHours
 
 log = logging.getLogger(__name__)
@@ -1167,6 +1168,7 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
         "updated_at": _us(reminder.updated_at),
         "priority": codec.stored_priority(reminder.priority),
         "ignore_quiet": codec.stored_flag(reminder.ignore_quiet_hours),
+        "alerts": stored_alerts(reminder.schedule.alerts),
     }
 
 
@@ -1242,7 +1244,7 @@ def _pending_time(row: Row) -> PendingTime:
     return PendingTime(
         reminder_id=row["id"],
         shard=row["shard"],
-        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"]),
+        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"], row["alerts"]),
         due_at=_utc(row["due_at"]),
         version=row["version"],
     )

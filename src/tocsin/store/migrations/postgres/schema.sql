@@ -184,6 +184,7 @@ CREATE TABLE reminders (
     rang_due_at timestamp with time zone,
     priority smallint,
     ignore_quiet boolean,
+    alerts text,
     CONSTRAINT reminders_ignore_quiet_check CHECK (ignore_quiet),
     CONSTRAINT reminders_pending_due CHECK (((status <> 'pending'::text) OR ((due_at IS NOT NULL) AND (bucket IS NOT NULL)))),
     CONSTRAINT reminders_pkey PRIMARY KEY (id),
