@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -26,13 +26,16 @@ class ReminderStore(Protocol):
         *,
         idempotency: IdempotencyRecord | None = None,
         cap: int = 0,
+        assignees: Mapping[str, str] | None = None,
     ) -> None:
         """Save new reminders, and the idempotency record if given, in one transaction: all or
-        nothing. Raise `DuplicateIdempotencyKey` (saving nothing) when the record's
-        (scope, key) exists already. Wakes `listen_due` listeners for pending ones due soon.
-        With a `cap`, one reminder (the API's single create) is saved only while its (owner,
-        app) pair keeps fewer than `cap` pending, checked in the same statement, else
-        `CapReached` (saving nothing); a batch's caller checks first (`pending_counts`)."""
+        nothing; with `assignees` (by reminder id: the one member a list's reminder rings),
+        those too, in the same transaction (only a list's reminder has one). Raise
+        `DuplicateIdempotencyKey` (saving nothing) when the record's (scope, key) exists
+        already. Wakes `listen_due` listeners for pending ones due soon. With a `cap`, one
+        reminder (the API's single create) is saved only while its (owner, app) pair keeps
+        fewer than `cap` pending, checked in the same statement, else `CapReached` (saving
+        nothing); a batch's caller checks first (`pending_counts`)."""
 
     @abstractmethod
     async def pending_counts(

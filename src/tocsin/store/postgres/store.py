@@ -26,12 +26,14 @@ from tocsin.domain import (
     FiringState,
     HeldParts,
     IdempotencyRecord,
+    Member,
     Outcome,
     Place,
     QueueStats,
     Reminder,
     ReminderStatus,
     RingMinute,
+    SharedList,
     WorkerState,
 )
 from tocsin.errors import CapReached, StoreError
@@ -70,11 +72,15 @@ from tocsin.store.rows import (
     contact_values,
     firing_from,
     held_parts,
+    list_values,
+    lists_from,
+    member_values,
     place_from,
     place_values,
     quiet_from,
     quiet_values,
     reminder_from,
+    ring_members,
     ring_minute_from,
     workers_from,
 )
@@ -235,18 +241,38 @@ class PostgresStore(Store):
         *,
         idempotency: IdempotencyRecord | None = None,
         cap: int = 0,
+        assignees: Mapping[str, str] | None = None,
     ) -> None:
         args = _add_args(reminders, idempotency)
+        if assignees:  # a list's reminder for one member: its assignee in the same transaction
+            await self._transaction(
+                lambda c: self._add_assigned(c, reminders, args, cap, assignees)
+            )
+            return
         if len(reminders) != 1:
             with boundary():
                 await self._pool.execute(q.ADD_REMINDERS, *args)
             return
-        # `ADD_REMINDER` takes each array's one value instead, and the cap.
-        ones = [array[0] if isinstance(array, list) and array else None for array in args[6:]]
         with boundary():
-            saved = await self._pool.fetchval(q.ADD_REMINDER, *args[:6], *ones, cap)
+            saved = await self._pool.fetchval(q.ADD_REMINDER, *_one(args), cap)
         if not saved:
             raise CapReached(reminders[0].owner, reminders[0].source)
+
+    @staticmethod
+    async def _add_assigned(
+        connection: asyncpg.Connection,
+        reminders: Sequence[Reminder],
+        args: list[object],
+        cap: int,
+        assignees: Mapping[str, str],
+    ) -> None:
+        if len(reminders) != 1:
+            await connection.execute(q.ADD_REMINDERS, *args)
+        elif not await connection.fetchval(q.ADD_REMINDER, *_one(args), cap):
+            raise CapReached(reminders[0].owner, reminders[0].source)
+        for reminder_id, assignee in assignees.items():
+            bound = q.shared.ASSIGN_REMINDER.bind(reminder_id=reminder_id, assignee=assignee)
+            await connection.execute(*bound)
 
     async def pending_counts(
         self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
@@ -511,6 +537,59 @@ class PostgresStore(Store):
         return by_owner(
             quiet_from(row, _as_is) for row in await self._fetch(q.QUIET_HOURS_OF, list(owners))
         )
+
+    # -- ListStore: shared lists -----------------------------------------------------------------
+
+    async def add_list(self, shared: SharedList) -> None:
+        async def work(connection: asyncpg.Connection) -> None:
+            await connection.execute(*q.shared.INSERT_LIST.bind(**list_values(shared, _as_is)))
+            for member in shared.members:
+                await connection.execute(
+                    *q.shared.SAVE_MEMBER.bind(**member_values(member, _as_is))
+                )
+
+        await self._transaction(work)
+
+    async def get_list(self, list_id: str) -> SharedList | None:
+        found = lists_from(await self._fetch(*q.shared.GET_LIST.bind(id=list_id)), _as_is)
+        return found[0] if found else None
+
+    async def member_lists(self, member: str) -> list[SharedList]:
+        return lists_from(await self._fetch(*q.shared.MEMBER_LISTS.bind(member=member)), _as_is)
+
+    async def app_lists(self, source: str) -> list[SharedList]:
+        return lists_from(await self._fetch(*q.shared.APP_LISTS.bind(source=source)), _as_is)
+
+    async def rename_list(self, list_id: str, name: str, now: datetime) -> bool:
+        renamed = q.shared.RENAME_LIST.bind(id=list_id, name=name, now=now)
+        return await self._fetchrow(*renamed) is not None
+
+    async def save_member(self, member: Member) -> None:
+        with boundary():
+            await self._pool.execute(*q.shared.SAVE_MEMBER.bind(**member_values(member, _as_is)))
+
+    async def join_list(self, list_id: str, member: str, now: datetime) -> bool:
+        joined = q.shared.JOIN_LIST.bind(list_id=list_id, member=member, now=now)
+        return await self._fetchrow(*joined) is not None
+
+    async def remove_member(self, list_id: str, member: str) -> bool:
+        removed = q.shared.REMOVE_MEMBER.bind(list_id=list_id, member=member)
+        return await self._fetchrow(*removed) is not None
+
+    async def list_rings(
+        self, rings: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[str]]:
+        if not rings:
+            return {}
+        lists = {reminder_id: list_id for list_id, reminder_id in rings}
+        rows = await self._fetch(q.LIST_RINGS, list(lists), list(lists.values()))
+        return ring_members(rows, lists)
+
+    async def assignees_of(self, reminder_ids: Sequence[str]) -> dict[str, str]:
+        if not reminder_ids:
+            return {}
+        rows = await self._fetch(q.ASSIGNEES_OF, list(reminder_ids))
+        return {row["reminder_id"]: row["assignee"] for row in rows}
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 
@@ -1091,6 +1170,11 @@ async def _renew(
 
 def _opt_bucket(instant: datetime | None) -> int | None:
     return None if instant is None else codec.bucket_of(instant)
+
+
+def _one(args: list[object]) -> list[object]:
+    """`_add_args` for `ADD_REMINDER`, which takes each array's one value instead."""
+    return [*args[:6], *(a[0] if isinstance(a, list) and a else None for a in args[6:])]
 
 
 def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | None) -> list[object]:
