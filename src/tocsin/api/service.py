@@ -452,7 +452,9 @@ class ReminderService:
         if ring is None:
             raise Problem(409, "not-rung", "the series has not rung yet: nothing to snooze")
         copy = changes.snoozed_copy(current, ring.id, due, now=self.clock.now())
-        snoozed_by = await self.store.snooze_firing(ring.id, copy)
+        # A list's ring snoozed stays its assignee's: the new one-off rings him alone too.
+        assignee = (await self.assignees([current])).get(current.id)
+        snoozed_by = await self.store.snooze_firing(ring.id, copy, assignee=assignee)
         if snoozed_by != copy.id:
             raise _not_snoozed(ring.id, snoozed_by)
         return copy

@@ -10,6 +10,9 @@ from typing import Any
 import httpx
 
 from tests.integration.api.conftest import ONE_OFF, add_key, bearer, fields, owner_token
+from tests.integration.api.test_changes import ring
+from tests.integration.api.test_snooze_in_flight import recorded
+from tocsin.clock import FakeClock
 from tocsin.store import Store
 
 AT = {k: v for k, v in ONE_OFF.items() if k != "owner"}
@@ -221,3 +224,25 @@ async def test_an_assignee_is_saved_with_its_reminder_or_not_at_all(
     saved = await store.list_reminders(made["owner"])
     assert [r.id for r in saved] == [first.json()["id"]]
     assert await store.assignees_of([first.json()["id"]]) == {first.json()["id"]: "ana"}
+
+
+async def test_a_snoozed_ring_of_an_assigned_reminder_stays_its_assignees(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    (ana,) = await _tokens(store, "ana")
+    shared = await _list(client, ana)
+    body = {**AT, "list": shared["id"], "assignee": "ana"}
+    made = (await client.post("/v1/reminders", json=body, headers=ana)).json()
+    firing = await ring(store, clock, made["id"])
+    await recorded(store, clock, firing)
+
+    snoozed = await client.post(
+        f"/v1/reminders/{made['id']}/snooze", json={"snooze": "10m"}, headers=ana
+    )
+    assert snoozed.status_code == 201, snoozed.text
+    copy = snoozed.json()
+    assert (copy["list"], copy["assignee"], copy["snoozed_from"]) == (
+        shared["id"],
+        "ana",
+        firing.id,
+    )

@@ -94,9 +94,12 @@ class ReminderStore(Protocol):
         (or the reminder does not exist)."""
 
     @abstractmethod
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
-        """In one transaction: save `reminder` (a fresh one-off, its id new) and mark the firing
-        `snoozed_by` it, only while the firing exists and was not snoozed already. Return
+    async def snooze_firing(
+        self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
+        """In one transaction: save `reminder` (a fresh one-off, its id new; a list's with the
+        `assignee` of the ring snoozed, when it had one) and mark the firing `snoozed_by` it,
+        only while the firing exists and was not snoozed already. Return
         the id the firing is snoozed by once this is done, decided with the mark itself:
         `reminder.id` when this call marked it; the earlier one's when it was snoozed
         already, and None when no such firing is written (a ring on its way on PostgreSQL,

@@ -380,13 +380,20 @@ class PostgresStore(Store):
         except _NothingSaved:
             return None
 
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
+    async def snooze_firing(
+        self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
         async def work(connection: asyncpg.Connection) -> str | None:
             snoozed_by: str | None = await connection.fetchval(
                 q.MARK_SNOOZED, reminder.id, firing_id
             )
             if snoozed_by == reminder.id:
                 await connection.execute(q.ADD_REMINDERS, *_add_args([reminder], None))
+                if assignee is not None:
+                    assigned = q.shared.ASSIGN_REMINDER.bind(
+                        reminder_id=reminder.id, assignee=assignee
+                    )
+                    await connection.execute(*assigned)
             return snoozed_by
 
         return await self._transaction(work)

@@ -279,8 +279,11 @@ class SqliteStore(Store):
         row = await self._db.write(work)
         return None if row is None else reminder_from(row, _utc)
 
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
+    async def snooze_firing(
+        self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
         params = _reminder_params(reminder)
+        assigned = {"reminder_id": reminder.id, "assignee": assignee}
 
         def work(connection: sqlite3.Connection) -> str | None:
             row = connection.execute(q.MARK_SNOOZED, (reminder.id, firing_id)).fetchone()
@@ -288,6 +291,8 @@ class SqliteStore(Store):
             if snoozed_by == reminder.id:
                 connection.execute(q.INSERT_REMINDER, params)
                 connection.execute(q.INSERT_DUE, params)
+                if assignee is not None:
+                    connection.execute(q.ASSIGN_REMINDER, assigned)
             return snoozed_by
 
         snoozed_by = await self._db.write(work)
