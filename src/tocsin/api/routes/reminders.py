@@ -109,7 +109,12 @@ async def create_batch(request: Request) -> Response:
     summary="One page of an owner's reminders",
     operation_id="listReminders",
     responses=openapi.problems(
-        422, notes={422: "A bad query parameter, or no `owner` with an API key."}
+        404,
+        422,
+        notes={
+            404: "With `list`: no such list, or not one whose reminders the caller reads.",
+            422: "A bad query parameter, or no `owner` with an API key.",
+        },
     ),
 )
 async def list_reminders(
