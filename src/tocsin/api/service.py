@@ -204,15 +204,10 @@ class ReminderService:
             if item.assignee is not None:
                 raise invalid([FieldError("assignee", "only a list's reminder has an assignee")])
             return owner_for(principal, item.owner)
-        errors = []
         if item.owner is not None:
-            errors.append(FieldError("owner", "leave out with `list`: the reminder is the list's"))
-        if Channel.INAPP in item.route.channels:
-            detail = "a list's reminder rings its members' contacts: the in-app feed is one owner's"
-            field = next(f for f, c in fields_of(item.route) if c is Channel.INAPP)
-            errors.append(FieldError(field, detail))
-        if errors:
-            raise invalid(errors)
+            detail = "leave out with `list`: the reminder is the list's"
+            raise invalid([FieldError("owner", detail), *_feed_errors(item.route)])
+        _no_feed_for_a_list(item.route)
         try:
             shared = await self.lists.for_reminders(principal, item.list_id, edits=True)
         except Problem as problem:
@@ -414,6 +409,8 @@ class ReminderService:
         if not render.etag_matches(if_match, current):
             raise stale(current)
         self.check_configured(patch.route)
+        if list_of(current.owner) is not None and patch.route is not None:
+            _no_feed_for_a_list(patch.route)
         now = self.clock.now()
         updated = await off_loop(
             lambda: changes.edited(current, patch, now=now),
@@ -484,6 +481,19 @@ def _said_schedule(
         field = "say" if error.field in ("at", "repeat") else error.field
         raise InvalidInput(field, error.message) from None
     return sentence, schedule, due
+
+
+def _feed_errors(route: Route) -> list[FieldError]:
+    """A list's reminder rings its members' contacts: the in-app feed (one owner's open
+    pages) is not one of its channels."""
+    detail = "a list's reminder rings its members' contacts: the in-app feed is one owner's"
+    return [FieldError(field, detail) for field, c in fields_of(route) if c is Channel.INAPP]
+
+
+def _no_feed_for_a_list(route: Route) -> None:
+    errors = _feed_errors(route)
+    if errors:
+        raise invalid(errors)
 
 
 def stale(current: Reminder) -> Problem:

@@ -117,6 +117,8 @@ async def test_a_lists_reminders_follow_each_members_role(
         reading = await client.get(f"/v1/reminders?list={shared['id']}", headers=outsider)
         assert reading.status_code == 404
 
+    to_feed = await client.patch(one, json={"channel": "inapp"}, headers=ben | etag)
+    assert fields(to_feed.json()) == ["channel"]
     edited = await client.patch(one, json={"text": "Bins out"}, headers=ben | etag)
     assert (edited.status_code, edited.json()["text"]) == (200, "Bins out")
     assert (await client.delete(one, headers=ana)).status_code == 204
