@@ -123,7 +123,8 @@ def _register_add(subparsers: Any) -> None:
   tocsin add "pills" --at 8:00 --channel apns,email
   tocsin add "pay rent" --at 9:00 --fallback apns,sms
   tocsin add "water the plants" --repeat "every Monday 9:00"
-  tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id""",
+  tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id
+  tocsin add "bins out" --repeat "every Tue 19:00" --list 06h2t0k5f07g6e1x9q3d --assignee ben""",
     )
     parser.add_argument("text", help="what to say when it rings")
     schedule_options(parser, defaults=True)
@@ -132,6 +133,10 @@ def _register_add(subparsers: Any) -> None:
     parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
+    parser.add_argument(
+        "--list", dest="list_id", help="a shared list's id: the reminder is the list's"
+    )
+    parser.add_argument("--assignee", help="with --list: the one member it rings")
 
 
 def add_reminder(api: Api, args: argparse.Namespace) -> int:
@@ -145,7 +150,10 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "text": args.text,
         **route,
         "zone": zone,
-        "owner": owner_of(args, api),
+        # A list's reminder is the list's: no owner beside it.
+        "owner": owner_of(args, api) if args.list_id is None else args.owner,
+        "list": args.list_id,
+        "assignee": args.assignee,
         "at": args.at,
         "repeat": args.repeat,
         "when": args.when,
@@ -215,10 +223,12 @@ def _register_list(subparsers: Any) -> None:
         "--limit", type=int, default=50, help="reminders a page, 1-200 (default 50)"
     )
     parser.add_argument("--cursor", help="the page to start from (printed after a page)")
+    parser.add_argument("--list", dest="list_id", help="a shared list's reminders, by its id")
 
 
 def list_reminders(api: Api, args: argparse.Namespace) -> int:
-    query = {"owner": owner_of(args, api), "status": args.status}
+    owner = owner_of(args, api) if args.list_id is None else args.owner
+    query = {"owner": owner, "list": args.list_id, "status": args.status}
     if args.all:
         found = list(api.pages("/v1/reminders", "reminders", **query))
         cursor = None
