@@ -39,18 +39,16 @@ def register(subparsers: Any) -> None:
     rename = _command(commands, "rename", rename_list, "rename a list (a list owner)")
     rename.add_argument("id", help="the list's id")
     rename.add_argument("name", help="its new name")
-    invite = _command(
-        commands, "invite", invite_member, "invite someone, or change a member's role"
-    )
-    invite.add_argument("id", help="the list's id")
-    invite.add_argument("member", help="who: an owner's name (ben)")
-    invite.add_argument("--role", choices=ROLES, default="editor", help="default editor")
-    accept = _command(commands, "accept", accept_invitation, "accept an invitation to a list")
-    accept.add_argument("id", help="the list's id")
-    accept.add_argument("member", help="who accepts (your own name with an owner token)")
-    remove = _command(commands, "remove", remove_member, "leave a list, or remove a member")
-    remove.add_argument("id", help="the list's id")
-    remove.add_argument("member", help="who leaves (your own name) or is removed")
+    for name, run, summary, who in (
+        ("invite", invite_member, "invite someone, or change a member's role", "an owner's name"),
+        ("accept", accept_invitation, "accept an invitation to a list", "who accepts"),
+        ("remove", remove_member, "leave a list, or remove a member", "who leaves, or goes"),
+    ):
+        parser = _command(commands, name, run, summary)
+        parser.add_argument("id", help="the list's id")
+        parser.add_argument("member", help=f"{who} (ben)")
+        if name == "invite":
+            parser.add_argument("--role", choices=ROLES, default="editor", help="default editor")
 
 
 def _command(commands: Any, name: str, run: Any, summary: str) -> argparse.ArgumentParser:
