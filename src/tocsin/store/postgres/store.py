@@ -968,6 +968,7 @@ class PostgresStore(Store):
             firings = await self._pool.fetchrow(q.PRUNE_FIRINGS, firings_before, limit)
             reminders = await self._pool.fetchval(q.PRUNE_REMINDERS, reminders_before, limit)
             keys = await self._pool.fetchval(q.PRUNE_IDEMPOTENCY_KEYS, keys_before, limit)
+            assignees = await self._pool.execute(*q.shared.PRUNE_ASSIGNEES.bind(limit=limit))
         assert firings is not None
         return Pruned(
             firings=firings["firings"],
@@ -976,6 +977,7 @@ class PostgresStore(Store):
             idempotency_keys=keys,
             rings=firings["rings"],
             occurrences=occurrences,
+            assignees=int(assignees.rpartition(" ")[2]),  # the command tag: "DELETE n"
         )
 
     async def _tidy(self, before: datetime, limit: int) -> int:

@@ -297,5 +297,15 @@ ORDER BY l.id, m.member
 -- name: ASSIGN_REMINDER
 INSERT INTO list_assignees (reminder_id, assignee) VALUES (:reminder_id, :assignee)
 
+-- name: PRUNE_ASSIGNEES
+-- At most :limit assignees whose reminder retention deleted (an assignee is written with its
+-- reminder, so only a deletion leaves one alone): a scan of list_assignees, a row per
+-- assigned list reminder, with a probe of the reminders' primary key each.
+DELETE FROM list_assignees WHERE reminder_id IN (
+    SELECT a.reminder_id FROM list_assignees AS a
+    WHERE NOT EXISTS (SELECT 1 FROM reminders AS r WHERE r.id = a.reminder_id)
+    LIMIT :limit
+)
+
 -- name: ASSIGNEE_OF
 SELECT assignee FROM list_assignees WHERE reminder_id = :reminder_id

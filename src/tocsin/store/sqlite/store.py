@@ -1037,7 +1037,15 @@ class SqliteStore(Store):
         pruned = await self._db.write(rung)
         reminders = await self._db.write(deleted(q.PRUNE_REMINDERS, reminders_before))
         keys = await self._db.write(deleted(q.PRUNE_IDEMPOTENCY_KEYS, keys_before))
-        return replace(pruned, reminders=pruned.reminders + reminders, idempotency_keys=keys)
+        assignees = await self._db.write(
+            lambda connection: connection.execute(q.PRUNE_ASSIGNEES, {"limit": limit}).rowcount
+        )
+        return replace(
+            pruned,
+            reminders=pruned.reminders + reminders,
+            idempotency_keys=keys,
+            assignees=assignees,
+        )
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
         now = datetime.now(UTC)  # the database's clock is the host's
