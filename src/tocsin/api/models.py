@@ -736,10 +736,12 @@ class ReminderOut(BaseModel):
         default=None,
         alias="list",
         description="A shared list's reminder: the list's id (absent otherwise).",
+        examples=["01jd8x3k2m9q4r7s5t6v"],
     )
     assignee: str | None = Field(
         default=None,
         description="A list's reminder: the one member it rings; null: every member who joined.",
+        examples=["ben"],
     )
     warnings: list[dict[str, str]] | None = Field(
         default=None,
@@ -751,12 +753,12 @@ class ReminderOut(BaseModel):
 
 class MemberOut(BaseModel):
     member: str = Field(examples=["ben"])
-    role: Role
+    role: Role = Field(examples=["editor"])
     state: Literal["invited", "joined"] = Field(
-        description="`invited` until he accepts: an invitation rings nobody."
+        description="`invited` until he accepts: an invitation rings nobody.", examples=["joined"]
     )
-    invited_at: Instant
-    joined_at: Instant | None
+    invited_at: Instant = Field(examples=["2026-12-07T09:01:00Z"])
+    joined_at: Instant | None = Field(examples=["2026-12-07T09:05:00Z"])
 
 
 class ListOut(BaseModel):
@@ -766,10 +768,12 @@ class ListOut(BaseModel):
         description="The owner its reminders are saved under (`list#<id>`).",
         examples=["list#01jd8x3k2m9q4r7s5t6v"],
     )
-    source: str | None = Field(description="The app whose key made it; null: an owner did.")
+    source: str | None = Field(
+        description="The app whose key made it; null: an owner did.", examples=[None]
+    )
     members: list[MemberOut]
-    created_at: Instant
-    updated_at: Instant
+    created_at: Instant = Field(examples=["2026-12-07T09:00:00Z"])
+    updated_at: Instant = Field(examples=["2026-12-07T09:00:00Z"])
 
 
 class ListsOut(BaseModel):

@@ -112,7 +112,10 @@ class Destinations:
             endpoint, why = await self._endpoint(firing.source, why)
             if endpoint is not None:
                 found.append(endpoint)
-        looked_up = await asyncio.gather(*(self._contacts.get((o, channel)) for o in owners))
+        if len(owners) == 1:  # an owner's ring (nearly every one): no task to gather
+            looked_up = [await self._contacts.get((owners[0], channel))]
+        else:  # a list's: every member's lookup in the one batch of this turn
+            looked_up = await asyncio.gather(*(self._contacts.get((o, channel)) for o in owners))
         found.extend(
             Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret)
             for contacts in looked_up
