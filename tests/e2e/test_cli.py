@@ -274,6 +274,9 @@ def test_a_list_is_made_shared_with_a_reminder_and_left(server: Server) -> None:
     )
     listed = server.ok("list", "--list", made["id"], TOCSIN_KEY=ana)["reminders"]
     assert [r["id"] for r in listed] == [saved["id"]]
+    everyone = server.ok("edit", saved["id"], "--assignee", "everyone", TOCSIN_KEY=ben)
+    assert everyone["assignee"] is None
+    server.ok("edit", saved["id"], "--assignee", "li-ana", TOCSIN_KEY=ben)
     shown = server.cli("show", saved["id"], TOCSIN_KEY=ana)
     assert "li-ana" in shown.out.split("for:")[1], shown.out
 

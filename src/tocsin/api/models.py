@@ -366,6 +366,11 @@ class ReminderPatch(_Routed):
     freshness: Duration | None = None
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
+    assignee: Owner | None = Field(
+        default=None,
+        description="A list's reminder: the one member it rings (on the list); null: every "
+        "member who joined.",
+    )
 
     def as_snooze(self) -> SnoozeIn:
         """The snooze of a body in the older form (after `changes.check_patch`)."""

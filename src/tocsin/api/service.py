@@ -46,6 +46,7 @@ from tocsin.domain import (
 from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput
 from tocsin.ids import is_id
 from tocsin.store.ports import AppStore, ContactStore, ListStore, ReminderStore
+from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
 from tocsin.time.sentence import Sentence
@@ -409,19 +410,40 @@ class ReminderService:
         if not render.etag_matches(if_match, current):
             raise stale(current)
         self.check_configured(patch.route)
-        if list_of(current.owner) is not None and patch.route is not None:
-            _no_feed_for_a_list(patch.route)
+        assignee = await self._reassigned(principal, current, patch)
         now = self.clock.now()
         updated = await off_loop(
             lambda: changes.edited(current, patch, now=now),
             field="repeat" if patch.when is None else "when",
         )
         saved = await self.store.update_reminder(
-            updated, expected_version=current.version, waiting=current.due_at
+            updated, expected_version=current.version, waiting=current.due_at, assignee=assignee
         )
         if saved is None:
             raise stale(await self.get(principal, reminder_id))
         return saved
+
+    async def _reassigned(
+        self, principal: Principal, current: Reminder, patch: ReminderPatch
+    ) -> str | Keep | None:
+        """What an edit makes of a reminder's assignee (`KEEP`: nothing); a 422 naming
+        `assignee` for one not on the reminder's list, or given for a reminder of no list,
+        and `channel` for the feed on a list's reminder."""
+        list_id = list_of(current.owner)
+        if list_id is None:
+            if "assignee" in patch.model_fields_set:
+                raise invalid([FieldError("assignee", "only a list's reminder has an assignee")])
+            return KEEP
+        if patch.route is not None:
+            _no_feed_for_a_list(patch.route)
+        if "assignee" not in patch.model_fields_set:
+            return KEEP
+        if patch.assignee is not None:
+            shared = await self.lists.for_reminders(principal, list_id, edits=True)
+            if shared.member(patch.assignee) is None:
+                detail = f"{patch.assignee} is not on list {list_id}: invite him first"
+                raise invalid([FieldError("assignee", detail)])
+        return patch.assignee
 
     async def snooze(
         self, principal: Principal, reminder_id: str, asked: SnoozeIn

@@ -288,7 +288,8 @@ def _register_edit(subparsers: Any) -> None:
         examples="""\
   tocsin edit 06gnwn92027gfgz1 --repeat "daily 18:00"
   tocsin edit 06gnwn92027gfgz1 --text "call mom and dad" --at 19:30 --zone Europe/Paris
-  tocsin edit 06gnwn92027gfgz1 --fallback apns,email""",
+  tocsin edit 06gnwn92027gfgz1 --fallback apns,email
+  tocsin edit 06gnwn92027gfgz1 --assignee ben""",
     )
     parser.add_argument("id", help="the reminder's id")
     parser.add_argument("--text", help="what to say")
@@ -297,6 +298,9 @@ def _register_edit(subparsers: Any) -> None:
     parser.add_argument("--freshness", help="how late a ring may still go out")
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
+    parser.add_argument(
+        "--assignee", help="a list's reminder: the one member it rings (everyone: all who joined)"
+    )
 
 
 def edit_reminder(api: Api, args: argparse.Namespace) -> int:
@@ -306,6 +310,8 @@ def edit_reminder(api: Api, args: argparse.Namespace) -> int:
     changes |= route_fields(args)
     if args.metadata is not None:
         changes["metadata"] = None if args.metadata == "null" else metadata(args.metadata)
+    if args.assignee is not None:
+        changes["assignee"] = None if args.assignee == "everyone" else args.assignee
     if not changes:
         raise usage_error(
             "nothing to change: give --text, --when, --at, --repeat, --zone, --channel …"

@@ -248,3 +248,34 @@ async def test_a_snoozed_ring_of_an_assigned_reminder_stays_its_assignees(
         "ana",
         firing.id,
     )
+
+
+async def test_an_edit_reassigns_a_lists_reminder_or_gives_it_to_everyone(
+    client: httpx.AsyncClient, store: Store
+) -> None:
+    ana, ben = await _tokens(store, "ana", "ben")
+    shared = await _list(client, ana)
+    await client.put(f"/v1/lists/{shared['id']}/members/ben", json={"role": "editor"}, headers=ana)
+    made = await client.post("/v1/reminders", json={**AT, "list": shared["id"]}, headers=ana)
+    path = f"/v1/reminders/{made.json()['id']}"
+
+    async def edit(body: dict[str, Any]) -> httpx.Response:
+        etag = (await client.get(path, headers=ana)).headers["ETag"]
+        return await client.patch(path, json=body, headers=ana | {"If-Match": etag})
+
+    assert (await edit({"assignee": "ben"})).json()["assignee"] == "ben"  # invited will do
+    both = await edit({"assignee": "ana", "text": "Bins out"})
+    assert (both.json()["assignee"], both.json()["text"]) == ("ana", "Bins out")
+    assert (await edit({"text": "Bins out!"})).json()["assignee"] == "ana"  # kept
+    assert (await edit({"assignee": None})).json()["assignee"] is None  # everyone
+    assert await store.assignees_of([made.json()["id"]]) == {}
+    refused = await edit({"assignee": "zed", "text": "never saved"})
+    assert fields(refused.json()) == ["assignee"]
+    assert (await client.get(path, headers=ana)).json()["text"] == "Bins out!"
+
+    own = await client.post("/v1/reminders", json=AT, headers=ben)
+    etag = {"If-Match": own.headers["ETag"]}
+    alone = await client.patch(
+        f"/v1/reminders/{own.json()['id']}", json={"assignee": "ben"}, headers=ben | etag
+    )
+    assert fields(alone.json()) == ["assignee"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from enum import Enum
 from typing import Protocol
 
 from tocsin.domain import Firing, IdempotencyRecord, Reminder, ReminderStatus
@@ -13,6 +14,15 @@ from tocsin.domain import Firing, IdempotencyRecord, Reminder, ReminderStatus
 # owner's rows (`pending_counts`, `add_reminders` with `cap`): the rows finished and not yet
 # pruned are read too, and without a bound one owner's history would make each create slow.
 CAP_READS = 4
+
+
+class Keep(Enum):
+    """`update_reminder`'s assignee when the edit leaves it as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
 
 
 class ReminderStore(Protocol):
@@ -75,17 +85,23 @@ class ReminderStore(Protocol):
 
     @abstractmethod
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
+        self,
+        reminder: Reminder,
+        *,
+        expected_version: int,
+        waiting: datetime | None,
+        assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
         """Replace the mutable fields (text, channel, schedule, at, repeat, status, due_at,
-        freshness, metadata) of the row with `reminder.id`, only while its version is
-        `expected_version` and, when `waiting` is the occurrence that waited to ring as the
-        caller read the reminder (its `due_at`), only by taking that occurrence back before
-        a claim takes it (whichever takes it first wins: an edit that lost to a claim
-        changes nothing). The version becomes `expected_version + 1` and `updated_at`
-        becomes `reminder.updated_at`. Return the row as saved (with its `last_firing`), or
-        None when the caller lost a race (re-read to say why). Wakes `listen_due` listeners
-        when pending and due soon."""
+        freshness, metadata) of the row with `reminder.id` — and, unless `assignee` is
+        `KEEP`, a list reminder's assignee (None: every member), in the same transaction —
+        only while its version is `expected_version` and, when `waiting` is the occurrence
+        that waited to ring as the caller read the reminder (its `due_at`), only by taking
+        that occurrence back before a claim takes it (whichever takes it first wins: an edit
+        that lost to a claim changes nothing). The version becomes `expected_version + 1`
+        and `updated_at` becomes `reminder.updated_at`. Return the row as saved (with its
+        `last_firing`), or None when the caller lost a race (re-read to say why). Wakes
+        `listen_due` listeners when pending and due soon."""
 
     @abstractmethod
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:

@@ -6,6 +6,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 import asyncpg
@@ -52,6 +53,7 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
+from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.postgres import months
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.claims import ClaimLedger
@@ -317,7 +319,12 @@ class PostgresStore(Store):
         return [reminder_from(row, _as_is) for row in rows]
 
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
+        self,
+        reminder: Reminder,
+        *,
+        expected_version: int,
+        waiting: datetime | None,
+        assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
         wake = [codec.wake_payload(*pair) for pair in codec.wake_ups([reminder])]
         args = (
@@ -342,7 +349,8 @@ class PostgresStore(Store):
             None if waiting is None else codec.bucket_of(waiting),
             _on_its_way(reminder),
         )
-        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
+        then = None if assignee is KEEP else partial(_reassign, reminder.id, assignee)
+        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args, then=then)
         return None if row is None else reminder_from(row, _as_is)
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
@@ -365,14 +373,22 @@ class PostgresStore(Store):
                 return reminder_from(row, _as_is)
         return None
 
-    async def _all_or_nothing(self, sql: str, *args: Any) -> Record | None:
+    async def _all_or_nothing(
+        self,
+        sql: str,
+        *args: Any,
+        then: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    ) -> Record | None:
         """The one row `sql` answers, in a transaction rolled back when it answers none: a
-        statement that took an occurrence back but saved nothing leaves it waiting."""
+        statement that took an occurrence back but saved nothing leaves it waiting. `then`
+        runs in the same transaction once it answered one."""
 
         async def work(connection: asyncpg.Connection) -> Record | None:
             row: Record | None = await connection.fetchrow(sql, *args)
             if row is None:
                 raise _NothingSaved
+            if then is not None:
+                await then(connection)
             return row
 
         try:
@@ -1179,6 +1195,15 @@ async def _renew(
 
 def _opt_bucket(instant: datetime | None) -> int | None:
     return None if instant is None else codec.bucket_of(instant)
+
+
+async def _reassign(reminder_id: str, assignee: str | None, connection: asyncpg.Connection) -> None:
+    """A list reminder's assignee replaced (None: none, every member) in `connection`'s
+    transaction."""
+    await connection.execute(*q.shared.UNASSIGN_REMINDER.bind(reminder_id=reminder_id))
+    if assignee is not None:
+        bound = q.shared.ASSIGN_REMINDER.bind(reminder_id=reminder_id, assignee=assignee)
+        await connection.execute(*bound)
 
 
 def _one(args: list[object]) -> list[object]:

@@ -307,5 +307,9 @@ DELETE FROM list_assignees WHERE reminder_id IN (
     LIMIT :limit
 )
 
+-- name: UNASSIGN_REMINDER
+-- A list reminder's assignee taken away (an edit: it rings every member now, or another).
+DELETE FROM list_assignees WHERE reminder_id = :reminder_id
+
 -- name: ASSIGNEE_OF
 SELECT assignee FROM list_assignees WHERE reminder_id = :reminder_id

@@ -55,6 +55,7 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
+from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
     address_value,
@@ -236,7 +237,12 @@ class SqliteStore(Store):
         return [reminder_from(row, _utc) for row in rows]
 
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
+        self,
+        reminder: Reminder,
+        *,
+        expected_version: int,
+        waiting: datetime | None,
+        assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
         params = _reminder_params(reminder) | {"expected_version": expected_version}
         taken = None if waiting is None else _taken(reminder.id, expected_version, waiting)
@@ -250,6 +256,11 @@ class SqliteStore(Store):
             if connection.execute(q.UPDATE_REMINDER, params).rowcount == 0:
                 return None
             connection.execute(q.INSERT_DUE, params)
+            if assignee is not KEEP:
+                assigned = {"reminder_id": reminder.id, "assignee": assignee}
+                connection.execute(q.UNASSIGN_REMINDER, assigned)
+                if assignee is not None:
+                    connection.execute(q.ASSIGN_REMINDER, assigned)
             row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
             return row
 
