@@ -274,6 +274,61 @@ class Place:
     source: str | None = None
 
 
+LIST_OWNER = "list#"  # a list's reminders' owner: `list#<list id>` ('#' is in no owner's name)
+
+
+class Role(StrEnum):
+    """A list member's role: a viewer reads the list's reminders, an editor also saves,
+    edits, snoozes and cancels them, an owner also manages the members."""
+
+    OWNER = "owner"
+    EDITOR = "editor"
+    VIEWER = "viewer"
+
+    @property
+    def edits(self) -> bool:
+        return self is not Role.VIEWER
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Member:
+    """Someone on a list (an owner's name, as reminders and contacts use it) with a role.
+    Invited until he accepts (`joined_at` None): an invitation rings nobody."""
+
+    list_id: str
+    member: str
+    role: Role
+    invited_at: datetime
+    joined_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SharedList:
+    """A list several people share: its reminders ring every member who joined, or the
+    reminder's assignee alone, each on his own contacts. `source` is the app whose key made
+    it, None when an owner made it himself: apps are tenants, as with contacts."""
+
+    id: str
+    name: str
+    source: str | None
+    created_at: datetime
+    updated_at: datetime
+    members: tuple[Member, ...] = ()
+
+    @property
+    def owner(self) -> str:
+        """The owner its reminders are saved under."""
+        return LIST_OWNER + self.id
+
+    def member(self, name: str) -> Member | None:
+        return next((m for m in self.members if m.member == name), None)
+
+
+def list_of(owner: str) -> str | None:
+    """The list a reminder of `owner` belongs to (its id), None for an owner's own."""
+    return owner[len(LIST_OWNER) :] if owner.startswith(LIST_OWNER) else None
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Contact:
     """One place an owner's rings may go: a device (APNs, FCM), a browser's Web Push

@@ -275,6 +275,49 @@ def test_early_alerts_are_added_shown_and_removed(server: Server) -> None:
     assert (plain["alerts"], plain["next"]) == ([], plain["next_occurrence"])
 
 
+def test_a_list_is_made_shared_with_a_reminder_and_left(server: Server) -> None:
+    def token(owner: str) -> str:
+        made = tocsin("keys", "owner-token", owner, "--db", str(server.db))
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip()
+
+    ana, ben = token("li-ana"), token("li-ben")
+    made = server.ok("lists", "create", "Household", TOCSIN_KEY=ana)
+    invited = server.ok("lists", "invite", made["id"], "li-ben", "--role", "editor", TOCSIN_KEY=ana)
+    assert [(m["member"], m["state"]) for m in invited["members"]] == [
+        ("li-ana", "joined"),
+        ("li-ben", "invited"),
+    ]
+    server.ok("lists", "accept", made["id"], "li-ben", TOCSIN_KEY=ben)
+    table = server.cli("lists", "show", TOCSIN_KEY=ben)
+    assert table.status == OK, table.err
+    assert "Household" in table.out
+    assert "li-ben (editor)" in table.out
+
+    saved = server.ok(
+        "add", "bins out", "--at", "+1h", "--channel", "log", "--list", made["id"],
+        "--assignee", "li-ana", TOCSIN_KEY=ben,
+    )  # fmt: skip
+    assert (saved["list"], saved["assignee"], saved["owner"]) == (
+        made["id"],
+        "li-ana",
+        made["owner"],
+    )
+    listed = server.ok("list", "--list", made["id"], TOCSIN_KEY=ana)["reminders"]
+    assert [r["id"] for r in listed] == [saved["id"]]
+    everyone = server.ok("edit", saved["id"], "--assignee", "everyone", TOCSIN_KEY=ben)
+    assert everyone["assignee"] is None
+    server.ok("edit", saved["id"], "--assignee", "li-ana", TOCSIN_KEY=ben)
+    shown = server.cli("show", saved["id"], TOCSIN_KEY=ana)
+    assert "li-ana" in shown.out.split("for:")[1], shown.out
+
+    viewer = server.cli("lists", "invite", made["id"], "li-cy", "--role", "boss", TOCSIN_KEY=ana)
+    assert viewer.status == USAGE  # not a role
+    assert server.ok("lists", "remove", made["id"], "li-ben", TOCSIN_KEY=ben)["removed"] is True
+    gone = server.cli("list", "--list", made["id"], TOCSIN_KEY=ben)
+    assert gone.status == REFUSED  # no longer his list
+
+
 def write_import(path: Path, owner: str) -> None:
     with path.open("w") as out:
         for number in range(1, IMPORT_LINES + 1):

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 from playwright.sync_api import (
     Browser,
@@ -31,7 +32,7 @@ from playwright.sync_api import (
     expect,
 )
 
-from tests.support.processes import clean_env, running
+from tests.support.processes import clean_env, running, tocsin
 
 pytestmark = pytest.mark.slow
 
@@ -478,6 +479,38 @@ def test_early_alerts_are_set_in_the_edit_box_refused_by_name_and_shown(page: Pa
     optician.screenshot(path=IMAGES / "page-alerts.png")
     optician.get_by_role("button", name="Edit “Optician”").click()
     expect(page.locator(".edit-form").get_by_label("Early alerts")).to_have_value("1d, 15m")
+
+
+def test_a_list_is_made_shared_and_reminded_for_one_member(page: Page, server: Server) -> None:
+    page.click("#list-form button[type=submit]")
+    expect(page.locator("#list-error")).to_contain_text("name:")
+    expect(page.locator("#list-name")).to_be_focused()
+    page.fill("#list-name", "Household")
+    page.click("#list-form button[type=submit]")
+    shared = page.locator(".shared-list", has_text="Household")
+    expect(shared.locator(".members")).to_have_text("demo (owner)")
+
+    shared.get_by_label("Invite to Household").fill("ben")
+    shared.get_by_role("button", name="Invite").click()
+    expect(shared.locator(".members")).to_have_text("ben (editor, invited) · demo (owner)")
+    list_id = shared.get_attribute("data-list")
+    token = tocsin("keys", "owner-token", "ben", "--db", str(server.db)).stdout.strip()
+    path = f"{server.base}/v1/lists/{list_id}/members/ben/accept"
+    accepted = httpx.post(path, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert accepted.status_code == 200, accepted.text
+
+    page.reload()  # ben joined meanwhile
+    shared.get_by_label("Remind Household").fill("bins out tomorrow at 19:00")
+    shared.get_by_label("For").select_option("ben")
+    shared.get_by_role("button", name="Remind the list").click()
+    expect(page.locator("#status")).to_have_text("Saved “bins out” in Household, for ben.")
+    expect(shared.locator(".members")).to_have_text("ben (editor) · demo (owner)")
+    expect(shared.locator(".list-reminders li")).to_have_text(
+        re.compile(r"^bins out — tomorrow 19:00 · for ben$")
+    )
+    shared.screenshot(path=IMAGES / "page-lists.png")
+    shared.get_by_role("button", name="Leave Household").click()  # the last owner, with ben
+    expect(shared.locator(".error")).to_contain_text("make another member owner first")
 
 
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:

@@ -26,6 +26,7 @@ from tocsin.api.routes import (
     contacts,
     feed,
     health,
+    lists,
     page,
     places,
     quiet,
@@ -60,18 +61,19 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     auth = Authenticator(
         store, clock, secret=settings.secret, open_allowed=is_loopback(settings.host)
     )
+    reminders_service = ReminderService(
+        store,
+        clock,
+        configured=configured_channels(settings),
+        default_webhook=settings.webhook_url is not None,
+        max_pending=settings.max_reminders_per_owner,
+    )
     app.state.tocsin = ApiContext(
         store=store,
         settings=settings,
         clock=clock,
         auth=auth,
-        reminders=ReminderService(
-            store,
-            clock,
-            configured=configured_channels(settings),
-            default_webhook=settings.webhook_url is not None,
-            max_pending=settings.max_reminders_per_owner,
-        ),
+        reminders=reminders_service,
         contacts=ContactService(
             store,
             clock,
@@ -80,6 +82,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         ),
         places=PlaceService(store, clock, max_per_owner=settings.max_places_per_owner),
         quiet_hours=QuietHoursService(store, clock),
+        lists=reminders_service.lists,
         limits=RateLimits.of(
             key_per_second=settings.rate_limit_key_per_second,
             owner_per_second=settings.rate_limit_owner_per_second,
@@ -102,6 +105,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(contacts.router)
     app.include_router(places.router)
     app.include_router(quiet.router)
+    app.include_router(lists.router)
     app.include_router(feed.router)
     app.include_router(page.router)
     app.include_router(docs.router)

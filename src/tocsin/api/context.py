@@ -15,6 +15,7 @@ from fastapi import Depends, Query, Request
 from tocsin.api.contacts import ContactService
 from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits, too_many
+from tocsin.api.lists import ListService
 from tocsin.api.places import PlaceService
 from tocsin.api.problems import Problem
 from tocsin.api.quiet import QuietHoursService
@@ -36,6 +37,7 @@ class ApiContext:
     contacts: ContactService
     places: PlaceService
     quiet_hours: QuietHoursService
+    lists: ListService
     feed: Feed
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -84,9 +84,11 @@ async def save_once(
     key: IdempotencyKey | None,
     now: datetime,
     cap: int = 0,
+    assignees: Mapping[str, str] | None = None,
 ) -> Answer:
     """Save the reminders with their answer; when another request with the key won, its
-    answer instead (nothing of this one is saved). `cap`: see `Store.add_reminders`."""
+    answer instead (nothing of this one is saved). `cap`, `assignees`: see
+    `Store.add_reminders`."""
     record = None
     if key is not None:
         record = IdempotencyRecord(
@@ -98,7 +100,7 @@ async def save_once(
             created_at=now,
         )
     try:
-        await store.add_reminders(reminders, idempotency=record, cap=cap)
+        await store.add_reminders(reminders, idempotency=record, cap=cap, assignees=assignees)
     except DuplicateIdempotencyKey:
         assert key is not None
         earlier = await find_answer(store, key)

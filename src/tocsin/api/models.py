@@ -28,9 +28,10 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from tocsin.api.routing import CHANNEL_SCHEMA, FALLBACK_SCHEMA, ROUTE_FIELDS, parse_route
 from tocsin.channels.contacts import VALIDATORS
-from tocsin.domain import Channel, FiringState, Outcome, Priority, ReminderStatus, Route
+from tocsin.domain import Channel, FiringState, Outcome, Priority, ReminderStatus, Role, Route
 
 OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
+LIST_ID_PATTERN = r"^[0-9a-z]{20}$"
 # An answer's moment, as RFC 3339 writes it (UTC `…Z`, or a zone's time with its offset):
 # sent as the string it is, declared so that generated clients read it as a date-time.
 Instant = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
@@ -114,6 +115,10 @@ Text = Annotated[
     AfterValidator(_not_blank),
 ]
 Owner = Annotated[str, Field(pattern=OWNER_PATTERN, examples=["ana"])]
+ListId = Annotated[
+    str,
+    Field(pattern=LIST_ID_PATTERN, examples=["01jd8x3k2m9q4r7s5t6v"], description="A list's id."),
+]
 Label = Annotated[str, Field(max_length=100, examples=["Ana's phone"]), AfterValidator(_no_nul)]
 Zone = Annotated[
     str, Field(min_length=1, max_length=64, examples=["America/New_York"]), AfterValidator(_no_nul)
@@ -269,6 +274,18 @@ class ReminderIn(_Routed):
     priority: Priority | None = Field(default=None, description=_PRIORITY)
     ignore_quiet_hours: StrictBool = Field(default=False, description=_IGNORE_QUIET_HOURS)
     alerts: Alerts = []
+    list_id: ListId | None = Field(
+        default=None,
+        alias="list",
+        description="A shared list's id: the reminder is the list's (leave `owner` out) and "
+        "rings every member who joined it, each on his own contacts. Needs an owner token of "
+        "a member who may edit (`owner` or `editor`), or a key of the list's app.",
+    )
+    assignee: Owner | None = Field(
+        default=None,
+        description="With `list`: the one member it rings (he must be on the list; while he "
+        "has not joined it rings nobody).",
+    )
 
     @property
     def route(self) -> Route:
@@ -379,6 +396,11 @@ class ReminderPatch(_Routed):
     priority: Priority | None = Field(default=None, description=_PRIORITY)
     ignore_quiet_hours: StrictBool | None = Field(default=None, description=_IGNORE_QUIET_HOURS)
     alerts: Alerts | None = None
+    assignee: Owner | None = Field(
+        default=None,
+        description="A list's reminder: the one member it rings (on the list); null: every "
+        "member who joined.",
+    )
 
     def as_snooze(self) -> SnoozeIn:
         """The snooze of a body in the older form (after `changes.check_patch`)."""
@@ -533,6 +555,43 @@ class PlacePatch(_Request):
     latitude: Latitude | None = None
     longitude: Longitude | None = None
     radius_m: RadiusM | None = None
+
+
+ListName = Annotated[
+    str,
+    Field(min_length=1, max_length=100, examples=["Household"]),
+    AfterValidator(_not_blank),
+    AfterValidator(_no_nul),
+]
+
+
+class ListIn(_Request):
+    """A shared list to make. With an owner token its first owner is the token's owner; with
+    an API key `owner` names him (required), and the list is the app's."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "Household", "owner": "ana"}]}
+    )
+
+    name: ListName
+    owner: Owner | None = Field(
+        default=None, description="Its first member, with the role `owner`; with an API key."
+    )
+
+
+class ListPatch(_Request):
+    """A new name."""
+
+    name: ListName
+
+
+class MemberIn(_Request):
+    """A member's role: `viewer` reads the list's reminders, `editor` also saves, edits,
+    snoozes and cancels them, `owner` also manages the members."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"role": "editor"}]})
+
+    role: Role
 
 
 ClockTimeText = Annotated[
@@ -714,12 +773,52 @@ class ReminderOut(BaseModel):
     updated_at: Instant
     last_firing: LastFiringOut | None = None
     snoozed_from: str | None = None
+    list_id: str | None = Field(
+        default=None,
+        alias="list",
+        description="A shared list's reminder: the list's id (absent otherwise).",
+        examples=["01jd8x3k2m9q4r7s5t6v"],
+    )
+    assignee: str | None = Field(
+        default=None,
+        description="A list's reminder: the one member it rings; null: every member who joined.",
+        examples=["ben"],
+    )
     warnings: list[dict[str, str]] | None = Field(
         default=None,
         description="On a create or an edit: each channel that cannot deliver a ring now "
         "(`field`, `message`): the owner has no contact of its kind the app may ring, no "
         "webhook URL, a channel no longer configured. The reminder is saved all the same.",
     )
+
+
+class MemberOut(BaseModel):
+    member: str = Field(examples=["ben"])
+    role: Role = Field(examples=["editor"])
+    state: Literal["invited", "joined"] = Field(
+        description="`invited` until he accepts: an invitation rings nobody.", examples=["joined"]
+    )
+    invited_at: Instant = Field(examples=["2026-12-07T09:01:00Z"])
+    joined_at: Instant | None = Field(examples=["2026-12-07T09:05:00Z"])
+
+
+class ListOut(BaseModel):
+    id: str = Field(examples=["01jd8x3k2m9q4r7s5t6v"])
+    name: str = Field(examples=["Household"])
+    owner: str = Field(
+        description="The owner its reminders are saved under (`list#<id>`).",
+        examples=["list#01jd8x3k2m9q4r7s5t6v"],
+    )
+    source: str | None = Field(
+        description="The app whose key made it; null: an owner did.", examples=[None]
+    )
+    members: list[MemberOut]
+    created_at: Instant = Field(examples=["2026-12-07T09:00:00Z"])
+    updated_at: Instant = Field(examples=["2026-12-07T09:00:00Z"])
+
+
+class ListsOut(BaseModel):
+    lists: list[ListOut]
 
 
 class ReminderListOut(BaseModel):

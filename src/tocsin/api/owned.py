@@ -31,6 +31,18 @@ def may_manage(principal: Principal, owner: str) -> None:
         raise Problem(404, "not-found", f"no owner {owner} for this token")
 
 
+def owner_for(principal: Principal, owner: str | None) -> str:
+    """The owner a request is about: the token's own for an owner token, else as given."""
+    if principal.owner is not None:
+        if owner is not None and owner != principal.owner:
+            detail = "an owner token may only act for its own owner"
+            raise Problem(403, "forbidden", detail, errors=[FieldError("owner", detail)])
+        return principal.owner
+    if owner is None:
+        raise invalid([FieldError("owner", "required")])
+    return owner
+
+
 def saver(principal: Principal) -> str | None:
     """Whose a thing saved by `principal` is: None for the owner's own (his token), else
     the app whose key saved it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +12,17 @@ import orjson
 from starlette.responses import Response
 
 from tocsin.api.routing import shown
-from tocsin.domain import Attempt, Channel, Contact, Firing, Place, Reminder, Route
+from tocsin.domain import (
+    Attempt,
+    Channel,
+    Contact,
+    Firing,
+    Place,
+    Reminder,
+    Route,
+    SharedList,
+    list_of,
+)
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
 from tocsin.time.alerts import format_alerts
@@ -81,7 +92,9 @@ def place(item: Place, *, distance_m: float | None = None) -> dict[str, Any]:
     return body
 
 
-def reminder(item: Reminder) -> dict[str, Any]:
+def reminder(item: Reminder, assignees: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A reminder as the API shows it; a list's with its list and its assignee (from
+    `assignees`, by reminder id: none there is every member)."""
     zone = item.schedule.zone
     body: dict[str, Any] = {
         "id": item.id,
@@ -113,6 +126,10 @@ def reminder(item: Reminder) -> dict[str, Any]:
         }
     if item.snoozed_from is not None:
         body["snoozed_from"] = item.snoozed_from
+    list_id = list_of(item.owner)
+    if list_id is not None:
+        body["list"] = list_id
+        body["assignee"] = (assignees or {}).get(item.id)
     return body
 
 
@@ -124,6 +141,28 @@ def _next_occurrence(item: Reminder) -> str | None:
         return format_utc(item.due_at)
     occurrence = occurrence_from(item.schedule, item.due_at)
     return format_utc(occurrence) if occurrence else None
+
+
+def shared_list(item: SharedList) -> dict[str, Any]:
+    """A list as the API shows it, with its members."""
+    return {
+        "id": item.id,
+        "name": item.name,
+        "owner": item.owner,
+        "source": item.source,
+        "members": [
+            {
+                "member": m.member,
+                "role": m.role.value,
+                "state": "invited" if m.joined_at is None else "joined",
+                "invited_at": format_utc(m.invited_at),
+                "joined_at": None if m.joined_at is None else format_utc(m.joined_at),
+            }
+            for m in item.members
+        ],
+        "created_at": format_utc(item.created_at),
+        "updated_at": format_utc(item.updated_at),
+    }
 
 
 def batch_created(index: int, item: Reminder) -> dict[str, Any]:

@@ -25,16 +25,28 @@ from tocsin.api.expansion import (
     too_costly,
 )
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
+from tocsin.api.lists import ListService
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch, SnoozeIn
+from tocsin.api.owned import owner_for
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.reach import Reach
 from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
-from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route, Schedule
+from tocsin.domain import (
+    Channel,
+    Firing,
+    FiringState,
+    Reminder,
+    ReminderStatus,
+    Route,
+    Schedule,
+    list_of,
+)
 from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput
 from tocsin.ids import is_id
-from tocsin.store.ports import AppStore, ContactStore, ReminderStore
+from tocsin.store.ports import AppStore, ContactStore, ListStore, ReminderStore
+from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
 from tocsin.time.sentence import Sentence
@@ -43,8 +55,9 @@ _RINGING = (FiringState.QUEUED, FiringState.SENDING)
 _RETRIES = 3
 
 
-class RemindersAndContacts(ReminderStore, ContactStore, AppStore, Protocol):
-    """The reminders, and the owners' contacts and apps' endpoints `Reach` looks up."""
+class RemindersAndContacts(ReminderStore, ContactStore, AppStore, ListStore, Protocol):
+    """The reminders, the owners' contacts and apps' endpoints `Reach` looks up, and the
+    shared lists a list's reminder belongs to."""
 
 
 class ReminderService:
@@ -67,6 +80,7 @@ class ReminderService:
         self.configured = configured
         self.reach = Reach(store, configured=configured, default_webhook=default_webhook)
         self.cap = ReminderCap(store, max_pending)
+        self.lists = ListService(store, clock)
 
     def check_configured(self, route: Route | None) -> None:
         """422 naming each channel of `route` not configured here, and how to enable it
@@ -79,6 +93,8 @@ class ReminderService:
         cannot deliver its ring now (`Reach.why_not`: no contact of that kind the app may
         ring, no webhook URL, no longer configured). It is saved all the same: a contact
         added before it rings is used. One contact query for all."""
+        # A list's ring goes to its members' contacts, decided when it is sent: not judged here.
+        reminders = [r for r in reminders if list_of(r.owner) is None]
         asks = {(r.owner, r.source, c) for r in reminders for c in r.channel.channels}
         blocked = await self.reach.why_not(asks)
         warned: dict[str, list[dict[str, str]]] = {}
@@ -108,11 +124,18 @@ class ReminderService:
 
     async def shown(self, reminder: Reminder) -> dict[str, Any]:
         """The reminder as an answer to its create or edit shows it: with its `warnings`."""
-        body = render.reminder(reminder)
+        body = render.reminder(reminder, await self.assignees([reminder]))
+        return body | await self.warnings_of(reminder)
+
+    async def warnings_of(self, reminder: Reminder) -> dict[str, Any]:
+        """`{"warnings": …}` when the reminder has any, else nothing."""
         warned = await self.warnings([reminder])
-        if warned:
-            body["warnings"] = warned[reminder.id]
-        return body
+        return {"warnings": warned[reminder.id]} if warned else {}
+
+    async def assignees(self, reminders: Sequence[Reminder]) -> dict[str, str]:
+        """The assignees of those of `reminders` that are a list's (no query when none is)."""
+        listed = [r.id for r in reminders if list_of(r.owner) is not None]
+        return await self.store.assignees_of(listed) if listed else {}
 
     # -- create ------------------------------------------------------------------------------
 
@@ -123,15 +146,25 @@ class ReminderService:
         if earlier is not None:
             return earlier
         now = self.clock.now()
-        owner = owner_for(principal, item.owner)
+        owner = await self._owner_of(principal, item)
         self.check_configured(item.route)
         made = await off_loop(
             lambda: self._new(principal, item, owner, now, keyed=key is not None),
             field="say" if item.say is not None else "repeat" if item.when is None else "when",
         )
-        answer = Answer(201, orjson.dumps(await self.shown(made)))
+        assignees = {made.id: item.assignee} if item.assignee is not None else None
+        body = render.reminder(made, assignees) | await self.warnings_of(made)
+        answer = Answer(201, orjson.dumps(body))
         try:
-            return await save_once(self.store, [made], answer, key=key, now=now, cap=self.cap.most)
+            return await save_once(
+                self.store,
+                [made],
+                answer,
+                key=key,
+                now=now,
+                cap=self.cap.most,
+                assignees=assignees,
+            )
         except CapReached as reached:
             raise self.cap.problem(reached.owner, reached.source) from None
 
@@ -163,6 +196,29 @@ class ReminderService:
         if not made:
             return answer
         return await save_once(self.store, made, answer, key=key, now=now)
+
+    async def _owner_of(self, principal: Principal, item: ReminderIn) -> str:
+        """The owner a create saves under: the caller's (`owner_for`), or a list's, when the
+        caller may save its reminders; 422 naming `list`, `owner`, `assignee` or `channel`
+        for a body that cannot be one."""
+        if item.list_id is None:
+            if item.assignee is not None:
+                raise invalid([FieldError("assignee", "only a list's reminder has an assignee")])
+            return owner_for(principal, item.owner)
+        if item.owner is not None:
+            detail = "leave out with `list`: the reminder is the list's"
+            raise invalid([FieldError("owner", detail), *_feed_errors(item.route)])
+        _no_feed_for_a_list(item.route)
+        try:
+            shared = await self.lists.for_reminders(principal, item.list_id, edits=True)
+        except Problem as problem:
+            if problem.status != 404:
+                raise
+            raise invalid([FieldError("list", problem.detail)]) from None
+        if item.assignee is not None and shared.member(item.assignee) is None:
+            detail = f"{item.assignee} is not on list {shared.id}: invite him first"
+            raise invalid([FieldError("assignee", detail)])
+        return shared.owner
 
     @staticmethod
     def _new(
@@ -217,6 +273,10 @@ class ReminderService:
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
+            if item.list_id is not None or item.assignee is not None:
+                field = "list" if item.list_id is not None else "assignee"
+                detail = "a list's reminders are saved one at a time (POST /v1/reminders)"
+                raise invalid([FieldError(field, detail)])
             owner = owner_for(principal, item.owner)
             self.check_configured(item.route)
             return self._new(principal, item, owner, now)
@@ -228,12 +288,24 @@ class ReminderService:
 
     # -- read ------------------------------------------------------------------------------
 
-    async def get(self, principal: Principal, reminder_id: str) -> Reminder:
-        """The reminder, or 404 when it does not exist or the caller may not see it."""
+    async def get(self, principal: Principal, reminder_id: str, *, edits: bool = False) -> Reminder:
+        """The reminder, or 404 when it does not exist or the caller may not see it. A list's
+        reminder with a member's token: as his role allows (`edits`: he would change it; a
+        viewer is answered 403)."""
         if not is_id(reminder_id):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
         found = await self.store.get_reminder(reminder_id, now=self.clock.now())
-        if found is None or not principal.may_see_reminder(found):
+        if found is None:
+            raise Problem(404, "not-found", f"no reminder {reminder_id}")
+        list_id = list_of(found.owner)
+        if list_id is not None and principal.owner is not None:
+            try:
+                await self.lists.for_reminders(principal, list_id, edits=edits)
+            except Problem as problem:
+                if problem.status == 404:  # not his list: no more than any other reminder
+                    raise Problem(404, "not-found", f"no reminder {reminder_id}") from None
+                raise
+        elif not principal.may_see_reminder(found):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
         return found
 
@@ -245,9 +317,16 @@ class ReminderService:
         status: ReminderStatus | None,
         limit: int,
         cursor: str | None,
+        list_id: str | None = None,
     ) -> tuple[list[Reminder], str | None]:
-        """One page of the owner's reminders and the cursor of the next (None at the end)."""
-        listed_owner = owner_for(principal, owner)
+        """One page of the owner's reminders, or a list's (`list_id`, for its members and
+        its app), and the cursor of the next (None at the end)."""
+        if list_id is not None:
+            if owner is not None:
+                raise invalid([FieldError("owner", "leave out with `list`")])
+            listed_owner = (await self.lists.for_reminders(principal, list_id, edits=False)).owner
+        else:
+            listed_owner = owner_for(principal, owner)
         after = None
         if cursor:
             try:
@@ -310,7 +389,7 @@ class ReminderService:
         reminder when a ring of it is on its way all the same (a series whose current
         occurrence was claimed before the cancel landed: it still arrives, nothing after it
         does); None when nothing of it will ring."""
-        await self.get(principal, reminder_id)
+        await self.get(principal, reminder_id, edits=True)
         if await self.store.cancel_reminder(reminder_id, now=self.clock.now()) is None:
             raise cancel_conflict(await self.get(principal, reminder_id))
         cancelled = await self.get(principal, reminder_id)  # with its last firing
@@ -323,7 +402,7 @@ class ReminderService:
         self, principal: Principal, reminder_id: str, patch: ReminderPatch, if_match: str | None
     ) -> Reminder:
         """Apply an edit on the version the caller last saw (`If-Match`)."""
-        current = await self.get(principal, reminder_id)
+        current = await self.get(principal, reminder_id, edits=True)
         if if_match is None:
             raise Problem(
                 428, "precondition-required", "an edit needs If-Match with the reminder's ETag"
@@ -331,17 +410,40 @@ class ReminderService:
         if not render.etag_matches(if_match, current):
             raise stale(current)
         self.check_configured(patch.route)
+        assignee = await self._reassigned(principal, current, patch)
         now = self.clock.now()
         updated = await off_loop(
             lambda: changes.edited(current, patch, now=now),
             field="repeat" if patch.when is None else "when",
         )
         saved = await self.store.update_reminder(
-            updated, expected_version=current.version, waiting=current.due_at
+            updated, expected_version=current.version, waiting=current.due_at, assignee=assignee
         )
         if saved is None:
             raise stale(await self.get(principal, reminder_id))
         return saved
+
+    async def _reassigned(
+        self, principal: Principal, current: Reminder, patch: ReminderPatch
+    ) -> str | Keep | None:
+        """What an edit makes of a reminder's assignee (`KEEP`: nothing); a 422 naming
+        `assignee` for one not on the reminder's list, or given for a reminder of no list,
+        and `channel` for the feed on a list's reminder."""
+        list_id = list_of(current.owner)
+        if list_id is None:
+            if "assignee" in patch.model_fields_set:
+                raise invalid([FieldError("assignee", "only a list's reminder has an assignee")])
+            return KEEP
+        if patch.route is not None:
+            _no_feed_for_a_list(patch.route)
+        if "assignee" not in patch.model_fields_set:
+            return KEEP
+        if patch.assignee is not None:
+            shared = await self.lists.for_reminders(principal, list_id, edits=True)
+            if shared.member(patch.assignee) is None:
+                detail = f"{patch.assignee} is not on list {list_id}: invite him first"
+                raise invalid([FieldError("assignee", detail)])
+        return patch.assignee
 
     async def snooze(
         self, principal: Principal, reminder_id: str, asked: SnoozeIn
@@ -349,7 +451,7 @@ class ReminderService:
         """Snooze: a pending one-off moves (200); a ring that went off, or a series' last
         ring, becomes a fresh one-off linked to it (201)."""
         for _ in range(_RETRIES):
-            current = await self.get(principal, reminder_id)
+            current = await self.get(principal, reminder_id, edits=True)
             now = self.clock.now()
             due = changes.snooze_due(current, asked, now=now)
             if not changes.is_pending_one_off(current):
@@ -369,7 +471,9 @@ class ReminderService:
         if ring is None:
             raise Problem(409, "not-rung", "the series has not rung yet: nothing to snooze")
         copy = changes.snoozed_copy(current, ring.id, due, now=self.clock.now())
-        snoozed_by = await self.store.snooze_firing(ring.id, copy)
+        # A list's ring snoozed stays its assignee's: the new one-off rings him alone too.
+        assignee = (await self.assignees([current])).get(current.id)
+        snoozed_by = await self.store.snooze_firing(ring.id, copy, assignee=assignee)
         if snoozed_by != copy.id:
             raise _not_snoozed(ring.id, snoozed_by)
         return copy
@@ -401,16 +505,17 @@ def _said_schedule(
     return sentence, schedule, due
 
 
-def owner_for(principal: Principal, owner: str | None) -> str:
-    """The owner a request is about: the token's own for an owner token, else as given."""
-    if principal.owner is not None:
-        if owner is not None and owner != principal.owner:
-            detail = "an owner token may only act for its own owner"
-            raise Problem(403, "forbidden", detail, errors=[FieldError("owner", detail)])
-        return principal.owner
-    if owner is None:
-        raise invalid([FieldError("owner", "required")])
-    return owner
+def _feed_errors(route: Route) -> list[FieldError]:
+    """A list's reminder rings its members' contacts: the in-app feed (one owner's open
+    pages) is not one of its channels."""
+    detail = "a list's reminder rings its members' contacts: the in-app feed is one owner's"
+    return [FieldError(field, detail) for field, c in fields_of(route) if c is Channel.INAPP]
+
+
+def _no_feed_for_a_list(route: Route) -> None:
+    errors = _feed_errors(route)
+    if errors:
+        raise invalid(errors)
 
 
 def stale(current: Reminder) -> Problem:

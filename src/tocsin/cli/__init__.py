@@ -55,6 +55,7 @@ COMMANDS: Mapping[str, Command] = {
     "contacts": Command(CLIENT, "an owner's contacts: where rings go"),
     "places": Command(CLIENT, "an owner's places: the geofences their device watches"),
     "quiet-hours": Command(CLIENT, "an owner's quiet hours: bulk rings wait until they end"),
+    "lists": Command(CLIENT, "shared lists: their reminders ring every member who joined"),
     "import": Command(CLIENT, "save reminders from a file of JSON lines or CSV, 1,000 a request"),
     "export": Command(CLIENT, "print an owner's reminders as JSON lines (what import reads)"),
 }

@@ -1,6 +1,6 @@
 """The `tocsin` commands that are a client of a running server's HTTP API (add, list, show,
-snooze, edit, cancel, next, firings, contacts, places, quiet-hours, import, export), beside the
-commands that run the server. docs/cli.md documents them.
+snooze, edit, cancel, next, firings, contacts, places, quiet-hours, lists, import, export),
+beside the commands that run the server. docs/cli.md documents them.
 
 Layout: `client_http` (requests, errors, exit statuses), `client_format` (what people and
 scripts read), `client_time` (the zone times are said in), `client_command` (the options
@@ -14,6 +14,7 @@ from typing import Any
 from tocsin.cli import (
     client_contacts,
     client_import,
+    client_lists,
     client_places,
     client_quiet,
     client_reminders,
@@ -27,4 +28,5 @@ def register(subparsers: Any) -> None:
     client_contacts.register(subparsers)
     client_places.register(subparsers)
     client_quiet.register(subparsers)
+    client_lists.register(subparsers)
     client_import.register(subparsers)

@@ -158,6 +158,9 @@ def _optional_fields(r: Mapping[str, Any]) -> list[tuple[str, str]]:
     if r.get("last_firing"):
         last = r["last_firing"]
         extra.append(("last ring", f"{last['due']} {last['state']} ({last['id']})"))
+    if r.get("list"):
+        extra.append(("list", r["list"]))
+        extra.append(("for", r.get("assignee") or "every member who joined"))
     if r.get("snoozed_from"):
         extra.append(("snoozed from", r["snoozed_from"]))
     if r.get("alerts"):
@@ -236,6 +239,21 @@ def quiet_hours_table(spans: Iterable[Mapping[str, Any]]) -> str:
             )
             for q in spans
         ),
+    )
+
+
+def lists_table(lists: Iterable[Mapping[str, Any]]) -> str:
+    """Shared lists, each with its members (`ben (editor, invited)`)."""
+    return table(
+        ("ID", "NAME", "MADE BY", "MEMBERS"),
+        ((s["id"], cut(s["name"], 32), s.get("source") or "owner", members_text(s)) for s in lists),
+    )
+
+
+def members_text(shared: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{m['member']} ({m['role']}{', invited' if m['state'] == 'invited' else ''})"
+        for m in shared["members"]
     )
 
 

@@ -123,7 +123,8 @@ def _register_add(subparsers: Any) -> None:
   tocsin add "pills" --at 8:00 --channel apns,email
   tocsin add "pay rent" --at 9:00 --fallback apns,sms
   tocsin add "water the plants" --repeat "every Monday 9:00"
-  tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id""",
+  tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id
+  tocsin add "bins out" --repeat "every Tue 19:00" --list 06h2t0k5f07g6e1x9q3d --assignee ben""",
     )
     parser.add_argument("text", help="what to say when it rings")
     schedule_options(parser, defaults=True)
@@ -134,6 +135,10 @@ def _register_add(subparsers: Any) -> None:
     quiet_hours_option(parser)
     alert_option(parser)
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
+    parser.add_argument(
+        "--list", dest="list_id", help="a shared list's id: the reminder is the list's"
+    )
+    parser.add_argument("--assignee", help="with --list: the one member it rings")
 
 
 def quiet_hours_option(parser: argparse.ArgumentParser) -> None:
@@ -175,7 +180,10 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "text": args.text,
         **route,
         "zone": zone,
-        "owner": owner_of(args, api),
+        # A list's reminder is the list's: no owner beside it.
+        "owner": owner_of(args, api) if args.list_id is None else args.owner,
+        "list": args.list_id,
+        "assignee": args.assignee,
         "at": args.at,
         "repeat": args.repeat,
         "when": args.when,
@@ -247,10 +255,12 @@ def _register_list(subparsers: Any) -> None:
         "--limit", type=int, default=50, help="reminders a page, 1-200 (default 50)"
     )
     parser.add_argument("--cursor", help="the page to start from (printed after a page)")
+    parser.add_argument("--list", dest="list_id", help="a shared list's reminders, by its id")
 
 
 def list_reminders(api: Api, args: argparse.Namespace) -> int:
-    query = {"owner": owner_of(args, api), "status": args.status}
+    owner = owner_of(args, api) if args.list_id is None else args.owner
+    query = {"owner": owner, "list": args.list_id, "status": args.status}
     if args.all:
         found = list(api.pages("/v1/reminders", "reminders", **query))
         cursor = None
@@ -320,7 +330,8 @@ def _register_edit(subparsers: Any) -> None:
         examples="""\
   tocsin edit 06gnwn92027gfgz1 --repeat "daily 18:00"
   tocsin edit 06gnwn92027gfgz1 --text "call mom and dad" --at 19:30 --zone Europe/Paris
-  tocsin edit 06gnwn92027gfgz1 --fallback apns,email""",
+  tocsin edit 06gnwn92027gfgz1 --fallback apns,email
+  tocsin edit 06gnwn92027gfgz1 --assignee ben""",
     )
     parser.add_argument("id", help="the reminder's id")
     parser.add_argument("--text", help="what to say")
@@ -331,6 +342,9 @@ def _register_edit(subparsers: Any) -> None:
     quiet_hours_option(parser)
     alert_option(parser, edit=True)
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
+    parser.add_argument(
+        "--assignee", help="a list's reminder: the one member it rings (everyone: all who joined)"
+    )
 
 
 def edit_reminder(api: Api, args: argparse.Namespace) -> int:
@@ -340,6 +354,8 @@ def edit_reminder(api: Api, args: argparse.Namespace) -> int:
     changes |= route_fields(args)
     if args.metadata is not None:
         changes["metadata"] = None if args.metadata == "null" else metadata(args.metadata)
+    if args.assignee is not None:
+        changes["assignee"] = None if args.assignee == "everyone" else args.assignee
     if not changes:
         raise usage_error(
             "nothing to change: give --text, --when, --at, --repeat, --zone, --channel …"

@@ -7,6 +7,13 @@
   deployment-wide `TOCSIN_WEBHOOK_URL`, and the owner's own webhook contacts.
 - every other channel: the owner's enabled contacts of that kind (a phone and a tablet).
 
+A shared list's reminder (owner `list#<id>`) rings, instead of one owner's contacts, those of
+each member of the list who joined it, or of its assignee alone; decided here, when the ring
+is sent, so a member who left gets no later ring, and one still invited none. Each member's
+contacts are his own, under the same tenancy: an app's list ring goes to the contacts that
+app saved for him and those he saved himself. Every destination keeps its own attempts under
+the ring's one identity, as a ring to two contacts of one owner does.
+
 Apps are tenants, and so are their contacts (`Contact.source`): a ring of an app's reminder
 goes to the contacts that app saved and to those the owner saved himself, never to another
 app's (app X's webhook must not receive app Y's ring). A reminder the owner saved himself
@@ -15,7 +22,9 @@ app's (app X's webhook must not receive app Y's ring). A reminder the owner save
 
 Contacts are looked up in batches: the lookups of every firing being sent in one turn of the
 event loop go to the database as one query (an index lookup per (owner, kind)), so a burst
-costs a query per batch, not one per ring. Apps are kept for `APP_CACHE_SECONDS`.
+costs a query per batch, not one per ring. Apps are kept for `APP_CACHE_SECONDS`. A list's
+rings are known by their owner alone, so the lookup of their members (one query a batch,
+too) is made for them only: a ring of no list reads nothing more than before.
 """
 
 from __future__ import annotations
@@ -27,8 +36,14 @@ from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
 from tocsin.channels import Destination
-from tocsin.domain import App, Channel, Firing, Outcome
-from tocsin.store.ports import AppStore, ContactStore, DeliveryQueue, QuietHoursStore
+from tocsin.domain import App, Channel, Firing, Outcome, list_of
+from tocsin.store.ports import (
+    AppStore,
+    ContactStore,
+    DeliveryQueue,
+    ListStore,
+    QuietHoursStore,
+)
 from tocsin.time.quiet import quiet_until
 
 APP_CACHE_SECONDS = 30.0
@@ -43,10 +58,10 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class DestinationStore(ContactStore, AppStore, DeliveryQueue, QuietHoursStore, Protocol):
+class DestinationStore(ContactStore, AppStore, DeliveryQueue, QuietHoursStore, ListStore, Protocol):
     """What finding destinations reads and writes: the owners' contacts by kind, the apps'
-    webhook endpoints, what a firing's earlier attempts settled, gone ones disabled, and the
-    owners' quiet hours."""
+    webhook endpoints, what a firing's earlier attempts settled, gone ones disabled, the
+    owners' quiet hours, and whom a list's ring goes to."""
 
 
 class Nowhere(Exception):
@@ -80,6 +95,7 @@ class Destinations:
         self._contacts = Batched(lambda wanted: self._store.destinations(wanted))
         self._quiet = Batched(lambda owners: self._store.quiet_hours_of(owners))
         self._ignoring = Batched(self._ignoring_quiet_hours)
+        self._members = Batched(lambda rings: self._store.list_rings(rings))
 
     async def of(self, firing: Firing, channel: Channel) -> list[Destination]:
         """Where `firing` goes now on `channel` (one of its route's). Raises `Nowhere`
@@ -92,20 +108,41 @@ class Destinations:
         if channel is Channel.INAPP:
             return [FEED]
         found: list[Destination] = []
-        why = f"no-destination: {firing.owner} has no {channel} contact to ring"
+        owners, why = await self._owners(firing, channel)
         if channel is Channel.WEBHOOK:
             endpoint, why = await self._endpoint(firing.source, why)
             if endpoint is not None:
                 found.append(endpoint)
-        contacts = await self._contacts.get((firing.owner, channel))
+        if len(owners) == 1:  # an owner's ring (nearly every one): no task to gather
+            looked_up = [await self._contacts.get((owners[0], channel))]
+        else:  # a list's: every member's lookup in the one batch of this turn
+            looked_up = await asyncio.gather(*(self._contacts.get((o, channel)) for o in owners))
         found.extend(
             Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret)
+            for contacts in looked_up
             for c in contacts
             if c.takes_rings_of(firing.source)
         )
         if not found:
             raise Nowhere(why)
         return found
+
+    async def _owners(self, firing: Firing, channel: Channel) -> tuple[list[str], str]:
+        """Whose contacts `firing` rings, and what to say when none is there: its owner's,
+        or for a list's ring the members it goes to now (those who joined, or its assignee
+        alone), looked up with every other list ring of this turn."""
+        list_id = list_of(firing.owner)
+        if list_id is None:
+            return [
+                firing.owner
+            ], f"no-destination: {firing.owner} has no {channel} contact to ring"
+        members = await self._members.get((list_id, firing.reminder_id))
+        if not members:
+            return [], f"no-destination: no member of list {list_id} it rings has joined"
+        return (
+            members,
+            f"no-destination: no member of list {list_id} it rings has a {channel} contact",
+        )
 
     async def quiet_until(self, firing: Firing, now: datetime) -> datetime | None:
         """When the quiet hours that hold `firing` at `now` end, or None when none do: the

@@ -60,6 +60,7 @@ def added(one: Pruned, other: Pruned) -> Pruned:
         idempotency_keys=one.idempotency_keys + other.idempotency_keys,
         rings=one.rings + other.rings,
         occurrences=one.occurrences + other.occurrences,
+        assignees=one.assignees + other.assignees,
     )
 
 
@@ -111,7 +112,7 @@ class Retention:
             )
             total = added(total, done)
             kinds = (done.firings, done.reminders, done.idempotency_keys, done.rings)
-            if max(*kinds, done.occurrences) < batch:
+            if max(*kinds, done.occurrences, done.assignees) < batch:
                 return total
             await asyncio.sleep(self._tuning.pause.total_seconds())
         return total
@@ -143,4 +144,5 @@ def _fields(done: Pruned) -> dict[str, int]:
         "idempotency_keys": done.idempotency_keys,
         "rings": done.rings,
         "occurrences": done.occurrences,
+        "assignees": done.assignees,
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime, time
 from typing import Any, Protocol, TypeVar
 
@@ -25,12 +26,15 @@ from tocsin.domain import (
     FiringSummary,
     HeldParts,
     Lateness,
+    Member,
     Outcome,
     Place,
     Reminder,
     ReminderStatus,
     RingMinute,
+    Role,
     Route,
+    SharedList,
     WorkerState,
 )
 from tocsin.keyring import Keyring
@@ -499,3 +503,66 @@ def ring_minute(minute: int, sample: Iterable[tuple[str, float | None]]) -> Ring
 def _rank(ordered: Sequence[float], fraction: float) -> float:
     """The nearest-rank percentile of sorted values: the first whose share reaches it."""
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def lists_from(rows: Iterable[Row], instant: Instant) -> list[SharedList]:
+    """Lists from rows of a list's columns and one member's each (GET_LIST, MEMBER_LISTS),
+    in the rows' order; a list's rows follow one another, a NULL member is none."""
+    found: dict[str, SharedList] = {}
+    members: dict[str, list[Member]] = {}
+    for row in rows:
+        list_id = row["id"]
+        if list_id not in found:
+            found[list_id] = SharedList(
+                id=list_id,
+                name=row["name"],
+                source=row["source"],
+                created_at=instant(row["created_at"]),
+                updated_at=instant(row["updated_at"]),
+            )
+            members[list_id] = []
+        if row["member"] is not None:
+            joined = row["joined_at"]
+            members[list_id].append(
+                Member(
+                    list_id=list_id,
+                    member=row["member"],
+                    role=Role(row["role"]),
+                    invited_at=instant(row["invited_at"]),
+                    joined_at=None if joined is None else instant(joined),
+                )
+            )
+    return [replace(shared, members=tuple(members[shared.id])) for shared in found.values()]
+
+
+def list_values(shared: SharedList, instant: Callable[[datetime], Any]) -> dict[str, Any]:
+    """The INSERT_LIST parameters by name."""
+    return {
+        "id": shared.id,
+        "name": shared.name,
+        "source": shared.source,
+        "created_at": instant(shared.created_at),
+        "updated_at": instant(shared.updated_at),
+    }
+
+
+def member_values(member: Member, instant: Callable[[datetime], Any]) -> dict[str, Any]:
+    """The SAVE_MEMBER parameters by name."""
+    joined = member.joined_at
+    return {
+        "list_id": member.list_id,
+        "member": member.member,
+        "role": member.role.value,
+        "invited_at": instant(member.invited_at),
+        "joined_at": None if joined is None else instant(joined),
+    }
+
+
+def ring_members(rows: Iterable[Row], lists: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """LIST_RINGS' rows (reminder id, member) by (list id, reminder id), `lists` giving each
+    reminder's list."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        key = (lists[row["reminder_id"]], row["reminder_id"])
+        found.setdefault(key, []).append(row["member"])
+    return found

@@ -141,6 +141,7 @@
     loadContacts().catch((error) => say(`Contacts: ${error.message}.`, true));
     loadPlaces().catch((error) => say(`Places: ${error.message}.`, true));
     loadQuiet().catch((error) => say(`Quiet hours: ${error.message}.`, true));
+    loadLists().catch((error) => say(`Lists: ${error.message}.`, true));
     openFeed();
   }
 
@@ -154,6 +155,7 @@
     Object.assign(state, { view: null, listed: [], shown: 0 });
     $("reminder-list").replaceChildren();
     $("contact-list").replaceChildren();
+    $("lists-list").replaceChildren();
     $("rings").replaceChildren();
     $("ringing").hidden = true;
     say("");
@@ -315,6 +317,8 @@
       found = null; // the server refuses what it cannot ring, and warns of what finds nowhere
     }
     state.channels = found && found.filter((c) => c.ready).map((c) => c.channel);
+    // A list's reminder rings its members' contacts: every channel the server rings but the feed.
+    state.listChannels = (found || []).filter((c) => c.configured && c.channel !== "inapp").map((c) => c.channel);
     const waiting = (found || []).filter((c) => c.configured && !c.ready && CONTACT_FIELDS[c.channel]);
     $("new-channel-hint").textContent = waiting.length
       ? `Add a contact below to ring by ${waiting.map((c) => channelLabel(c.channel)).join(" or ")}.`
@@ -1014,6 +1018,144 @@
     }
   }
 
+  // -- shared lists -------------------------------------------------------------------------
+
+  async function loadLists() {
+    const { data } = await api("GET", "/v1/lists");
+    const items = await Promise.all(data.lists.map(listItem));
+    $("lists-list").replaceChildren(...items);
+  }
+
+  const memberText = (m) => `${m.member} (${m.role}${m.state === "invited" ? ", invited" : ""})`;
+
+  /** One list: its members, its pending reminders and whom each is for, and what this
+   * member may do (accept, leave, invite, remind the list). */
+  async function listItem(shared) {
+    const me = shared.members.find((m) => m.member === state.owner);
+    const joined = me && me.state === "joined";
+    const item = document.createElement("li");
+    item.className = "shared-list";
+    item.dataset.list = shared.id;
+    const title = document.createElement("h3");
+    title.textContent = shared.name;
+    const members = document.createElement("p");
+    members.className = "members";
+    members.textContent = shared.members.map(memberText).join(" · ");
+    const error = document.createElement("p");
+    error.className = "error";
+    error.setAttribute("aria-live", "polite");
+    item.append(title, members);
+    if (joined) item.append(await listReminders(shared));
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    if (me && !joined) actions.append(listAction("Accept", `Accept the invitation to ${shared.name}`, "POST", `/members/${encodeURIComponent(me.member)}/accept`, shared, error));
+    if (me) actions.append(listAction("Leave", `Leave ${shared.name}`, "DELETE", `/members/${encodeURIComponent(me.member)}`, shared, error));
+    if (joined && me.role !== "viewer") item.append(remindForm(shared, error));
+    if (joined && me.role === "owner") item.append(inviteForm(shared, error));
+    item.append(actions, error);
+    return item;
+  }
+
+  async function listReminders(shared) {
+    const { data } = await api("GET", `/v1/reminders?list=${encodeURIComponent(shared.id)}&status=pending&limit=50`);
+    const list = document.createElement("ul");
+    list.className = "list-reminders";
+    for (const reminder of data.reminders) {
+      const line = document.createElement("li");
+      const when = reminder.next_local ? Words.localTime(reminder.next_local, reminder.zone) : "";
+      line.textContent = `${reminder.text} — ${when} · for ${reminder.assignee || "everyone"}`;
+      list.append(line);
+    }
+    return list;
+  }
+
+  function listAction(label, name, method, tail, shared, error) {
+    const made = button(label, name);
+    made.addEventListener("click", async () => {
+      try {
+        await api(method, `/v1/lists/${encodeURIComponent(shared.id)}${tail}`);
+        say(`${label === "Leave" ? "Left" : "Joined"} ${shared.name}.`);
+        await loadLists();
+      } catch (failure) {
+        tell(error, `Not done: ${failure.message}.`, true);
+      }
+    });
+    return made;
+  }
+
+  function field(tag, label, attributes) {
+    const made = document.createElement(tag);
+    made.setAttribute("aria-label", label);
+    for (const [key, value] of Object.entries(attributes)) made.setAttribute(key, value);
+    return made;
+  }
+
+  function inviteForm(shared, error) {
+    const form = document.createElement("form");
+    form.className = "invite";
+    const who = field("input", `Invite to ${shared.name}`, { placeholder: "who (ben)", maxlength: "128", autocomplete: "off" });
+    const role = field("select", "Role", {});
+    role.append(...["editor", "viewer", "owner"].map((r) => new Option(r, r)));
+    const submit = document.createElement("button");
+    submit.textContent = "Invite";
+    form.append(who, role, submit);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      try {
+        await api("PUT", `/v1/lists/${encodeURIComponent(shared.id)}/members/${encodeURIComponent(who.value.trim())}`, { role: role.value });
+        say(`Invited ${who.value.trim()} to ${shared.name}.`);
+        await loadLists();
+      } catch (failure) {
+        tell(error, `Not invited: ${fieldsText(failure)}.`, true);
+      }
+    });
+    return form;
+  }
+
+  function remindForm(shared, error) {
+    const form = document.createElement("form");
+    form.className = "remind-list";
+    const words = field("input", `Remind ${shared.name}`, { placeholder: "bins out every Tuesday at 19:00", maxlength: "500", autocomplete: "off" });
+    const forWhom = field("select", "For", {});
+    forWhom.append(new Option("everyone", ""), ...shared.members.map((m) => new Option(m.member, m.member)));
+    const channel = field("select", "Ring by", {});
+    channel.append(...(state.listChannels || []).map((c) => new Option(channelLabel(c), c)));
+    const submit = document.createElement("button");
+    submit.textContent = "Remind the list";
+    form.append(words, forWhom, channel, submit);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = { list: shared.id, say: words.value, zone: zoneOfBrowser(), channel: channel.value };
+      if (forWhom.value) body.assignee = forWhom.value;
+      try {
+        const { data } = await api("POST", "/v1/reminders", body);
+        say(`Saved “${data.text}” in ${shared.name}, for ${data.assignee || "everyone"}.`);
+        await loadLists();
+      } catch (failure) {
+        tell(error, `Not saved: ${fieldsText(failure)}.`, true);
+      }
+    });
+    return form;
+  }
+
+  const fieldsText = (failure) => Object.entries(failure.fields()).map(([f, m]) => `${f}: ${m}`).join("; ") || failure.message;
+
+  async function createList(event) {
+    event.preventDefault();
+    $("list-error").textContent = "";
+    $("list-name").setAttribute("aria-invalid", "false");
+    try {
+      const { data } = await api("POST", "/v1/lists", { name: $("list-name").value });
+      $("list-name").value = "";
+      say(`List ${data.name} created.`);
+      await loadLists();
+    } catch (failure) {
+      $("list-error").textContent = `Not created: ${fieldsText(failure)}.`;
+      $("list-name").setAttribute("aria-invalid", "true");
+      $("list-name").focus();
+    }
+  }
+
   // -- start --------------------------------------------------------------------------------
 
   function wire() {
@@ -1037,6 +1179,7 @@
     $("contact-form").addEventListener("submit", addContact);
     $("place-form").addEventListener("submit", addPlace);
     $("quiet-form").addEventListener("submit", saveQuiet);
+    $("list-form").addEventListener("submit", createList);
     // Browsers let a page play sound only after the person used it once.
     const unlock = () => {
       state.audio = state.audio || new AudioContext();

@@ -1,7 +1,8 @@
 """Text that cannot be an id, an owner or a field's value never reaches the store: a path id
-with a NUL (or of any shape ids do not have) is a 404, an owner in a path a 422 naming
-`owner`, a NUL in a body's text a 422 naming its field, on both backends (PostgreSQL refused
-a NUL in a query's parameter: a 500 `storage-error`, where SQLite answered 404)."""
+(a reminder's, a contact's, a list's) with a NUL (or of any shape ids do not have) is a 404,
+an owner in a path a 422 naming `owner`, a NUL in a body's text a 422 naming its field, on
+both backends (PostgreSQL refused a NUL in a query's parameter: a 500 `storage-error`, where
+SQLite answered 404)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,18 @@ NOT_IDS = ["%00", "a%00bcdefghjkmnpqrstvwx", "06h46pkr2a7jv1nkr0gI", "x" * 300, 
 WEBHOOK = {"kind": "webhook", "url": "https://example.com/hook"}
 
 
-def _calls(reminder: str, contact: str) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """Every route that takes a reminder's or a contact's id, with a body it would take."""
+def _calls(
+    reminder: str, contact: str, shared: str = ""
+) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """Every route that takes a reminder's, a contact's or a list's id, with a body it would
+    take."""
+    shared = shared or contact
     return [
+        ("GET", f"/v1/lists/{shared}", None),
+        ("PATCH", f"/v1/lists/{shared}", {"name": "x"}),
+        ("PUT", f"/v1/lists/{shared}/members/ben", {"role": "viewer"}),
+        ("POST", f"/v1/lists/{shared}/members/ben/accept", None),
+        ("DELETE", f"/v1/lists/{shared}/members/ben", None),
         ("GET", f"/v1/reminders/{reminder}", None),
         ("GET", f"/v1/reminders/{reminder}/firings", None),
         ("GET", f"/v1/reminders/{reminder}/occurrences", None),
@@ -53,10 +63,11 @@ async def test_a_path_id_that_cannot_be_one_is_a_404(
 ) -> None:
     made = await create(client, ONE_OFF)
     contact = (await client.post("/v1/owners/ana/contacts", json=WEBHOOK)).json()
+    shared = (await client.post("/v1/lists", json={"name": "L", "owner": "ana"})).json()
     for method, path, body in _calls(not_an_id, not_an_id):
         assert _problem(await _ask(client, method, path, body), 404)["type"].endswith(":not-found")
     # The ids that are ids still answer.
-    for method, path, body in _calls(made["id"], contact["id"]):
+    for method, path, body in _calls(made["id"], contact["id"], shared["id"]):
         response = await _ask(client, method, path, body)
         assert response.status_code < 400, (path, response.text)
 
@@ -70,12 +81,13 @@ async def test_a_path_id_that_cannot_be_one_is_a_404(
         "/v1/reminders?owner=%00",
         "/v1/reminders?owner=ana&cursor=%00",
         "/v1/owners/ana/contacts?cursor=%00",
+        "/v1/lists?member=%00",
     ],
 )
 async def test_an_owner_or_a_cursor_with_a_nul_is_a_422_naming_it(
     client: httpx.AsyncClient, path: str
 ) -> None:
-    named = "cursor" if "cursor" in path else "owner"
+    named = "cursor" if "cursor" in path else "member" if "member" in path else "owner"
     assert fields(_problem(await client.get(path), 422)) == [named]
 
 
@@ -93,6 +105,9 @@ async def test_a_nul_in_a_body_is_a_422_naming_its_field(
         ("POST", "/v1/occurrences", "repeat"): {"zone": "UTC", "repeat": "every day\x00"},
         ("POST", "/v1/owners/ana/contacts", "url"): {**WEBHOOK, "url": "https://e.com/\x00"},
         ("POST", "/v1/owners/ana/contacts", "label"): {**WEBHOOK, "label": "a\x00"},
+        ("POST", "/v1/lists", "name"): {"name": "a\x00", "owner": "ana"},
+        ("POST", "/v1/reminders", "assignee"): {**ONE_OFF, "assignee": "a\x00"},
+        ("POST", "/v1/reminders", "list"): {**ONE_OFF, "list": "a\x00"},
         ("POST", "/v1/owners/ana/contacts", "subscription.endpoint"): {
             "kind": "webpush",
             "subscription": {"endpoint": "https://push.example.com/\x00", "keys": {}},

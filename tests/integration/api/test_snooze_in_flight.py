@@ -14,7 +14,7 @@ from tocsin.domain import Attempt, AttemptResult, Firing, FiringState, Outcome, 
 from tocsin.store import Store
 
 
-async def _recorded(store: Store, clock: FakeClock, firing: Firing) -> None:
+async def recorded(store: Store, clock: FakeClock, firing: Firing) -> None:
     """The ring's first try recorded sent, as its sender does."""
     channel = firing.channel.single
     assert channel is not None
@@ -37,7 +37,7 @@ async def test_a_ring_on_its_way_is_snoozed_once_its_first_try_is_recorded(
 
     shown = (await client.get(f"/v1/reminders/{made['id']}")).json()
     early = await snooze(client, made["id"], {"snooze": "10m"})
-    await _recorded(store, clock, firing)
+    await recorded(store, clock, firing)
     later = await snooze(client, made["id"], {"snooze": "10m"})
 
     assert (shown["last_firing"]["id"], shown["last_firing"]["state"]) == (firing.id, "sending")
@@ -79,9 +79,11 @@ async def test_a_snooze_that_meets_the_rings_first_write_says_ringing(
     firing = await ring(store, clock, made["id"])
     mark = store.snooze_firing
 
-    async def first_write_right_after(firing_id: str, reminder: Reminder) -> str | None:
-        snoozed_by = await mark(firing_id, reminder)
-        await _recorded(store, clock, firing)
+    async def first_write_right_after(
+        firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
+        snoozed_by = await mark(firing_id, reminder, assignee=assignee)
+        await recorded(store, clock, firing)
         return snoozed_by
 
     monkeypatch.setattr(store, "snooze_firing", first_write_right_after)

@@ -410,3 +410,16 @@ async def test_a_ring_its_claim_kept_past_retention_is_recorded_expired_when_sta
     assert later.reminders == 1
     assert await store.get_reminder(series.id) is None
     assert await store.list_firings(series.id) == []
+
+
+async def test_an_assignee_goes_once_retention_deleted_its_reminder(store: Store) -> None:
+    cancelled, pending = reminder(due_at=NOW + DAY), reminder(due_at=NOW + DAY)
+    await store.add_reminders([cancelled], assignees={cancelled.id: "ben"})
+    await store.add_reminders([pending], assignees={pending.id: "cy"})
+    await store.cancel_reminder(cancelled.id, now=CUTOFF - DAY)
+
+    pruned = await _prune(store)
+
+    assert (pruned.reminders, pruned.assignees) == (1, 1)
+    assert await store.assignees_of([cancelled.id, pending.id]) == {pending.id: "cy"}
+    assert (await _prune(store)).assignees == 0

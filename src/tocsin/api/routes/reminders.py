@@ -11,10 +11,11 @@ from starlette.responses import Response
 
 from tocsin.api import changes, idempotency, openapi, render
 from tocsin.api.body import validated
-from tocsin.api.context import Caller, Context, get_context, get_principal
+from tocsin.api.context import ApiContext, Caller, Context, get_context, get_principal
 from tocsin.api.direct import DirectRoute
 from tocsin.api.idempotency import Answer, IdempotencyKey
 from tocsin.api.models import (
+    LIST_ID_PATTERN,
     OWNER_PATTERN,
     SNOOZE_FIELDS,
     BatchIn,
@@ -108,7 +109,12 @@ async def create_batch(request: Request) -> Response:
     summary="One page of an owner's reminders",
     operation_id="listReminders",
     responses=openapi.problems(
-        422, notes={422: "A bad query parameter, or no `owner` with an API key."}
+        404,
+        422,
+        notes={
+            404: "With `list`: no such list, or not one whose reminders the caller reads.",
+            422: "A bad query parameter, or no `owner` with an API key.",
+        },
     ),
 )
 async def list_reminders(
@@ -118,12 +124,21 @@ async def list_reminders(
     status: ReminderStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    list_id: Annotated[
+        str | None,
+        Query(
+            alias="list",
+            pattern=LIST_ID_PATTERN,
+            description="A shared list's id: its reminders (instead of `owner`'s).",
+        ),
+    ] = None,
 ) -> Response:
     page, next_cursor = await context.reminders.list_page(
-        caller, owner=owner, status=status, limit=limit, cursor=cursor
+        caller, owner=owner, status=status, limit=limit, cursor=cursor, list_id=list_id
     )
+    assignees = await context.reminders.assignees(page)
     return render.JSON(
-        {"reminders": [render.reminder(r) for r in page], "next_cursor": next_cursor}
+        {"reminders": [render.reminder(r, assignees) for r in page], "next_cursor": next_cursor}
     )
 
 
@@ -135,7 +150,7 @@ async def list_reminders(
     responses={**_REMINDER, **openapi.problems(notes=_NOT_FOUND)},
 )
 async def get_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
-    return _reminder(await context.reminders.get(caller, reminder_id))
+    return await _reminder(context, await context.reminders.get(caller, reminder_id))
 
 
 @router.patch(
@@ -209,7 +224,7 @@ async def snooze_reminder(
 async def cancel_reminder(reminder_id: str, context: Context, caller: Caller) -> Response:
     ringing = await context.reminders.cancel(caller, reminder_id)
     if ringing is not None:  # cancelled, but its current ring is already on its way
-        return _reminder(ringing)
+        return await _reminder(context, ringing)
     return Response(status_code=204)
 
 
@@ -263,7 +278,7 @@ async def reminder_firings(
 
 async def _snoozed(context: Context, caller: Caller, reminder_id: str, asked: SnoozeIn) -> Response:
     status, saved = await context.reminders.snooze(caller, reminder_id, asked)
-    return _reminder(saved, status)
+    return await _reminder(context, saved, status)
 
 
 def _key(header: str | None, scope: str, path: str, payload: Any) -> IdempotencyKey | None:
@@ -272,10 +287,9 @@ def _key(header: str | None, scope: str, path: str, payload: Any) -> Idempotency
     )
 
 
-def _reminder(reminder: Reminder, status: int = 200) -> Response:
-    return render.JSON(
-        render.reminder(reminder), status_code=status, headers=render.reminder_headers(reminder)
-    )
+async def _reminder(context: ApiContext, reminder: Reminder, status: int = 200) -> Response:
+    body = render.reminder(reminder, await context.reminders.assignees([reminder]))
+    return render.JSON(body, status_code=status, headers=render.reminder_headers(reminder))
 
 
 def _answer(answer: Answer, headers: dict[str, str]) -> Response:

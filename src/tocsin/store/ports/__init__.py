@@ -21,6 +21,7 @@ from tocsin.store.ports.apps import AppStore
 from tocsin.store.ports.contacts import ContactStore
 from tocsin.store.ports.delivery import DeliveryQueue
 from tocsin.store.ports.feed import FeedStore
+from tocsin.store.ports.lists import ListStore
 from tocsin.store.ports.notifier import Notifier
 from tocsin.store.ports.places import PlaceStore
 from tocsin.store.ports.quiet import QuietHoursStore
@@ -34,6 +35,7 @@ __all__ = [
     "ContactStore",
     "DeliveryQueue",
     "FeedStore",
+    "ListStore",
     "Notifier",
     "PlaceStore",
     "QuietHoursStore",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from enum import Enum
 from typing import Protocol
 
 from tocsin.domain import Firing, IdempotencyRecord, Reminder, ReminderStatus
@@ -13,6 +14,15 @@ from tocsin.domain import Firing, IdempotencyRecord, Reminder, ReminderStatus
 # owner's rows (`pending_counts`, `add_reminders` with `cap`): the rows finished and not yet
 # pruned are read too, and without a bound one owner's history would make each create slow.
 CAP_READS = 4
+
+
+class Keep(Enum):
+    """`update_reminder`'s assignee when the edit leaves it as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
 
 
 class ReminderStore(Protocol):
@@ -26,13 +36,16 @@ class ReminderStore(Protocol):
         *,
         idempotency: IdempotencyRecord | None = None,
         cap: int = 0,
+        assignees: Mapping[str, str] | None = None,
     ) -> None:
         """Save new reminders, and the idempotency record if given, in one transaction: all or
-        nothing. Raise `DuplicateIdempotencyKey` (saving nothing) when the record's
-        (scope, key) exists already. Wakes `listen_due` listeners for pending ones due soon.
-        With a `cap`, one reminder (the API's single create) is saved only while its (owner,
-        app) pair keeps fewer than `cap` pending, checked in the same statement, else
-        `CapReached` (saving nothing); a batch's caller checks first (`pending_counts`)."""
+        nothing; with `assignees` (by reminder id: the one member a list's reminder rings),
+        those too, in the same transaction (only a list's reminder has one). Raise
+        `DuplicateIdempotencyKey` (saving nothing) when the record's (scope, key) exists
+        already. Wakes `listen_due` listeners for pending ones due soon. With a `cap`, one
+        reminder (the API's single create) is saved only while its (owner, app) pair keeps
+        fewer than `cap` pending, checked in the same statement, else `CapReached` (saving
+        nothing); a batch's caller checks first (`pending_counts`)."""
 
     @abstractmethod
     async def pending_counts(
@@ -72,17 +85,23 @@ class ReminderStore(Protocol):
 
     @abstractmethod
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
+        self,
+        reminder: Reminder,
+        *,
+        expected_version: int,
+        waiting: datetime | None,
+        assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
         """Replace the mutable fields (text, channel, schedule, at, repeat, status, due_at,
-        freshness, metadata) of the row with `reminder.id`, only while its version is
-        `expected_version` and, when `waiting` is the occurrence that waited to ring as the
-        caller read the reminder (its `due_at`), only by taking that occurrence back before
-        a claim takes it (whichever takes it first wins: an edit that lost to a claim
-        changes nothing). The version becomes `expected_version + 1` and `updated_at`
-        becomes `reminder.updated_at`. Return the row as saved (with its `last_firing`), or
-        None when the caller lost a race (re-read to say why). Wakes `listen_due` listeners
-        when pending and due soon."""
+        freshness, metadata) of the row with `reminder.id` — and, unless `assignee` is
+        `KEEP`, a list reminder's assignee (None: every member), in the same transaction —
+        only while its version is `expected_version` and, when `waiting` is the occurrence
+        that waited to ring as the caller read the reminder (its `due_at`), only by taking
+        that occurrence back before a claim takes it (whichever takes it first wins: an edit
+        that lost to a claim changes nothing). The version becomes `expected_version + 1`
+        and `updated_at` becomes `reminder.updated_at`. Return the row as saved (with its
+        `last_firing`), or None when the caller lost a race (re-read to say why). Wakes
+        `listen_due` listeners when pending and due soon."""
 
     @abstractmethod
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
@@ -91,9 +110,12 @@ class ReminderStore(Protocol):
         (or the reminder does not exist)."""
 
     @abstractmethod
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
-        """In one transaction: save `reminder` (a fresh one-off, its id new) and mark the firing
-        `snoozed_by` it, only while the firing exists and was not snoozed already. Return
+    async def snooze_firing(
+        self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
+        """In one transaction: save `reminder` (a fresh one-off, its id new; a list's with the
+        `assignee` of the ring snoozed, when it had one) and mark the firing `snoozed_by` it,
+        only while the firing exists and was not snoozed already. Return
         the id the firing is snoozed by once this is done, decided with the mark itself:
         `reminder.id` when this call marked it; the earlier one's when it was snoozed
         already, and None when no such firing is written (a ring on its way on PostgreSQL,

@@ -22,11 +22,12 @@ class Pruned:
     idempotency_keys: int
     rings: int = 0  # rows of `rings` no reader needs any more
     occurrences: int = 0  # rows of `due` decided, in minutes gone by
+    assignees: int = 0  # the assignees of list reminders deleted
 
     @property
     def rows(self) -> int:
         kinds = (self.firings, self.attempts, self.reminders, self.idempotency_keys, self.rings)
-        return sum(kinds) + self.occurrences
+        return sum(kinds) + self.occurrences + self.assignees
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -6,6 +6,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 import asyncpg
@@ -26,12 +27,14 @@ from tocsin.domain import (
     FiringState,
     HeldParts,
     IdempotencyRecord,
+    Member,
     Outcome,
     Place,
     QueueStats,
     Reminder,
     ReminderStatus,
     RingMinute,
+    SharedList,
     WorkerState,
 )
 from tocsin.errors import CapReached, StoreError
@@ -50,6 +53,7 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
+from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.postgres import months
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.claims import ClaimLedger
@@ -70,11 +74,15 @@ from tocsin.store.rows import (
     contact_values,
     firing_from,
     held_parts,
+    list_values,
+    lists_from,
+    member_values,
     place_from,
     place_values,
     quiet_from,
     quiet_values,
     reminder_from,
+    ring_members,
     ring_minute_from,
     workers_from,
 )
@@ -236,18 +244,38 @@ class PostgresStore(Store):
         *,
         idempotency: IdempotencyRecord | None = None,
         cap: int = 0,
+        assignees: Mapping[str, str] | None = None,
     ) -> None:
         args = _add_args(reminders, idempotency)
+        if assignees:  # a list's reminder for one member: its assignee in the same transaction
+            await self._transaction(
+                lambda c: self._add_assigned(c, reminders, args, cap, assignees)
+            )
+            return
         if len(reminders) != 1:
             with boundary():
                 await self._pool.execute(q.ADD_REMINDERS, *args)
             return
-        # `ADD_REMINDER` takes each array's one value instead, and the cap.
-        ones = [array[0] if isinstance(array, list) and array else None for array in args[6:]]
         with boundary():
-            saved = await self._pool.fetchval(q.ADD_REMINDER, *args[:6], *ones, cap)
+            saved = await self._pool.fetchval(q.ADD_REMINDER, *_one(args), cap)
         if not saved:
             raise CapReached(reminders[0].owner, reminders[0].source)
+
+    @staticmethod
+    async def _add_assigned(
+        connection: asyncpg.Connection,
+        reminders: Sequence[Reminder],
+        args: list[object],
+        cap: int,
+        assignees: Mapping[str, str],
+    ) -> None:
+        if len(reminders) != 1:
+            await connection.execute(q.ADD_REMINDERS, *args)
+        elif not await connection.fetchval(q.ADD_REMINDER, *_one(args), cap):
+            raise CapReached(reminders[0].owner, reminders[0].source)
+        for reminder_id, assignee in assignees.items():
+            bound = q.shared.ASSIGN_REMINDER.bind(reminder_id=reminder_id, assignee=assignee)
+            await connection.execute(*bound)
 
     async def pending_counts(
         self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
@@ -292,7 +320,12 @@ class PostgresStore(Store):
         return [reminder_from(row, _as_is) for row in rows]
 
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
+        self,
+        reminder: Reminder,
+        *,
+        expected_version: int,
+        waiting: datetime | None,
+        assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
         wake = [codec.wake_payload(*pair) for pair in codec.wake_ups([reminder])]
         args = (
@@ -319,7 +352,8 @@ class PostgresStore(Store):
             codec.stored_flag(reminder.ignore_quiet_hours),
             stored_alerts(reminder.schedule.alerts),
         )
-        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
+        then = None if assignee is KEEP else partial(_reassign, reminder.id, assignee)
+        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args, then=then)
         return None if row is None else reminder_from(row, _as_is)
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
@@ -342,14 +376,22 @@ class PostgresStore(Store):
                 return reminder_from(row, _as_is)
         return None
 
-    async def _all_or_nothing(self, sql: str, *args: Any) -> Record | None:
+    async def _all_or_nothing(
+        self,
+        sql: str,
+        *args: Any,
+        then: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    ) -> Record | None:
         """The one row `sql` answers, in a transaction rolled back when it answers none: a
-        statement that took an occurrence back but saved nothing leaves it waiting."""
+        statement that took an occurrence back but saved nothing leaves it waiting. `then`
+        runs in the same transaction once it answered one."""
 
         async def work(connection: asyncpg.Connection) -> Record | None:
             row: Record | None = await connection.fetchrow(sql, *args)
             if row is None:
                 raise _NothingSaved
+            if then is not None:
+                await then(connection)
             return row
 
         try:
@@ -357,13 +399,20 @@ class PostgresStore(Store):
         except _NothingSaved:
             return None
 
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
+    async def snooze_firing(
+        self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
         async def work(connection: asyncpg.Connection) -> str | None:
             snoozed_by: str | None = await connection.fetchval(
                 q.MARK_SNOOZED, reminder.id, firing_id
             )
             if snoozed_by == reminder.id:
                 await connection.execute(q.ADD_REMINDERS, *_add_args([reminder], None))
+                if assignee is not None:
+                    assigned = q.shared.ASSIGN_REMINDER.bind(
+                        reminder_id=reminder.id, assignee=assignee
+                    )
+                    await connection.execute(*assigned)
             return snoozed_by
 
         return await self._transaction(work)
@@ -518,6 +567,59 @@ class PostgresStore(Store):
     async def ignoring_quiet_hours(self, reminder_ids: Sequence[str]) -> set[str]:
         rows = await self._fetch(q.IGNORING_QUIET_HOURS, list(reminder_ids))
         return {row["id"] for row in rows}
+
+    # -- ListStore: shared lists -----------------------------------------------------------------
+
+    async def add_list(self, shared: SharedList) -> None:
+        async def work(connection: asyncpg.Connection) -> None:
+            await connection.execute(*q.shared.INSERT_LIST.bind(**list_values(shared, _as_is)))
+            for member in shared.members:
+                await connection.execute(
+                    *q.shared.SAVE_MEMBER.bind(**member_values(member, _as_is))
+                )
+
+        await self._transaction(work)
+
+    async def get_list(self, list_id: str) -> SharedList | None:
+        found = lists_from(await self._fetch(*q.shared.GET_LIST.bind(id=list_id)), _as_is)
+        return found[0] if found else None
+
+    async def member_lists(self, member: str) -> list[SharedList]:
+        return lists_from(await self._fetch(*q.shared.MEMBER_LISTS.bind(member=member)), _as_is)
+
+    async def app_lists(self, source: str) -> list[SharedList]:
+        return lists_from(await self._fetch(*q.shared.APP_LISTS.bind(source=source)), _as_is)
+
+    async def rename_list(self, list_id: str, name: str, now: datetime) -> bool:
+        renamed = q.shared.RENAME_LIST.bind(id=list_id, name=name, now=now)
+        return await self._fetchrow(*renamed) is not None
+
+    async def save_member(self, member: Member) -> None:
+        with boundary():
+            await self._pool.execute(*q.shared.SAVE_MEMBER.bind(**member_values(member, _as_is)))
+
+    async def join_list(self, list_id: str, member: str, now: datetime) -> bool:
+        joined = q.shared.JOIN_LIST.bind(list_id=list_id, member=member, now=now)
+        return await self._fetchrow(*joined) is not None
+
+    async def remove_member(self, list_id: str, member: str) -> bool:
+        removed = q.shared.REMOVE_MEMBER.bind(list_id=list_id, member=member)
+        return await self._fetchrow(*removed) is not None
+
+    async def list_rings(
+        self, rings: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[str]]:
+        if not rings:
+            return {}
+        lists = {reminder_id: list_id for list_id, reminder_id in rings}
+        rows = await self._fetch(q.LIST_RINGS, list(lists), list(lists.values()))
+        return ring_members(rows, lists)
+
+    async def assignees_of(self, reminder_ids: Sequence[str]) -> dict[str, str]:
+        if not reminder_ids:
+            return {}
+        rows = await self._fetch(q.ASSIGNEES_OF, list(reminder_ids))
+        return {row["reminder_id"]: row["assignee"] for row in rows}
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 
@@ -889,6 +991,7 @@ class PostgresStore(Store):
             firings = await self._pool.fetchrow(q.PRUNE_FIRINGS, firings_before, limit)
             reminders = await self._pool.fetchval(q.PRUNE_REMINDERS, reminders_before, limit)
             keys = await self._pool.fetchval(q.PRUNE_IDEMPOTENCY_KEYS, keys_before, limit)
+            assignees = await self._pool.execute(*q.shared.PRUNE_ASSIGNEES.bind(limit=limit))
         assert firings is not None
         return Pruned(
             firings=firings["firings"],
@@ -897,6 +1000,7 @@ class PostgresStore(Store):
             idempotency_keys=keys,
             rings=firings["rings"],
             occurrences=occurrences,
+            assignees=int(assignees.rpartition(" ")[2]),  # the command tag: "DELETE n"
         )
 
     async def _tidy(self, before: datetime, limit: int) -> int:
@@ -1098,6 +1202,20 @@ async def _renew(
 
 def _opt_bucket(instant: datetime | None) -> int | None:
     return None if instant is None else codec.bucket_of(instant)
+
+
+async def _reassign(reminder_id: str, assignee: str | None, connection: asyncpg.Connection) -> None:
+    """A list reminder's assignee replaced (None: none, every member) in `connection`'s
+    transaction."""
+    await connection.execute(*q.shared.UNASSIGN_REMINDER.bind(reminder_id=reminder_id))
+    if assignee is not None:
+        bound = q.shared.ASSIGN_REMINDER.bind(reminder_id=reminder_id, assignee=assignee)
+        await connection.execute(*bound)
+
+
+def _one(args: list[object]) -> list[object]:
+    """`_add_args` for `ADD_REMINDER`, which takes each array's one value instead."""
+    return [*args[:6], *(a[0] if isinstance(a, list) and a else None for a in args[6:])]
 
 
 def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | None) -> list[object]:

@@ -366,6 +366,22 @@ JOIN contacts AS c ON c.owner = wanted.owner AND c.kind = wanted.kind
 WHERE c.disabled_reason IS NULL
 ORDER BY c.id
 
+-- name: LIST_RINGS
+-- Whom rings of many list reminders go to now ($1 reminder ids, $2 their lists): the joined
+-- members of each one's list, or its assignee alone when it has one and he joined. An index
+-- lookup of list_assignees_pkey and a range of list_members_pkey a reminder.
+SELECT w.reminder_id, m.member
+FROM unnest($1::text[], $2::text[]) AS w (reminder_id, list_id)
+LEFT JOIN list_assignees AS a ON a.reminder_id = w.reminder_id
+JOIN list_members AS m ON m.list_id = w.list_id AND m.joined_at IS NOT NULL
+  AND (a.assignee IS NULL OR m.member = a.assignee)
+ORDER BY w.reminder_id, m.member
+
+-- name: ASSIGNEES_OF
+-- The assignees of many reminders ($1), those with one.
+SELECT a.* FROM unnest($1::text[]) AS w (reminder_id)
+JOIN list_assignees AS a ON a.reminder_id = w.reminder_id
+
 -- name: QUIET_HOURS_OF
 -- The quiet hours of many owners ($1), each owner a range of quiet_hours_pkey.
 SELECT q.* FROM unnest($1::text[]) AS wanted (owner)

@@ -242,3 +242,74 @@ WHERE last_error LIKE :held
 SELECT
     (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'queued' LIMIT :cap) AS q),
     (SELECT count(*) FROM (SELECT 1 FROM firings WHERE state = 'sending' LIMIT :cap) AS s)
+
+-- -- shared lists -----------------------------------------------------------------------------
+
+-- name: INSERT_LIST
+INSERT INTO lists (id, name, source, created_at, updated_at)
+VALUES (:id, :name, :source, :created_at, :updated_at)
+
+-- name: SAVE_MEMBER
+-- Invite a member, or change a member's role (an accepted invitation stays accepted).
+INSERT INTO list_members (list_id, member, role, invited_at, joined_at)
+VALUES (:list_id, :member, :role, :invited_at, :joined_at)
+ON CONFLICT (list_id, member) DO UPDATE SET role = excluded.role
+
+-- name: JOIN_LIST
+-- Accept an invitation (once: the first acceptance's time is kept).
+UPDATE list_members SET joined_at = COALESCE(joined_at, :now)
+WHERE list_id = :list_id AND member = :member
+RETURNING member
+
+-- name: REMOVE_MEMBER
+DELETE FROM list_members WHERE list_id = :list_id AND member = :member RETURNING member
+
+-- name: RENAME_LIST
+UPDATE lists SET name = :name, updated_at = :now WHERE id = :id RETURNING id
+
+-- name: GET_LIST
+-- A list with its members, a row each (none: a list with no member left has one row, of
+-- NULL member).
+SELECT l.id, l.name, l.source, l.created_at, l.updated_at,
+       m.member, m.role, m.invited_at, m.joined_at
+FROM lists AS l LEFT JOIN list_members AS m ON m.list_id = l.id
+WHERE l.id = :id
+ORDER BY m.member
+
+-- name: MEMBER_LISTS
+-- The lists `member` is on (invited or joined), each with all its members.
+SELECT l.id, l.name, l.source, l.created_at, l.updated_at,
+       m.member, m.role, m.invited_at, m.joined_at
+FROM list_members AS mine
+JOIN lists AS l ON l.id = mine.list_id
+JOIN list_members AS m ON m.list_id = l.id
+WHERE mine.member = :member
+ORDER BY l.id, m.member
+
+-- name: APP_LISTS
+-- The lists app `source` made, each with all its members (lists_by_source).
+SELECT l.id, l.name, l.source, l.created_at, l.updated_at,
+       m.member, m.role, m.invited_at, m.joined_at
+FROM lists AS l LEFT JOIN list_members AS m ON m.list_id = l.id
+WHERE l.source = :source
+ORDER BY l.id, m.member
+
+-- name: ASSIGN_REMINDER
+INSERT INTO list_assignees (reminder_id, assignee) VALUES (:reminder_id, :assignee)
+
+-- name: PRUNE_ASSIGNEES
+-- At most :limit assignees whose reminder retention deleted (an assignee is written with its
+-- reminder, so only a deletion leaves one alone): a scan of list_assignees, a row per
+-- assigned list reminder, with a probe of the reminders' primary key each.
+DELETE FROM list_assignees WHERE reminder_id IN (
+    SELECT a.reminder_id FROM list_assignees AS a
+    WHERE NOT EXISTS (SELECT 1 FROM reminders AS r WHERE r.id = a.reminder_id)
+    LIMIT :limit
+)
+
+-- name: UNASSIGN_REMINDER
+-- A list reminder's assignee taken away (an edit: it rings every member now, or another).
+DELETE FROM list_assignees WHERE reminder_id = :reminder_id
+
+-- name: ASSIGNEE_OF
+SELECT assignee FROM list_assignees WHERE reminder_id = :reminder_id

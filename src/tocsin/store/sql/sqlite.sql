@@ -265,6 +265,22 @@ WHERE c.owner = json_extract(wanted.value, '$[0]') AND c.kind = json_extract(wan
   AND c.disabled_reason IS NULL
 ORDER BY c.id
 
+-- name: LIST_RINGS
+-- Whom rings of many list reminders go to now (a JSON array of [reminder id, list id]): the
+-- joined members of each one's list, or its assignee alone when it has one and he joined.
+SELECT json_extract(w.value, '$[0]') AS reminder_id, m.member
+FROM json_each(?) AS w
+LEFT JOIN list_assignees AS a ON a.reminder_id = json_extract(w.value, '$[0]')
+JOIN list_members AS m ON m.list_id = json_extract(w.value, '$[1]')
+  AND m.joined_at IS NOT NULL AND (a.assignee IS NULL OR m.member = a.assignee)
+ORDER BY 1, m.member
+
+-- name: ASSIGNEES_OF
+-- The assignees of many reminders (a JSON array), those with one.
+SELECT a.* FROM json_each(?) AS w
+CROSS JOIN list_assignees AS a
+WHERE a.reminder_id = w.value
+
 -- name: QUIET_HOURS_OF
 -- The quiet hours of many owners (a JSON array), each owner a range of the primary key.
 SELECT q.* FROM json_each(?) AS wanted

@@ -28,12 +28,14 @@ from tocsin.domain import (
     FiringState,
     HeldParts,
     IdempotencyRecord,
+    Member,
     Outcome,
     Place,
     QueueStats,
     Reminder,
     ReminderStatus,
     RingMinute,
+    SharedList,
     WorkerState,
 )
 from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
@@ -53,6 +55,7 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
+from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
     address_value,
@@ -67,11 +70,15 @@ from tocsin.store.rows import (
     contact_values,
     firing_from,
     held_parts,
+    list_values,
+    lists_from,
+    member_values,
     place_from,
     place_values,
     quiet_from,
     quiet_values,
     reminder_from,
+    ring_members,
     ring_minute,
     workers_from,
 )
@@ -157,8 +164,10 @@ class SqliteStore(Store):
         *,
         idempotency: IdempotencyRecord | None = None,
         cap: int = 0,
+        assignees: Mapping[str, str] | None = None,
     ) -> None:
         rows = [_reminder_params(reminder) for reminder in reminders]
+        assigned = [{"reminder_id": r, "assignee": a} for r, a in (assignees or {}).items()]
 
         def work(connection: sqlite3.Connection) -> None:
             if cap and len(reminders) == 1:
@@ -170,6 +179,8 @@ class SqliteStore(Store):
                 _insert_idempotency(connection, idempotency)
             connection.executemany(q.INSERT_REMINDER, rows)
             connection.executemany(q.INSERT_DUE, rows)
+            if assigned:
+                connection.executemany(q.ASSIGN_REMINDER, assigned)
 
         await self._db.write(work)
         self._wake(codec.wake_ups(reminders))
@@ -227,7 +238,12 @@ class SqliteStore(Store):
         return [reminder_from(row, _utc) for row in rows]
 
     async def update_reminder(
-        self, reminder: Reminder, *, expected_version: int, waiting: datetime | None
+        self,
+        reminder: Reminder,
+        *,
+        expected_version: int,
+        waiting: datetime | None,
+        assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
         params = _reminder_params(reminder) | {"expected_version": expected_version}
         taken = None if waiting is None else _taken(reminder.id, expected_version, waiting)
@@ -241,6 +257,11 @@ class SqliteStore(Store):
             if connection.execute(q.UPDATE_REMINDER, params).rowcount == 0:
                 return None
             connection.execute(q.INSERT_DUE, params)
+            if assignee is not KEEP:
+                assigned = {"reminder_id": reminder.id, "assignee": assignee}
+                connection.execute(q.UNASSIGN_REMINDER, assigned)
+                if assignee is not None:
+                    connection.execute(q.ASSIGN_REMINDER, assigned)
             row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
             return row
 
@@ -270,8 +291,11 @@ class SqliteStore(Store):
         row = await self._db.write(work)
         return None if row is None else reminder_from(row, _utc)
 
-    async def snooze_firing(self, firing_id: str, reminder: Reminder) -> str | None:
+    async def snooze_firing(
+        self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
+    ) -> str | None:
         params = _reminder_params(reminder)
+        assigned = {"reminder_id": reminder.id, "assignee": assignee}
 
         def work(connection: sqlite3.Connection) -> str | None:
             row = connection.execute(q.MARK_SNOOZED, (reminder.id, firing_id)).fetchone()
@@ -279,6 +303,8 @@ class SqliteStore(Store):
             if snoozed_by == reminder.id:
                 connection.execute(q.INSERT_REMINDER, params)
                 connection.execute(q.INSERT_DUE, params)
+                if assignee is not None:
+                    connection.execute(q.ASSIGN_REMINDER, assigned)
             return snoozed_by
 
         snoozed_by = await self._db.write(work)
@@ -476,6 +502,77 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.IGNORING_QUIET_HOURS, (wanted,)).fetchall()
         )
         return {row["id"] for row in rows}
+
+    # -- ListStore: shared lists -----------------------------------------------------------------
+
+    async def add_list(self, shared: SharedList) -> None:
+        values = list_values(shared, _us)
+        members = [member_values(member, _us) for member in shared.members]
+
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(q.INSERT_LIST, values)
+            connection.executemany(q.SAVE_MEMBER, members)
+
+        await self._db.write(work)
+
+    async def get_list(self, list_id: str) -> SharedList | None:
+        found = await self._lists(q.GET_LIST, {"id": list_id})
+        return found[0] if found else None
+
+    async def member_lists(self, member: str) -> list[SharedList]:
+        return await self._lists(q.MEMBER_LISTS, {"member": member})
+
+    async def app_lists(self, source: str) -> list[SharedList]:
+        return await self._lists(q.APP_LISTS, {"source": source})
+
+    async def _lists(self, statement: str, params: dict[str, Any]) -> list[SharedList]:
+        rows = await self._db.read(
+            lambda connection: connection.execute(statement, params).fetchall()
+        )
+        return lists_from(rows, _utc)
+
+    async def rename_list(self, list_id: str, name: str, now: datetime) -> bool:
+        params = {"id": list_id, "name": name, "now": _us(now)}
+        return await self._written(q.RENAME_LIST, params)
+
+    async def save_member(self, member: Member) -> None:
+        values = member_values(member, _us)
+        await self._db.write(lambda connection: connection.execute(q.SAVE_MEMBER, values))
+
+    async def join_list(self, list_id: str, member: str, now: datetime) -> bool:
+        params = {"list_id": list_id, "member": member, "now": _us(now)}
+        return await self._written(q.JOIN_LIST, params)
+
+    async def remove_member(self, list_id: str, member: str) -> bool:
+        return await self._written(q.REMOVE_MEMBER, {"list_id": list_id, "member": member})
+
+    async def _written(self, statement: str, params: dict[str, Any]) -> bool:
+        """Whether `statement` (one with RETURNING) wrote a row."""
+        row = await self._db.write(
+            lambda connection: connection.execute(statement, params).fetchone()
+        )
+        return row is not None
+
+    async def list_rings(
+        self, rings: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[str]]:
+        if not rings:
+            return {}
+        lists = {reminder_id: list_id for list_id, reminder_id in rings}
+        wanted = _json([[reminder_id, list_id] for list_id, reminder_id in rings])
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.LIST_RINGS, (wanted,)).fetchall()
+        )
+        return ring_members(rows, lists)
+
+    async def assignees_of(self, reminder_ids: Sequence[str]) -> dict[str, str]:
+        if not reminder_ids:
+            return {}
+        wanted = orjson.dumps(list(reminder_ids)).decode()
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.ASSIGNEES_OF, (wanted,)).fetchall()
+        )
+        return {row["reminder_id"]: row["assignee"] for row in rows}
 
     # -- ContactStore: contacts ----------------------------------------------------------------
 
@@ -959,7 +1056,15 @@ class SqliteStore(Store):
         pruned = await self._db.write(rung)
         reminders = await self._db.write(deleted(q.PRUNE_REMINDERS, reminders_before))
         keys = await self._db.write(deleted(q.PRUNE_IDEMPOTENCY_KEYS, keys_before))
-        return replace(pruned, reminders=pruned.reminders + reminders, idempotency_keys=keys)
+        assignees = await self._db.write(
+            lambda connection: connection.execute(q.PRUNE_ASSIGNEES, {"limit": limit}).rowcount
+        )
+        return replace(
+            pruned,
+            reminders=pruned.reminders + reminders,
+            idempotency_keys=keys,
+            assignees=assignees,
+        )
 
     async def hold_chore(self, name: str, *, worker: str, ttl: timedelta) -> bool:
         now = datetime.now(UTC)  # the database's clock is the host's

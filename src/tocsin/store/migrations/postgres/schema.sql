@@ -127,6 +127,32 @@ CREATE TABLE leases (
     CONSTRAINT leases_pkey PRIMARY KEY (parts, part)
 );
 
+CREATE TABLE list_assignees (
+    reminder_id text COLLATE "C" NOT NULL,
+    assignee text COLLATE "C" NOT NULL,
+    CONSTRAINT list_assignees_pkey PRIMARY KEY (reminder_id)
+);
+
+CREATE TABLE list_members (
+    list_id text COLLATE "C" NOT NULL,
+    member text COLLATE "C" NOT NULL,
+    role text NOT NULL,
+    invited_at timestamp with time zone NOT NULL,
+    joined_at timestamp with time zone,
+    CONSTRAINT list_members_list_id_fkey FOREIGN KEY (list_id) REFERENCES lists(id),
+    CONSTRAINT list_members_pkey PRIMARY KEY (list_id, member),
+    CONSTRAINT list_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'editor'::text, 'viewer'::text])))
+);
+
+CREATE TABLE lists (
+    id text COLLATE "C" NOT NULL,
+    name text NOT NULL,
+    source text COLLATE "C",
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT lists_pkey PRIMARY KEY (id)
+);
+
 CREATE TABLE owner_token_revocations (
     owner text NOT NULL,
     revoked_before timestamp with time zone NOT NULL,
@@ -240,6 +266,8 @@ CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE 
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
+CREATE INDEX list_members_by_member ON public.list_members USING btree (member, list_id);
+CREATE INDEX lists_by_source ON public.lists USING btree (source, id) WHERE (source IS NOT NULL);
 CREATE INDEX places_owner ON public.places USING btree (owner, id);
 CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE ((status <> 'pending'::text) AND (due_at IS NULL));
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

@@ -96,6 +96,28 @@ CREATE TABLE leases (
     PRIMARY KEY (parts, part)
 );
 
+CREATE TABLE list_assignees (
+    reminder_id TEXT PRIMARY KEY,
+    assignee TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE list_members (
+    list_id TEXT NOT NULL REFERENCES lists (id),
+    member TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('owner', 'editor', 'viewer')),
+    invited_at INTEGER NOT NULL,
+    joined_at INTEGER,
+    PRIMARY KEY (list_id, member)
+) WITHOUT ROWID;
+
+CREATE TABLE lists (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    source TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
 CREATE TABLE owner_token_revocations (
     owner TEXT PRIMARY KEY,
     revoked_before INTEGER NOT NULL
@@ -194,6 +216,10 @@ CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+
+CREATE INDEX list_members_by_member ON list_members (member, list_id);
+
+CREATE INDEX lists_by_source ON lists (source, id) WHERE source IS NOT NULL;
 
 CREATE INDEX places_owner ON places (owner, id);
 
