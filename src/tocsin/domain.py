@@ -149,6 +149,10 @@ class Schedule:
     # Early alerts: each a lead (seconds) before every occurrence at which it rings as well,
     # earliest first (`tocsin.time.alerts`); whole days of a lead count on the local clock.
     alerts: tuple[int, ...] = ()
+    # Ringing until done: after each occurrence, again every `nag` seconds, at most `nags`
+    # times and never at or past the next occurrence, until a ring of it is marked done.
+    nag: int = 0
+    nags: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -250,6 +254,7 @@ class Firing(NamedTuple):
     # then the claim's record of what is in flight stands for it (`Store.claim`).
     stored: bool = True
     priority: Priority = Priority.URGENT  # the reminder's when the ring was claimed
+    done_at: datetime | None = None  # when its owner marked it done
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -161,20 +161,49 @@ def test_errors_have_exit_statuses_scripts_can_trust(server: Server) -> None:
     assert server.cli("import", "/nonexistent.jsonl").status == USAGE
 
 
+def sent_firings(server: Server, reminder_id: str) -> list[dict[str, Any]]:
+    """The reminder's firings once the newest is sent (within a minute)."""
+    give_up = time.monotonic() + 60
+    while time.monotonic() < give_up:
+        firings: list[dict[str, Any]] = server.ok("firings", reminder_id)["firings"]
+        if firings and firings[0]["state"] == "sent":
+            return firings
+        time.sleep(0.3)
+    raise AssertionError(f"no sent firing: {firings}")
+
+
 def test_a_ring_shows_in_its_firings(server: Server) -> None:
     made = server.ok("add", "tea", "--at", "+1s", "--owner", "bo")
-    give_up = time.monotonic() + 20
-    while time.monotonic() < give_up:
-        firings = server.ok("firings", made["id"])["firings"]
-        if firings and firings[0]["state"] == "sent":
-            break
-        time.sleep(0.3)
-    else:
-        raise AssertionError(f"no sent firing: {firings}")
+    firings = sent_firings(server, made["id"])
     assert firings[0]["channel"] == "log"
     table = server.cli("firings", made["id"])
     assert table.status == OK
     assert "sent" in table.out
+
+
+def test_a_reminder_rung_until_done_is_marked_done(server: Server) -> None:
+    made = server.ok(
+        "add",
+        "pills",
+        "--at",
+        "+1s",
+        "--owner",
+        "bo",
+        "--until-done",
+        "5m",
+        "--until-done-max",
+        "3",
+    )
+    assert (made["until_done"], made["until_done_max"]) == ("5m", 3)
+    firings = sent_firings(server, made["id"])
+    assert server.ok("show", made["id"])["next"] is not None  # its first nag waits
+    marked = server.ok("done", firings[0]["id"])
+    assert marked["done_at"] is not None
+    said = server.cli("done", firings[0]["id"])
+    assert said.status == OK
+    assert said.out.startswith(f"done {firings[0]['id']} at ")
+    assert server.ok("show", made["id"])["status"] == "fired"  # no nag left
+    assert server.cli("done", f"{made['id']}.1").status != OK
 
 
 def test_contacts_are_added_listed_and_removed(server: Server) -> None:

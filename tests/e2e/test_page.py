@@ -513,6 +513,39 @@ def test_a_list_is_made_shared_and_reminded_for_one_member(page: Page, server: S
     expect(shared.locator(".error")).to_contain_text("make another member owner first")
 
 
+def test_a_ring_is_marked_done_in_its_history_and_its_nags_stop(page: Page) -> None:
+    at = (datetime.now(ZoneInfo("UTC")) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    saved = page.evaluate(
+        """async (at) => (await fetch('/v1/reminders', {method: 'POST', body: JSON.stringify({
+            text: 'Evening pills', zone: 'Europe/Paris', at, channel: 'inapp',
+            until_done: '5m'}), headers: {'Content-Type': 'application/json',
+            Authorization: `Bearer ${localStorage.getItem('tocsin.token')}`}})).json()""",
+        at,
+    )
+    assert saved["until_done"] == "5m", saved
+    rung = """async (id) => (await (await fetch(`/v1/reminders/${id}/firings`, {headers:
+        {Authorization: `Bearer ${localStorage.getItem('tocsin.token')}`}})).json()).firings"""
+    page.wait_for_function(f"({rung})('{saved['id']}').then((f) => f.length > 0)", polling=300)
+    page.reload()
+    pills = reminder(page, "Evening pills")
+    expect(pills.locator(".nags")).to_have_text(" · again every 5m until done")
+    expect(pills.locator(".last")).to_have_text(" · last ring: delivered")
+    done = pills.get_by_role("button", name=re.compile("^Mark the ring due .* done$"))
+    for _ in range(20):  # the ring taken live redraws the list, closing an open history
+        if not pills.locator(".history").evaluate("(box) => box.open"):
+            pills.get_by_label("History of “Evening pills”").click()
+        if done.count():
+            break
+        page.wait_for_timeout(500)
+    done.click()
+    # Done: no nag left, so it has rung and leaves what is coming up.
+    expect(reminder(page, "Evening pills")).to_have_count(0)
+    page.select_option("#filter", "fired")
+    pills = reminder(page, "Evening pills")
+    pills.get_by_label("History of “Evening pills”").click()
+    expect(pills.locator(".firings")).to_contain_text("· done")
+
+
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:
     page.click("#sign-out")
     expect(page.locator("#sign-in")).to_be_visible()

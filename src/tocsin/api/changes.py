@@ -12,20 +12,32 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TypeVar
 
-from tocsin.api.models import NOT_NULL, SNOOZE_FIELDS, ReminderIn, ReminderPatch, SnoozeIn
+from tocsin.api.models import (
+    NOT_NULL,
+    SNOOZE_FIELDS,
+    UNTIL_DONE_MAX,
+    ReminderIn,
+    ReminderPatch,
+    SnoozeIn,
+)
 from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.domain import Priority, Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.time import LATEST, first_due, format_utc, parse_duration, plan_schedule, read_when
 from tocsin.time.alerts import parse_alerts
+from tocsin.time.expand import after_done as nags_after_done
 from tocsin.time.expand import occurrence_from
 
 FRESHNESS_MIN = 30
 FRESHNESS_MAX = 7 * 86400
 SNOOZE_MIN = 1
 SNOOZE_MAX = 366 * 86400
-SCHEDULE_FIELDS = frozenset({"at", "repeat", "when", "zone", "alerts"})
+SCHEDULE_FIELDS = frozenset(
+    {"at", "repeat", "when", "zone", "alerts", "until_done", "until_done_max"}
+)
+NAG_MIN = 60
+NAG_MAX = 86400
 
 T = TypeVar("T")
 
@@ -100,13 +112,20 @@ def _late_plan(
             raise refused from None
 
 
+def parse_nag(text: str | None) -> int:
+    """`until_done` in seconds, 0 for none."""
+    if text is None:
+        return 0
+    return parse_duration(text, field="until_done", minimum=NAG_MIN, maximum=NAG_MAX)
+
+
 def _alerted(
     schedule: Schedule, due: datetime, alerts: tuple[int, ...], now: datetime
 ) -> tuple[Schedule, datetime]:
     """The schedule with its alerts, and its first ring: the first alert still to come
     before `due`, else `due` itself (a late one-off's, taken as late: `_late_plan`)."""
     if not alerts:
-        return replace(schedule, alerts=()), due
+        return schedule, due
     alerted = replace(schedule, alerts=alerts)
     return alerted, first_due(alerted, min(now, due)) or due
 
@@ -140,13 +159,15 @@ def new_reminder(
     late_by = timedelta(seconds=freshness) if keyed and freshness is not None else None
     plan = errors.attempt(lambda: _late_plan(item, now, late_by))
     alerts = errors.attempt(lambda: parse_alerts(item.alerts))
+    nag = errors.attempt(lambda: parse_nag(item.until_done))
     errors.check()
     assert plan is not None
     assert freshness is not None
     assert alerts is not None
     assert item.text is not None  # a `say` is spelled out first (`saying.spelled_out`)
     schedule, due, at, repeat = plan
-    schedule, due = _alerted(schedule, due, alerts, now)
+    nags = item.until_done_max if nag else 0
+    schedule, due = _alerted(replace(schedule, nag=nag or 0, nags=nags), due, alerts, now)
     shard = shard_of(owner)
     return Reminder(
         id=new_reminder_id(shard, now),
@@ -248,6 +269,9 @@ def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Remi
     alerts = current.schedule.alerts
     if "alerts" in fields and patch.alerts is not None:
         alerts = parse_alerts(patch.alerts)
+    nag = parse_nag(patch.until_done) if "until_done" in fields else current.schedule.nag
+    nags = patch.until_done_max or current.schedule.nags or UNTIL_DONE_MAX
+    schedule = replace(schedule, nag=nag, nags=nags if nag else 0)
     schedule, due = _alerted(schedule, due, alerts, now)
     return replace(
         current,
@@ -283,6 +307,18 @@ def snooze_due(current: Reminder, asked: SnoozeIn, *, now: datetime) -> datetime
         detail = f"{asked.snooze!r} from {format_utc(start)} is after {format_utc(LATEST)}"
         raise invalid([FieldError("snooze", f"{detail}, the latest time Tocsin rings at")])
     return start + timedelta(seconds=seconds)
+
+
+def after_done(current: Reminder, rung: datetime, *, now: datetime) -> tuple[bool, Reminder]:
+    """Whether marking the ring at `rung` done stops a nag that waits (`current.due_at`), and
+    the reminder then: waiting for the first ring after its occurrence's nags, or, with none,
+    `fired` (a one-off) or `ended` (a series)."""
+    assert current.due_at is not None
+    stop, following = nags_after_done(current.schedule, rung, current.due_at)
+    if following is not None:
+        return stop, replace(current, due_at=following, updated_at=now)
+    over = ReminderStatus.FIRED if current.schedule.rule is None else ReminderStatus.ENDED
+    return stop, replace(current, status=over, due_at=None, updated_at=now)
 
 
 def is_pending_one_off(reminder: Reminder) -> bool:

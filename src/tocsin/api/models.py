@@ -47,6 +47,7 @@ _PRIORITY = (
 # The fields an edit may not set to null (`changes.check_patch`).
 NOT_NULL = (
     "alerts",
+    "until_done_max",
     "text",
     "channel",
     "fallback",
@@ -61,6 +62,15 @@ _ALERTS = (
     "minute to four weeks, at most 5). Whole days count on the local clock: `1d` before "
     "Monday 09:00 is Sunday 09:00, across a change of the clocks too; the rest is elapsed "
     "time. Each rings with its own identity and the reminder's text."
+)
+_UNTIL_DONE = (
+    "Ring again this long after each occurrence (`5m`; a minute to a day) until a ring of it "
+    "is marked done, at most `until_done_max` times and never once the next occurrence comes. "
+    "Null: it rings once."
+)
+UNTIL_DONE_MAX = 6  # nags of an occurrence unless a reminder says
+_UNTIL_DONE_MAX = (
+    f"With `until_done`: how many times it rings again at most (1-100, default {UNTIL_DONE_MAX})."
 )
 Alerts = Annotated[
     list[Annotated[str, StringConstraints(max_length=64)]],
@@ -274,6 +284,8 @@ class ReminderIn(_Routed):
     priority: Priority | None = Field(default=None, description=_PRIORITY)
     ignore_quiet_hours: StrictBool = Field(default=False, description=_IGNORE_QUIET_HOURS)
     alerts: Alerts = []
+    until_done: Duration | None = Field(default=None, description=_UNTIL_DONE, examples=["5m"])
+    until_done_max: int = Field(default=UNTIL_DONE_MAX, ge=1, le=100, description=_UNTIL_DONE_MAX)
     list_id: ListId | None = Field(
         default=None,
         alias="list",
@@ -396,6 +408,8 @@ class ReminderPatch(_Routed):
     priority: Priority | None = Field(default=None, description=_PRIORITY)
     ignore_quiet_hours: StrictBool | None = Field(default=None, description=_IGNORE_QUIET_HOURS)
     alerts: Alerts | None = None
+    until_done: Duration | None = Field(default=None, description=_UNTIL_DONE, examples=["5m"])
+    until_done_max: int | None = Field(default=None, ge=1, le=100, description=_UNTIL_DONE_MAX)
     assignee: Owner | None = Field(
         default=None,
         description="A list's reminder: the one member it rings (on the list); null: every "
@@ -763,6 +777,8 @@ class ReminderOut(BaseModel):
     priority: Priority
     ignore_quiet_hours: bool = Field(description=_IGNORE_QUIET_HOURS)
     alerts: list[str] = Field(description="Its early alerts' leads, earliest first: `1d`, `15m`.")
+    until_done: str | None = Field(description=_UNTIL_DONE)
+    until_done_max: int | None = Field(description=_UNTIL_DONE_MAX)
     next_occurrence: Instant | None = Field(
         description="The occurrence the next ring is for: `next` itself, or, when the next "
         "ring is an early alert, the occurrence it comes before."
@@ -942,6 +958,9 @@ class FiringOut(BaseModel):
     provider_id: str | None
     last_error: str | None
     snoozed_by: str | None
+    done_at: Instant | None = Field(
+        description="When its owner marked it done (`POST /v1/firings/{id}/done`); null until."
+    )
     created_at: Instant
     history: list[AttemptOut]
 

@@ -112,6 +112,8 @@ def reminder(item: Reminder, assignees: Mapping[str, str] | None = None) -> dict
         "priority": item.priority.value,
         "ignore_quiet_hours": item.ignore_quiet_hours,
         "alerts": format_alerts(item.schedule.alerts),
+        "until_done": format_duration(item.schedule.nag) if item.schedule.nag else None,
+        "until_done_max": item.schedule.nags or None,
         "next_occurrence": _next_occurrence(item),
         "metadata": item.metadata,
         "source": item.source,
@@ -134,10 +136,11 @@ def reminder(item: Reminder, assignees: Mapping[str, str] | None = None) -> dict
 
 
 def _next_occurrence(item: Reminder) -> str | None:
-    """The occurrence the next ring is for: with alerts, the first at or after it."""
+    """The occurrence the next ring is for: itself, or the one an alert comes before or a
+    nag after (`occurrence_from`)."""
     if item.due_at is None:
         return None
-    if not item.schedule.alerts:
+    if not item.schedule.alerts and not item.schedule.nags:
         return format_utc(item.due_at)
     occurrence = occurrence_from(item.schedule, item.due_at)
     return format_utc(occurrence) if occurrence else None
@@ -195,6 +198,7 @@ def firing(item: Firing) -> dict[str, Any]:
         "provider_id": item.provider_id,
         "last_error": item.last_error,
         "snoozed_by": item.snoozed_by,
+        "done_at": format_utc(item.done_at) if item.done_at else None,
         "created_at": format_utc(item.created_at),
         "history": history,
     }

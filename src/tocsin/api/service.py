@@ -445,6 +445,33 @@ class ReminderService:
                 raise invalid([FieldError("assignee", detail)])
         return patch.assignee
 
+    async def done(self, principal: Principal, firing_id: str) -> Firing:
+        """Mark a ring done, and take back what is left of its occurrence's nags (`until_done`):
+        the nag that waits is taken back as an edit takes back an occurrence, so a done that
+        answered stops every nag not claimed by then. 404 for a ring that is not there (or
+        not yet written: its first try is on its way)."""
+        reminder_id, _, second = firing_id.rpartition(".")
+        if not is_id(reminder_id) or not second.isdigit() or len(second) > 11:
+            raise Problem(404, "not-found", f"no ring {firing_id}")
+        await self.get(principal, reminder_id, edits=True)
+        now = self.clock.now()
+        marked = await self.store.mark_done(firing_id, now)
+        if marked is None:
+            raise Problem(404, "not-found", f"no ring {firing_id} (yet)")
+        for _ in range(_RETRIES):
+            current = await self.get(principal, reminder_id)
+            if current.due_at is None:
+                break
+            stop, following = changes.after_done(current, marked.due_at, now=now)
+            if not stop:
+                break
+            saved = await self.store.update_reminder(
+                following, expected_version=current.version, waiting=current.due_at
+            )
+            if saved is not None:
+                break
+        return marked
+
     async def snooze(
         self, principal: Principal, reminder_id: str, asked: SnoozeIn
     ) -> tuple[int, Reminder]:

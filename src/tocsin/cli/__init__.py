@@ -50,6 +50,7 @@ COMMANDS: Mapping[str, Command] = {
         CLIENT, "change a reminder (refused if someone else changed it since it was read)"
     ),
     "cancel": Command(CLIENT, "cancel a pending reminder (for a series, every ring still to come)"),
+    "done": Command(CLIENT, "mark a ring done (a reminder rung until done stops nagging)"),
     "next": Command(CLIENT, "preview when a schedule rings, without saving anything"),
     "firings": Command(CLIENT, "a reminder's rings, newest first, with their delivery state"),
     "contacts": Command(CLIENT, "an owner's contacts: where rings go"),

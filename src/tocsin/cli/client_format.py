@@ -167,6 +167,8 @@ def _optional_fields(r: Mapping[str, Any]) -> list[tuple[str, str]]:
         extra.append(("alerts", ", ".join(r["alerts"]) + " before each ring"))
         if r.get("next_occurrence") and r["next_occurrence"] != r.get("next"):
             extra.append(("next alert for", r["next_occurrence"]))
+    if r.get("until_done"):
+        extra.append(("until done", f"again every {r['until_done']}, {r['until_done_max']} times"))
     if r.get("ignore_quiet_hours"):
         extra.append(("quiet hours", "ignored: its bulk rings go through them"))
     if r.get("metadata") is not None:
@@ -190,7 +192,7 @@ def occurrences_table(occurrences: Iterable[Mapping[str, Any]]) -> str:
 
 def firings_table(firings: Iterable[Mapping[str, Any]]) -> str:
     return table(
-        ("FIRING", "DUE", "STATE", "CHANNEL", "ATTEMPTS", "LAST ERROR"),
+        ("FIRING", "DUE", "STATE", "CHANNEL", "ATTEMPTS", "DONE", "LAST ERROR"),
         (
             (
                 f["id"],
@@ -198,6 +200,7 @@ def firings_table(firings: Iterable[Mapping[str, Any]]) -> str:
                 f["state"],
                 channels(f),
                 str(f["attempts"]),
+                f.get("done_at") or "-",
                 cut(f.get("last_error") or "-", 60),
             )
             for f in firings

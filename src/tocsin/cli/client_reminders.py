@@ -90,6 +90,14 @@ def register(subparsers: Any) -> None:
         examples="  tocsin cancel 06gnwn92027gfgz1",
     )
     cancel.add_argument("id", help="the reminder's id")
+    done = add_command(
+        subparsers,
+        "done",
+        mark_done,
+        summary="mark a ring done (a reminder rung until done stops nagging)",
+        examples="  tocsin done 06gnwn92027gfgz1.1793019600",
+    )
+    done.add_argument("firing", help="the ring's id (`tocsin firings ID` lists them)")
 
 
 def schedule_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -134,6 +142,7 @@ def _register_add(subparsers: Any) -> None:
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     quiet_hours_option(parser)
     alert_option(parser)
+    until_done_options(parser)
     parser.add_argument("--metadata", help="your own JSON object, returned as given")
     parser.add_argument(
         "--list", dest="list_id", help="a shared list's id: the reminder is the list's"
@@ -169,6 +178,18 @@ def alert_option(parser: argparse.ArgumentParser, *, edit: bool = False) -> None
         )
 
 
+def until_done_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--until-done",
+        metavar="EVERY",
+        help="ring again this often (5m) after each ring until it is marked done "
+        "(tocsin done FIRING)",
+    )
+    parser.add_argument(
+        "--until-done-max", type=int, metavar="N", help="ring again at most N times (default 6)"
+    )
+
+
 def add_reminder(api: Api, args: argparse.Namespace) -> int:
     if args.at is None and args.repeat is None and args.when is None:
         raise usage_error("give --when, or --at, --repeat or both")
@@ -191,6 +212,8 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "priority": args.priority,
         "ignore_quiet_hours": args.ignore_quiet_hours,
         "alerts": args.alerts,
+        "until_done": args.until_done,
+        "until_done_max": args.until_done_max,
         "metadata": metadata(args.metadata),
     }
     # A fresh key per run makes a retry after a lost answer safe: the server replays its
@@ -318,6 +341,8 @@ EDITABLE = (
     "priority",
     "ignore_quiet_hours",
     "alerts",
+    "until_done",
+    "until_done_max",
 )
 
 
@@ -341,6 +366,7 @@ def _register_edit(subparsers: Any) -> None:
     parser.add_argument("--priority", choices=PRIORITIES, help=PRIORITY_HELP)
     quiet_hours_option(parser)
     alert_option(parser, edit=True)
+    until_done_options(parser)
     parser.add_argument("--metadata", help="a JSON object (null clears it)")
     parser.add_argument(
         "--assignee", help="a list's reminder: the one member it rings (everyone: all who joined)"
@@ -372,6 +398,15 @@ def edit_reminder(api: Api, args: argparse.Namespace) -> int:
             )
         raise
     return print_reminder(saved.body, args)
+
+
+def mark_done(api: Api, args: argparse.Namespace) -> int:
+    marked = api.request("POST", f"/v1/firings/{args.firing}/done").body
+    if args.json:
+        fmt.emit_json(marked)
+    else:
+        print(f"done {marked['id']} at {marked['done_at']}")
+    return OK
 
 
 def cancel_reminder(api: Api, args: argparse.Namespace) -> int:

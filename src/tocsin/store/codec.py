@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import orjson
 
@@ -84,13 +85,16 @@ def due_ring(
     anchor: str,
     rule: str | None,
     alerts: str | None,
+    nag: int | None,
+    nags: int | None,
     version: int,
     priority: int | None,
     content: str | None = None,
 ) -> DueRing:
     """A `load_due` row as the scheduler holds it: a schedule for a series, or a one-off
     with alerts, only (a plain one-off's claim needs no next ring)."""
-    schedule = None if rule is None and alerts is None else schedule_of(zone, anchor, rule, alerts)
+    plain = rule is None and alerts is None and nag is None
+    schedule = None if plain else schedule_of(zone, anchor, rule, alerts, nag, nags)
     return DueRing(reminder_id, due_at, freshness, schedule, version, priority or 0, content)
 
 
@@ -109,10 +113,30 @@ def stored_flag(value: bool) -> bool | None:
     return True if value else None
 
 
-def schedule_of(zone: str, anchor: str, rule: str | None, alerts: str | None) -> Schedule:
+def schedule_of(
+    zone: str,
+    anchor: str,
+    rule: str | None,
+    alerts: str | None = None,
+    nag: int | None = None,
+    nags: int | None = None,
+) -> Schedule:
     """A schedule from its stored columns."""
-    leads = alerts_from_text(alerts)
-    return Schedule(zone=zone, anchor=anchor_from_text(anchor), rule=rule, alerts=leads)
+    return Schedule(
+        zone=zone,
+        anchor=anchor_from_text(anchor),
+        rule=rule,
+        alerts=alerts_from_text(alerts),
+        nag=nag or 0,
+        nags=nags or 0,
+    )
+
+
+def schedule_of_row(row: Any) -> Schedule:
+    """A schedule from a row with the columns by name."""
+    return schedule_of(
+        row["zone"], row["anchor"], row["rule"], row["alerts"], row["nag"], row["nags"]
+    )
 
 
 def dump_json(value: JSON | None) -> str | None:

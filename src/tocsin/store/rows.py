@@ -82,7 +82,7 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
         shard=row["shard"],
         text=row["text"],
         channel=codec.route_of(row["channel"]),
-        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"], row["alerts"]),
+        schedule=codec.schedule_of_row(row),
         at=row["at"],
         repeat=row["repeat"],
         status=status,
@@ -130,6 +130,7 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
         snoozed_by=row["snoozed_by"],
         history=history,
         priority=codec.priority_of(row["priority"]),
+        done_at=_optional(row["done_at"], instant),
     )
 
 

@@ -1,4 +1,5 @@
-"""Early alerts: extra rings before each occurrence of a reminder (`"alerts": ["1d", "15m"]`).
+"""Early alerts and nags: extra rings before each occurrence of a reminder (`"alerts": ["1d",
+"15m"]`), and after it until a ring of it is marked done (`"until_done": "5m"`).
 
 A lead is a duration. Its whole days count on the reminder's local clock: "1d" before Monday
 09:00 is Sunday 09:00, 23 or 25 hours earlier across a change of the clocks, as a person
@@ -12,6 +13,11 @@ the reminder's text, its channels. Alerts and occurrences are one timeline (`mer
 claim of each ring moves the reminder on to the next instant of it, whichever it is, and an
 alert at the instant of another ring of the same reminder is that ring (one identity an
 instant). Alerts that have passed when a reminder is saved or edited do not ring.
+
+Nags come after their occurrence, every `nag` seconds, at most `nags` of them, and never at or
+after the next occurrence (a daily reminder nagged every 5 minutes stops nagging when
+tomorrow's ring comes). Marking a ring done takes the rest of its occurrence's nags back
+(`nags_of`, `after_nags`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from tocsin.errors import InvalidInput
 from tocsin.time.durations import describe_duration, format_duration, parse_duration
 
 MAX_ALERTS = 5
+NAG_MIN = 60
+NAG_MAX = 86400
+NAGS_MAX = 100
 ALERT_MIN = 60  # a minute: rings are claimed by the second, but an earlier alert is noise
 ALERT_MAX = 28 * 86400  # four weeks before
 DAY = 86400
@@ -79,6 +88,20 @@ def alert_instant(occurrence: datetime, lead: int, zone: ZoneInfo) -> datetime:
     return min(instant - timedelta(seconds=rest), occurrence.astimezone(UTC))
 
 
+def nags_of(
+    occurrence: datetime, nag: int, nags: int, following: datetime | None
+) -> list[datetime]:
+    """The nags after `occurrence`: every `nag` seconds, `nags` at most, before `following`
+    (the next occurrence, if any)."""
+    found = []
+    for number in range(1, nags + 1):
+        ring = occurrence + timedelta(seconds=nag * number)
+        if following is not None and ring >= following:
+            break
+        found.append(ring)
+    return found
+
+
 def merged(
     occurrences: Iterator[datetime],
     leads: Sequence[int],
@@ -86,22 +109,41 @@ def merged(
     lower: datetime,
     *,
     strict: bool,
+    nag: int = 0,
+    nags: int = 0,
+    before: datetime | None = None,
 ) -> Iterator[datetime]:
     """Every ring after `lower` (`strict`) or at/after it, in order, of `occurrences` (in
-    order, none before `lower`) and the alerts `leads` before each. An instant two rings
-    share is yielded once."""
-    horizon = timedelta(seconds=max(leads)) + _DAY_SLACK
+    order, none before `lower`), the alerts `leads` before each and the nags after each.
+    `before`: the occurrence before the first of `occurrences`, whose nags may still be to
+    come. An instant two rings share is yielded once."""
+    horizon = timedelta(seconds=max(leads, default=0)) + _DAY_SLACK
     waiting: list[datetime] = []
+    previous = before
     upcoming = next(occurrences, None)
     last: datetime | None = None
+
+    def hold(following: datetime | None) -> None:
+        """Hold the rings `following` adds when it is read: the nags of the occurrence before
+        it (which end before it), its alerts and itself; None: the last one's nags."""
+        found = nags_of(previous, nag, nags, following) if previous is not None else []
+        if following is not None:
+            found += [*(alert_instant(following, lead, zone) for lead in leads), following]
+        for ring in found:
+            if ring > lower or (ring == lower and not strict):
+                heapq.heappush(waiting, ring)
+
     while True:
         # An occurrence's alerts are at most `horizon` before it: once the next one's earliest
-        # possible alert is after the soonest ring held, that ring is the next of all.
+        # possible alert is after the soonest ring held, that ring is the next of all. The
+        # nags of an occurrence go in with the next one, or once there is none: nothing after
+        # an occurrence is held before them.
         while upcoming is not None and (not waiting or upcoming - horizon <= waiting[0]):
-            for ring in (*(alert_instant(upcoming, lead, zone) for lead in leads), upcoming):
-                if ring > lower or (ring == lower and not strict):
-                    heapq.heappush(waiting, ring)
-            upcoming = next(occurrences, None)
+            hold(upcoming)
+            previous, upcoming = upcoming, next(occurrences, None)
+        if upcoming is None and previous is not None:
+            hold(None)
+            previous = None
         if not waiting:
             return
         ring = heapq.heappop(waiting)

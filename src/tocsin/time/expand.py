@@ -16,7 +16,7 @@ from dateutil import rrule as dr
 
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
-from tocsin.time.alerts import merged
+from tocsin.time.alerts import merged, nags_of
 from tocsin.time.bounds import LATEST, LATEST_LOCAL
 from tocsin.time.budget import DEFAULT_SECONDS, BudgetedRRule, expansion_budget
 from tocsin.time.rules import Rule, UntilKind, parse_rrule
@@ -253,10 +253,31 @@ def rings(
     `parse_schedule` does so that a rule that never rings cannot run for long.
     """
     lower = lower.astimezone(UTC)
-    if not schedule.alerts:
+    if not schedule.alerts and not schedule.nags:
         return _occurrences(schedule, lower, strict=strict, cap=cap)
     found = _occurrences(schedule, lower, strict=strict, cap=cap)
-    return merged(found, schedule.alerts, load_zone(schedule.zone), lower, strict=strict)
+    before = _last_occurrence(schedule, lower) if schedule.nags else None
+    zone = load_zone(schedule.zone)
+    nag, nags = schedule.nag, schedule.nags
+    return merged(
+        found, schedule.alerts, zone, lower, strict=strict, nag=nag, nags=nags, before=before
+    )
+
+
+def _plain(schedule: Schedule) -> Schedule:
+    """The schedule's occurrences alone: no alerts, no nags."""
+    return replace(schedule, alerts=(), nag=0, nags=0)
+
+
+def _last_occurrence(schedule: Schedule, instant: datetime) -> datetime | None:
+    """The last occurrence at or before `instant` whose nags could reach past it."""
+    reach = timedelta(seconds=schedule.nag * schedule.nags)
+    found = None
+    for occurrence in _occurrences(_plain(schedule), instant - reach, strict=False, cap=None):
+        if occurrence > instant:
+            break
+        found = occurrence
+    return found
 
 
 def _occurrences(
@@ -309,7 +330,7 @@ def first_due(schedule: Schedule, now: datetime) -> datetime | None:
     Raises ExpansionBudgetExceeded when finding it needs more CPU time than the active
     budget (`tocsin.time.budget`; at most DEFAULT_SECONDS).
     """
-    if schedule.rule is None and not schedule.alerts:  # a one-off: no series to expand
+    if schedule.rule is None and schedule == _plain(schedule):  # a one-off: nothing to expand
         instant = instant_of(schedule)
         return instant if instant >= _aware(now, "now") else None
     with expansion_budget(DEFAULT_SECONDS):
@@ -329,11 +350,42 @@ def next_after(schedule: Schedule, instant: datetime) -> datetime | None:
 
 
 def occurrence_from(schedule: Schedule, instant: datetime) -> datetime | None:
-    """The first occurrence at or after `instant`, alerts left out: the one a ring at
-    `instant` is for (itself, or the occurrence an alert there comes before)."""
-    plain = replace(schedule, alerts=())
+    """The occurrence a ring at `instant` is for: itself, the occurrence before it when it is
+    one of that one's nags, else the first occurrence after it (an alert comes before it)."""
+    instant = _aware(instant, "instant").astimezone(UTC)
     with expansion_budget(DEFAULT_SECONDS):
-        return next(rings(plain, _aware(instant, "instant"), strict=False), None)
+        after = next(rings(_plain(schedule), instant, strict=False), None)
+        if after == instant or not schedule.nags:
+            return after
+        before = _last_occurrence(schedule, instant)
+        if before is not None and instant in _nags_after(schedule, before):
+            return before
+        return after
+
+
+def _nags_after(schedule: Schedule, occurrence: datetime) -> list[datetime]:
+    following = next(rings(_plain(schedule), occurrence, strict=True), None)
+    return nags_of(occurrence, schedule.nag, schedule.nags, following)
+
+
+def after_done(
+    schedule: Schedule, rung: datetime, waiting: datetime
+) -> tuple[bool, datetime | None]:
+    """What marking the ring at `rung` done changes when the ring at `waiting` is the one
+    that waits: (False, None) when `waiting` is no nag of `rung`'s occurrence (nothing to
+    stop), else (True, the first ring after that occurrence's nags, None when there is
+    none)."""
+    if not schedule.nags:
+        return False, None
+    with expansion_budget(DEFAULT_SECONDS):
+        occurrence = occurrence_from(schedule, rung)
+        if occurrence is None:
+            return False, None
+        nagging = set(_nags_after(schedule, occurrence))
+        if _aware(waiting, "waiting").astimezone(UTC) not in nagging:
+            return False, None
+        later = (ring for ring in rings(schedule, waiting, strict=False) if ring not in nagging)
+        return True, next(later, None)
 
 
 def occurrences(schedule: Schedule, start: datetime, count: int) -> list[Occurrence]:

@@ -593,6 +593,7 @@
       const forWhat = early ? `; the next for ${Words.instant(occurrence, reminder.zone)}` : "";
       q(".alerts").textContent = ` · alerts ${reminder.alerts.join(", ")} before${forWhat}`;
     }
+    if (reminder.until_done) q(".nags").textContent = ` · again every ${reminder.until_done} until done`;
     if (reminder.priority === "bulk") {
       const through = reminder.ignore_quiet_hours ? ", through quiet hours" : "";
       q(".priority").textContent = ` · bulk (after urgent ones${through})`;
@@ -735,6 +736,7 @@
     // Quiet hours hold bulk rings alone: an urgent reminder has nothing to ignore.
     fields.ignore_quiet_hours.checked = was.ignore_quiet_hours;
     fields.alerts.value = was.alerts.join(", ");
+    fields.until_done.value = was.until_done || "";
     form.querySelector(".through").hidden = was.priority !== "bulk";
     item.querySelector(".actions").hidden = true;
     item.insertBefore(form, answer);
@@ -756,6 +758,8 @@
       }
       const alerts = fields.alerts.value.split(",").map((lead) => lead.trim()).filter(Boolean);
       if (alerts.join(",") !== was.alerts.join(",")) change.alerts = alerts;
+      const nag = fields.until_done.value.trim() || null;
+      if (nag !== was.until_done) change.until_done = nag;
       if (fields.ignore_quiet_hours.checked !== was.ignore_quiet_hours) {
         change.ignore_quiet_hours = fields.ignore_quiet_hours.checked;
       }
@@ -806,6 +810,26 @@
     if (firing.sent_at) summary += `, sent ${Words.instant(firing.sent_at, zone)}`;
     if (firing.last_error) summary += ` — ${firing.last_error}`;
     item.append(summary);
+    if (firing.done_at) {
+      item.append(` · done ${Words.instant(firing.done_at, zone)}`);
+    } else {
+      // Done stops the nags of a reminder rung until done (POST …/done takes them back).
+      const done = document.createElement("button");
+      done.type = "button";
+      done.className = "done";
+      done.textContent = "Done";
+      done.setAttribute("aria-label", `Mark the ring due ${Words.instant(firing.due, zone)} done`);
+      done.addEventListener("click", async () => {
+        try {
+          const { data } = await api("POST", `/v1/firings/${encodeURIComponent(firing.id)}/done`);
+          done.replaceWith(` · done ${Words.instant(data.done_at, zone)}`);
+          reloadReminders();  // its nags stopped: its next ring changed
+        } catch (error) {
+          done.replaceWith(` · not marked done: ${error.message}`);
+        }
+      });
+      item.append(" ", done);
+    }
     if (firing.history.length) {
       const tries = document.createElement("ol");
       for (const attempt of firing.history) {

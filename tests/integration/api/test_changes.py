@@ -25,7 +25,7 @@ async def ring(
     assert reminder is not None
     assert reminder.due_at is not None
     clock.set(reminder.due_at)
-    upcoming = next_after(reminder.schedule, reminder.due_at) if reminder.schedule.rule else None
+    upcoming = next_after(reminder.schedule, reminder.due_at)
     claim = Claim(
         reminder_id=reminder_id,
         due_at=reminder.due_at,

@@ -181,7 +181,8 @@ def test_an_edit_from_a_stale_read_says_someone_changed_it() -> None:
         return problem(412, type="urn:tocsin:problem:precondition-failed", detail="stale")
 
     editable = "at repeat when zone channel fallback freshness priority ignore_quiet_hours alerts"
-    unset = dict.fromkeys([*editable.split(), "metadata", "assignee"])
+    unset = dict.fromkeys([*editable.split(), "until_done", "until_done_max"])
+    unset |= {"metadata": None, "assignee": None}
     args = argparse.Namespace(id="r1", text="new", json=False, **unset)
     with fake(server) as api, pytest.raises(ClientError) as stale:
         edit_reminder(api, args)

@@ -21,10 +21,11 @@ from tocsin.time.alerts import (
     alert_instant,
     alerts_from_text,
     format_alerts,
+    nags_of,
     parse_alerts,
     stored_alerts,
 )
-from tocsin.time.expand import occurrence_from, rings
+from tocsin.time.expand import after_done, occurrence_from, rings
 
 ZONES = [
     "Europe/Berlin",
@@ -176,5 +177,98 @@ def test_the_merged_rings_are_every_occurrence_and_alert_in_order(
             break
         everything.add(occurrence)
         everything.update(alert_instant(occurrence, lead, tz) for lead in alerts)
+    wanted = sorted(i for i in everything if i > lower or (i == lower and not strict))
+    assert got == wanted[: len(got)]
+
+
+def test_nags_follow_each_occurrence_until_the_next_and_done_takes_the_rest_back() -> None:
+    daily = Schedule(
+        zone="UTC",
+        anchor=datetime(2026, 12, 7, 9),
+        rule="FREQ=DAILY;BYHOUR=9;BYMINUTE=0;BYSECOND=0",
+        nag=300,
+        nags=3,
+    )
+    got = list(islice(rings(daily, utc(2026, 12, 7), strict=False), 5))
+    assert got == [
+        utc(2026, 12, 7, 9),
+        utc(2026, 12, 7, 9, 5),
+        utc(2026, 12, 7, 9, 10),
+        utc(2026, 12, 7, 9, 15),
+        utc(2026, 12, 8, 9),
+    ]
+    assert next_after(daily, utc(2026, 12, 7, 9, 5)) == utc(2026, 12, 7, 9, 10)
+    assert occurrence_from(daily, utc(2026, 12, 7, 9, 10)) == utc(2026, 12, 7, 9)
+    # Done at the 09:00 ring while the 09:05 nag waits: tomorrow's ring is next.
+    assert after_done(daily, utc(2026, 12, 7, 9), utc(2026, 12, 7, 9, 5)) == (
+        True,
+        utc(2026, 12, 8, 9),
+    )
+    # A done of a nag stops the nags after it too; one that finds tomorrow waiting stops none.
+    assert after_done(daily, utc(2026, 12, 7, 9, 5), utc(2026, 12, 7, 9, 10))[0]
+    assert after_done(daily, utc(2026, 12, 7, 9), utc(2026, 12, 8, 9)) == (False, None)
+
+
+def test_nags_stop_before_the_next_occurrence_and_a_one_offs_end_with_it() -> None:
+    every_ten = Schedule(
+        zone="UTC",
+        anchor=datetime(2026, 12, 7, 9),
+        rule="FREQ=MINUTELY;INTERVAL=10;BYSECOND=0",
+        nag=240,
+        nags=6,
+    )
+    got = list(islice(rings(every_ten, utc(2026, 12, 7, 9), strict=False), 5))
+    minutes = [(ring - utc(2026, 12, 7, 9)).total_seconds() / 60 for ring in got]
+    assert minutes == [0, 4, 8, 10, 14]
+    one_off = Schedule(zone="UTC", anchor=utc(2026, 12, 10, 9), nag=600, nags=2)
+    assert list(rings(one_off, utc(2026, 12, 10, 9), strict=True)) == [
+        utc(2026, 12, 10, 9, 10),
+        utc(2026, 12, 10, 9, 20),
+    ]
+    assert after_done(one_off, utc(2026, 12, 10, 9), utc(2026, 12, 10, 9, 10)) == (True, None)
+
+
+@given(
+    zone=st.sampled_from(ZONES),
+    rule=st.sampled_from(RULES),
+    anchor=st.datetimes(min_value=datetime(2010, 1, 1), max_value=datetime(2030, 1, 1)),
+    offset=st.integers(min_value=0, max_value=400 * 86400),
+    leads=st.lists(st.integers(min_value=1, max_value=2000).map(lambda m: m * 60), max_size=2),
+    nag=st.integers(min_value=1, max_value=600).map(lambda m: m * 60),
+    nags=st.integers(min_value=1, max_value=20),
+    strict=st.booleans(),
+)
+def test_with_nags_the_rings_are_every_occurrence_its_alerts_and_its_nags_in_order(
+    zone: str,
+    rule: str,
+    anchor: datetime,
+    offset: int,
+    leads: list[int],
+    nag: int,
+    nags: int,
+    strict: bool,
+) -> None:
+    tz = ZoneInfo(zone)
+    anchor = anchor.replace(second=0, microsecond=0)
+    alerts = tuple(sorted(set(leads), reverse=True))
+    plain = Schedule(zone=zone, anchor=anchor, rule=rule)
+    nagging = Schedule(zone=zone, anchor=anchor, rule=rule, alerts=alerts, nag=nag, nags=nags)
+    lower = anchor.replace(tzinfo=UTC) + timedelta(seconds=offset)
+    got = list(islice(rings(nagging, lower, strict=strict), 12))
+    reach = timedelta(seconds=max(alerts, default=0) + nag * nags) + timedelta(days=3)
+    found = []
+    for occurrence in rings(plain, lower - reach, strict=False):
+        found.append(occurrence)
+        if got and occurrence - reach > got[-1]:
+            break
+        if not got and occurrence > lower + reach:
+            break
+    everything: set[datetime] = set()
+    for index, occurrence in enumerate(found):
+        following = found[index + 1] if index + 1 < len(found) else None
+        everything.add(occurrence)
+        everything.update(alert_instant(occurrence, lead, tz) for lead in alerts)
+        if following is not None or occurrence <= lower + reach:
+            everything.update(nags_of(occurrence, nag, nags, following))
     wanted = sorted(i for i in everything if i > lower or (i == lower and not strict))
     assert got == wanted[: len(got)]

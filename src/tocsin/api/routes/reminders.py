@@ -20,6 +20,7 @@ from tocsin.api.models import (
     SNOOZE_FIELDS,
     BatchIn,
     BatchOut,
+    FiringOut,
     FiringsOut,
     OccurrencesIn,
     OccurrencesOut,
@@ -274,6 +275,21 @@ async def reminder_firings(
 ) -> Response:
     found = await context.reminders.firings(caller, reminder_id, limit)
     return render.JSON({"firings": [render.firing(f) for f in found]})
+
+
+@router.post(
+    "/firings/{firing_id}/done",
+    response_model=FiringOut,
+    summary="Mark a ring done (and stop its nags)",
+    description="Marks the ring done (`done_at`; a second mark keeps the first's). For a "
+    "reminder with `until_done`, the nags of that ring's occurrence still to come are taken "
+    "back: a done that answered stops every nag not already on its way. Who may edit the "
+    "reminder may mark its rings done.",
+    operation_id="markDone",
+    responses=openapi.problems(notes=_NOT_FOUND),
+)
+async def mark_done(firing_id: str, context: Context, caller: Caller) -> Response:
+    return render.JSON(render.firing(await context.reminders.done(caller, firing_id)))
 
 
 async def _snoozed(context: Context, caller: Caller, reminder_id: str, asked: SnoozeIn) -> Response:

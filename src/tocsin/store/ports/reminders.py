@@ -122,6 +122,11 @@ class ReminderStore(Protocol):
         before its first try is recorded) — both saving nothing."""
 
     @abstractmethod
+    async def mark_done(self, firing_id: str, now: datetime) -> Firing | None:
+        """Mark a firing done at `now` (a second mark keeps the first's instant); the firing
+        as it is then, None when there is none of that id."""
+
+    @abstractmethod
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
         """The reminder's firings, newest due first, each with its attempt `history` (a
         first try kept on the firing row included: `record_attempts`)."""

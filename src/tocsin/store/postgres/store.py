@@ -351,6 +351,8 @@ class PostgresStore(Store):
             _on_its_way(reminder),
             codec.stored_flag(reminder.ignore_quiet_hours),
             stored_alerts(reminder.schedule.alerts),
+            reminder.schedule.nag or None,
+            reminder.schedule.nags or None,
         )
         then = None if assignee is KEEP else partial(_reassign, reminder.id, assignee)
         row = await self._all_or_nothing(q.UPDATE_REMINDER, *args, then=then)
@@ -417,10 +419,18 @@ class PostgresStore(Store):
 
         return await self._transaction(work)
 
+    async def mark_done(self, firing_id: str, now: datetime) -> Firing | None:
+        found = await self._firings(q.MARK_DONE, firing_id, now)
+        return found[0] if found else None
+
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
+        return await self._firings(q.LIST_FIRINGS, reminder_id, limit)
+
+    async def _firings(self, statement: str, *args: object) -> list[Firing]:
+        """The firings `statement` answers, each with its attempts, read in its transaction."""
         with boundary():
             async with self._pool.acquire() as connection, connection.transaction():
-                firings = await connection.fetch(q.LIST_FIRINGS, reminder_id, limit)
+                firings = await connection.fetch(statement, *args)
                 ids = [row["id"] for row in firings]
                 attempts = await connection.fetch(q.LIST_ATTEMPTS, ids) if ids else []
         history: dict[str, list[Attempt]] = {}
@@ -1259,6 +1269,8 @@ def _add_args(reminders: Sequence[Reminder], idempotency: IdempotencyRecord | No
         [codec.stored_priority(r.priority) for r in reminders],
         [codec.stored_flag(r.ignore_quiet_hours) for r in reminders],
         [stored_alerts(r.schedule.alerts) for r in reminders],
+        [r.schedule.nag or None for r in reminders],
+        [r.schedule.nags or None for r in reminders],
     ]
 
 
@@ -1266,7 +1278,7 @@ def _pending_time(row: Record) -> PendingTime:
     return PendingTime(
         reminder_id=row["id"],
         shard=row["shard"],
-        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"], row["alerts"]),
+        schedule=codec.schedule_of_row(row),
         due_at=row["due_at"],
         version=row["version"],
     )

@@ -27,8 +27,8 @@ INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
 -- name: ADD_REMINDERS
 -- Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
 -- statement (so all or nothing), each pending one's occurrence waiting in `due`; then announce the reminders due soon ($27: `shard:second`
--- payloads), delivered on commit. $28, $29, $30: the reminders' priorities, whether each
--- ignores quiet hours, and their alerts (columns of $7…$26).
+-- payloads), delivered on commit. $28…$32: the reminders' priorities, whether each ignores
+-- quiet hours, their alerts and their nags (columns of $7…$26).
 WITH saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
     SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
@@ -37,14 +37,14 @@ WITH saved_key AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
         bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
-        priority, ignore_quiet, alerts
+        priority, ignore_quiet, alerts, nag, nags
     )
     SELECT * FROM unnest(
         $7::text[], $8::text[], $9::smallint[], $10::text[], $11::text[], $12::text[],
         $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[],
         $19::integer[], $20::integer[], $21::json[], $22::text[], $23::text[], $24::integer[],
         $25::timestamptz[], $26::timestamptz[], $28::smallint[], $29::boolean[],
-        $30::text[]
+        $30::text[], $31::integer[], $32::smallint[]
     )
     RETURNING shard, priority, bucket, due_at, id, version, status
 ), waiting AS (
@@ -61,20 +61,20 @@ SELECT pg_notify('tocsin_due', wake) FROM unnest($27::text[]) AS wake
 -- and one-element arrays through `unnest` cost a third more client CPU a save (56 µs, not 41:
 -- docs/benchmarks.md, "One reminder, one single-row INSERT"). The parameters are those of `ADD_REMINDERS` in the same order, each a value instead of an
 -- array; $27 is the wake-up payload, or NULL when the reminder is not due soon. With a cap
--- ($31 > 0), nothing is saved when the reminder's (owner, app) pair keeps $31 pending
--- already, counted as PENDING_COUNTS counts (among at most 4 × $31 of the owner's rows:
+-- ($33 > 0), nothing is saved when the reminder's (owner, app) pair keeps $33 pending
+-- already, counted as PENDING_COUNTS counts (among at most 4 × $33 of the owner's rows:
 -- base.CAP_READS): the check is in the statement because as a query of its own it was a
 -- round trip more per create. Answers whether it saved.
 WITH room AS (
-    SELECT $31::integer = 0 OR (
+    SELECT $33::integer = 0 OR (
         SELECT count(*) FILTER (
             WHERE mine.source IS NOT DISTINCT FROM $22::text AND {waiting}
         )
         FROM (
-            SELECT id, version, due_at, rule, alerts, status, source FROM reminders
-            WHERE owner = $8::text LIMIT 4 * $31::integer
+            SELECT id, version, due_at, rule, alerts, nag, status, source FROM reminders
+            WHERE owner = $8::text LIMIT 4 * $33::integer
         ) AS mine
-    ) < $31::integer AS ok
+    ) < $33::integer AS ok
 ), saved_key AS (
     INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)
     SELECT $1::text, $2::text, $3::text, $4::integer, $5::bytea, $6::timestamptz
@@ -83,13 +83,14 @@ WITH room AS (
     INSERT INTO reminders (
         id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at,
         bucket, freshness, metadata, source, snoozed_from, version, created_at, updated_at,
-        priority, ignore_quiet, alerts
+        priority, ignore_quiet, alerts, nag, nags
     )
     SELECT
         $7::text, $8::text, $9::smallint, $10::text, $11::text, $12::text,
         $13::text, $14::text, $15::text, $16::text, $17::text, $18::timestamptz,
         $19::integer, $20::integer, $21::json, $22::text, $23::text, $24::integer,
-        $25::timestamptz, $26::timestamptz, $28::smallint, $29::boolean, $30::text
+        $25::timestamptz, $26::timestamptz, $28::smallint, $29::boolean, $30::text,
+        $31::integer, $32::smallint
     WHERE (SELECT ok FROM room)
     RETURNING shard, priority, bucket, due_at, id, version, status
 ), waiting AS (
@@ -114,7 +115,8 @@ SELECT wanted.owner, wanted.source, (
         WHERE mine.source IS NOT DISTINCT FROM wanted.source AND {waiting}
     )
     FROM (
-        SELECT r.id, r.version, r.due_at, r.rule, r.alerts, r.status, r.source FROM reminders AS r
+        SELECT r.id, r.version, r.due_at, r.rule, r.alerts, r.nag, r.status, r.source
+        FROM reminders AS r
         WHERE r.owner = wanted.owner LIMIT $3
     ) AS mine
 ) AS pending
@@ -126,7 +128,7 @@ FROM unnest($1::text[], $2::text[]) AS wanted (owner, source)
 -- of rings_pkey). A series counts while its row says so, whether or not its last ring
 -- went: finding out costs a walk of its rings a row, and a series with an end is rare
 -- (it goes once retention removes it).
-mine.status = 'pending' AND (mine.rule IS NOT NULL OR mine.alerts IS NOT NULL OR NOT EXISTS (
+mine.status = 'pending' AND (mine.rule IS NOT NULL OR mine.alerts IS NOT NULL OR mine.nag IS NOT NULL OR NOT EXISTS (
     SELECT 1 FROM rings AS g
     WHERE (g.due_at, g.reminder_id, g.version) = (mine.due_at, mine.id, mine.version)
 ))
@@ -236,7 +238,7 @@ LIMIT $4
 -- (`_TAKE_BACK`: a claim that decided it first rang it, and the edit is refused: the caller
 -- read a reminder that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
 -- reminder as it is now, announcing it ($15: zero or one payload) when it is due soon.
--- $17: priority; $21: whether it ignores quiet hours; $22: its alerts; $20: the reminder's ring on its way as the caller read it, if any, kept in
+-- $17: priority; $21: whether it ignores quiet hours; $22: its alerts; $23, $24: its nags; $20: the reminder's ring on its way as the caller read it, if any, kept in
 -- `rang_due_at` for readers (`_RING_STATE`). Run in a transaction that rolls back when
 -- nothing was saved.
 WITH removed AS (
@@ -251,7 +253,7 @@ WITH removed AS (
     SET text = $3, channel = $4, zone = $5, anchor = $6, rule = $7, at = $8, repeat = $9,
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
         version = $2 + 1, updated_at = $16, priority = $17, ignore_quiet = $21,
-        alerts = $22,
+        alerts = $22, nag = $23, nags = $24,
         rang_due_at = coalesce($20::timestamptz, rang_due_at)
     WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT reminder_id FROM taken))
     RETURNING *
@@ -316,6 +318,10 @@ taken AS (
 UPDATE firings SET snoozed_by = coalesce(snoozed_by, $1) WHERE id = $2 RETURNING snoozed_by
 
 -- -- firings ----------------------------------------------------------------------------------
+
+-- name: MARK_DONE
+-- Mark a firing done at $2, once (a second mark keeps the first's instant); the firing.
+UPDATE firings SET done_at = coalesce(done_at, $2) WHERE id = $1 RETURNING *
 
 -- name: LIST_FIRINGS
 -- A reminder's firings, newest due first. A firing's id is `<reminder id>.<due epoch second>`,
@@ -493,7 +499,8 @@ RETURNING secrets.name
 -- page read the bucket again from its start, a heap fetch for every row before the cursor
 -- (a million rings in a minute: 12.5 million buffers over 2.35 million rows loaded, p99
 -- 121 s; docs/benchmarks.md, "The packed minute, bisected").
-SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts, d.version,
+SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts,
+    r.nag, r.nags, d.version,
     r.priority, {content} AS content, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
@@ -516,7 +523,8 @@ LIMIT $5
 -- reading ahead has passed: what lies after it is read in its turn, and a sweep that read
 -- it read a busy minute's rows saved lately every round), not decided since. In due order,
 -- $5 at most.
-SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts, d.version,
+SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts,
+    r.nag, r.nags, d.version,
     r.priority, {content} AS content, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
@@ -548,7 +556,7 @@ SELECT r.id, {content} AS content FROM reminders AS r WHERE r.id = ANY($1::text[
 -- Pending reminders of a part that spans several lanes or priorities: the {branches}, one
 -- `_LOAD_LANE` scan per lane and priority, merged (a Merge Append, which stops at the limit).
 -- `queries.load_due` builds it; `queries.load_saved` the sweep's, of `_LOAD_SAVED_LANE`.
-SELECT id, due_at, freshness, zone, anchor, rule, alerts, version, priority, content
+SELECT id, due_at, freshness, zone, anchor, rule, alerts, nag, nags, version, priority, content
 FROM ({branches}) AS due
 ORDER BY bucket, due_at, id LIMIT $5
 
@@ -1359,7 +1367,8 @@ ON CONFLICT (version, zone) DO NOTHING
 -- name: PENDING_IN_ZONES
 -- The pending reminders with ids in ($1, $2] whose zone is one of $3, each with the
 -- occurrence that waits (`_RING_STATE`, judged at the database's clock).
-SELECT r.id, r.shard, r.zone, r.anchor, r.rule, r.alerts, now.now_due AS due_at, r.version
+SELECT r.id, r.shard, r.zone, r.anchor, r.rule, r.alerts, r.nag, r.nags, now.now_due AS due_at,
+    r.version
 FROM reminders AS r
 {ring_state}
 WHERE r.id > $1 AND r.id <= $2 AND r.zone = ANY($3::text[]) AND now.now_due IS NOT NULL

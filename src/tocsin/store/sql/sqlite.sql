@@ -23,11 +23,11 @@ INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)
 INSERT INTO reminders (
     id, owner, shard, text, channel, zone, anchor, rule, at, repeat, status, due_at, bucket,
     freshness, metadata, source, snoozed_from, version, created_at, updated_at, priority,
-    ignore_quiet, alerts
+    ignore_quiet, alerts, nag, nags
 ) VALUES (
     :id, :owner, :shard, :text, :channel, :zone, :anchor, :rule, :at, :repeat, :status,
     :due_at, :bucket, :freshness, :metadata, :source, :snoozed_from, :version, :created_at,
-    :updated_at, :priority, :ignore_quiet, :alerts
+    :updated_at, :priority, :ignore_quiet, :alerts, :nag, :nags
 )
 
 -- name: INSERT_IDEMPOTENCY
@@ -53,14 +53,14 @@ WHERE id = :id AND status = 'pending'
 -- so and, for a one-off, its ring was not claimed (a probe of the key of `rings`).
 SELECT count(*) FILTER (
     WHERE mine.source IS :source AND mine.status = 'pending' AND (
-        mine.rule IS NOT NULL OR mine.alerts IS NOT NULL OR NOT EXISTS (
+        mine.rule IS NOT NULL OR mine.alerts IS NOT NULL OR mine.nag IS NOT NULL OR NOT EXISTS (
             SELECT 1 FROM rings AS g
             WHERE (g.due_at, g.reminder_id, g.version) = (mine.due_at, mine.id, mine.version)
         )
     )
 )
 FROM (
-    SELECT id, version, due_at, rule, alerts, status, source FROM reminders
+    SELECT id, version, due_at, rule, alerts, nag, status, source FROM reminders
     WHERE owner = :owner LIMIT :limit
 ) AS mine
 
@@ -197,7 +197,7 @@ SET text = :text, channel = :channel, zone = :zone, anchor = :anchor, rule = :ru
     repeat = :repeat, status = :status, due_at = :due_at, bucket = :bucket,
     freshness = :freshness, metadata = :metadata, version = :expected_version + 1,
     updated_at = :updated_at, priority = :priority, ignore_quiet = :ignore_quiet,
-    alerts = :alerts
+    alerts = :alerts, nag = :nag, nags = :nags
 WHERE id = :id AND version = :expected_version
 
 -- name: CANCEL_REMINDER
@@ -214,6 +214,10 @@ WHERE id = :id AND version = :version AND status = 'pending'
 UPDATE firings SET snoozed_by = coalesce(snoozed_by, ?) WHERE id = ? RETURNING snoozed_by
 
 -- -- firings ------------------------------------------------------------------------------------
+
+-- name: MARK_DONE
+-- Mark a firing done at :now, once (a second mark keeps the first's instant); the firing.
+UPDATE firings SET done_at = coalesce(done_at, :now) WHERE id = :id RETURNING *
 
 -- name: LIST_FIRINGS
 -- A reminder's firings, newest due first, by primary key: a firing's id is
@@ -368,7 +372,7 @@ UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 -- range scan (as it did on PostgreSQL's generic plan: postgres.sql, _LOAD_LANE). The bucket
 -- is the last column, for the merge's order (`_LOAD_DUE`).
 SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
-    r.alerts, d.version, r.priority, d.bucket AS bucket
+    r.alerts, r.nag, r.nags, d.version, r.priority, d.bucket AS bucket
 FROM due AS d
 CROSS JOIN reminders AS r
 WHERE d.lane = {lane} AND d.rank = {rank}
@@ -387,7 +391,7 @@ WHERE d.lane = {lane} AND d.rank = {rank}
 -- range, in buckets up to :last_bucket and in that one due by :through at the latest, not
 -- decided since.
 SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
-    r.alerts, d.version, r.priority, d.bucket AS bucket
+    r.alerts, r.nag, r.nags, d.version, r.priority, d.bucket AS bucket
 FROM due AS d
 CROSS JOIN reminders AS r
 WHERE d.lane = {lane} AND d.rank = {rank} AND d.saved_at > :since
@@ -859,7 +863,8 @@ INSERT OR IGNORE INTO zone_data (version, zone, digest) VALUES (?, ?, ?)
 -- The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON), each
 -- with the occurrence that waits (`_REMINDERS_NOW`, judged at :now); the rows' own
 -- conditions are tested first, so only a pending row of those zones is walked.
-SELECT id, shard, zone, anchor, rule, alerts, now_due AS due_at, version FROM ({reminders_now})
+SELECT id, shard, zone, anchor, rule, alerts, nag, nags, now_due AS due_at, version
+FROM ({reminders_now})
 WHERE id > :after AND id <= :last AND status = 'pending'
   AND zone IN (SELECT value FROM json_each(:zones)) AND now_due IS NOT NULL
 ORDER BY id

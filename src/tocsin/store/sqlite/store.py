@@ -312,15 +312,25 @@ class SqliteStore(Store):
             self._wake(codec.wake_ups([reminder]))
         return snoozed_by
 
+    async def mark_done(self, firing_id: str, now: datetime) -> Firing | None:
+        found = await self._firings(q.MARK_DONE, {"id": firing_id, "now": _us(now)}, write=True)
+        return found[0] if found else None
+
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
+        return await self._firings(q.LIST_FIRINGS, {"rid": reminder_id, "limit": limit})
+
+    async def _firings(
+        self, statement: str, params: dict[str, Any], *, write: bool = False
+    ) -> list[Firing]:
+        """The firings `statement` answers, each with its attempts, in one transaction."""
+
         def work(connection: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
-            firings = connection.execute(
-                q.LIST_FIRINGS, {"rid": reminder_id, "limit": limit}
-            ).fetchall()
+            firings = connection.execute(statement, params).fetchall()
             ids = orjson.dumps([row["id"] for row in firings]).decode()
             return firings, connection.execute(q.LIST_ATTEMPTS, (ids,)).fetchall()
 
-        firing_rows, attempt_rows = await self._db.read(work)
+        run = self._db.write if write else self._db.read
+        firing_rows, attempt_rows = await run(work)
         history: dict[str, list[Attempt]] = {}
         for row in attempt_rows:
             history.setdefault(row["firing_id"], []).append(attempt_from(row, _utc))
@@ -1274,6 +1284,8 @@ def _reminder_params(reminder: Reminder) -> dict[str, Any]:
         "priority": codec.stored_priority(reminder.priority),
         "ignore_quiet": codec.stored_flag(reminder.ignore_quiet_hours),
         "alerts": stored_alerts(reminder.schedule.alerts),
+        "nag": reminder.schedule.nag or None,
+        "nags": reminder.schedule.nags or None,
     }
 
 
@@ -1349,7 +1361,7 @@ def _pending_time(row: Row) -> PendingTime:
     return PendingTime(
         reminder_id=row["id"],
         shard=row["shard"],
-        schedule=codec.schedule_of(row["zone"], row["anchor"], row["rule"], row["alerts"]),
+        schedule=codec.schedule_of_row(row),
         due_at=_utc(row["due_at"]),
         version=row["version"],
     )

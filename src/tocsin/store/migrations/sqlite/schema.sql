@@ -75,7 +75,7 @@ CREATE TABLE firings (
     provider_id TEXT,
     last_error TEXT,
     snoozed_by TEXT
-, sent_to TEXT, priority INTEGER CHECK (priority = 1));
+, sent_to TEXT, priority INTEGER CHECK (priority = 1), done_at INTEGER);
 
 CREATE TABLE idempotency_keys (
     scope TEXT NOT NULL,
@@ -167,7 +167,7 @@ CREATE TABLE reminders (
     snoozed_from TEXT,
     version INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL, priority INTEGER CHECK (priority = 1), ignore_quiet INTEGER CHECK (ignore_quiet = 1), alerts text,
+    updated_at INTEGER NOT NULL, priority INTEGER CHECK (priority = 1), ignore_quiet INTEGER CHECK (ignore_quiet = 1), alerts text, nag INTEGER CHECK (nag > 0), nags INTEGER CHECK (nags > 0),
     CHECK (status <> 'pending' OR (due_at IS NOT NULL AND bucket IS NOT NULL))
 );
 
