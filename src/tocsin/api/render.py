@@ -11,7 +11,7 @@ import orjson
 from starlette.responses import Response
 
 from tocsin.api.routing import shown
-from tocsin.domain import Attempt, Channel, Contact, Firing, Place, Reminder, Route
+from tocsin.domain import Attempt, Channel, Contact, Firing, Place, PlaceTrigger, Reminder, Route
 from tocsin.ids import shard_of_id
 from tocsin.time import format_duration, format_local, format_utc
 from tocsin.time.quiet import QuietHours, clock_text
@@ -79,8 +79,20 @@ def place(item: Place, *, distance_m: float | None = None) -> dict[str, Any]:
     return body
 
 
+def trigger(item: PlaceTrigger) -> dict[str, Any]:
+    """A reminder's place trigger as the API shows it (`on`)."""
+    return {
+        "place": item.place_id,
+        "event": item.event.value,
+        "after": None if item.after is None else clock_text(item.after),
+        "before": None if item.before is None else clock_text(item.before),
+        "once": None if item.once is None else item.once.value,
+    }
+
+
 def reminder(item: Reminder) -> dict[str, Any]:
     zone = item.schedule.zone
+    due = item.due_at if item.on is None else None  # a place reminder has no time of its own
     body: dict[str, Any] = {
         "id": item.id,
         "owner": item.owner,
@@ -91,8 +103,8 @@ def reminder(item: Reminder) -> dict[str, Any]:
         "repeat": item.repeat,
         "rule": item.schedule.rule,
         "status": item.status.value,
-        "next": format_utc(item.due_at) if item.due_at else None,
-        "next_local": format_local(item.due_at, zone) if item.due_at else None,
+        "next": format_utc(due) if due else None,
+        "next_local": format_local(due, zone) if due else None,
         "freshness": format_duration(item.freshness),
         "priority": item.priority.value,
         "metadata": item.metadata,
@@ -108,6 +120,8 @@ def reminder(item: Reminder) -> dict[str, Any]:
         }
     if item.snoozed_from is not None:
         body["snoozed_from"] = item.snoozed_from
+    if item.on is not None:
+        body["on"] = trigger(item.on)
     return body
 
 

@@ -8,6 +8,7 @@ When a conditional write loses, the row is read again to say why.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -26,15 +27,31 @@ from tocsin.api.expansion import (
 )
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch, SnoozeIn
+from tocsin.api.owned import visible
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.reach import Reach
 from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
-from tocsin.domain import Channel, Firing, FiringState, Reminder, ReminderStatus, Route, Schedule
+from tocsin.domain import (
+    Channel,
+    Firing,
+    FiringState,
+    PlaceTrigger,
+    Reminder,
+    ReminderStatus,
+    Route,
+    Schedule,
+)
 from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput
 from tocsin.ids import is_id
-from tocsin.store.ports import AppStore, ContactStore, ReminderStore
+from tocsin.store.ports import (
+    AppStore,
+    ContactStore,
+    PlaceRingStore,
+    PlaceStore,
+    ReminderStore,
+)
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
 from tocsin.time.sentence import Sentence
@@ -43,8 +60,11 @@ _RINGING = (FiringState.QUEUED, FiringState.SENDING)
 _RETRIES = 3
 
 
-class RemindersAndContacts(ReminderStore, ContactStore, AppStore, Protocol):
-    """The reminders, and the owners' contacts and apps' endpoints `Reach` looks up."""
+class RemindersAndContacts(
+    ReminderStore, ContactStore, AppStore, PlaceStore, PlaceRingStore, Protocol
+):
+    """The reminders, the owners' contacts and apps' endpoints `Reach` looks up, and the
+    places and triggers of the reminders that ring at a place."""
 
 
 class ReminderService:
@@ -129,6 +149,8 @@ class ReminderService:
             lambda: self._new(principal, item, owner, now, keyed=key is not None),
             field="say" if item.say is not None else "repeat" if item.when is None else "when",
         )
+        if made.on is not None:
+            await self.check_place(principal, made.owner, made.on, field="on.place")
         answer = Answer(201, orjson.dumps(await self.shown(made)))
         try:
             return await save_once(self.store, [made], answer, key=key, now=now, cap=self.cap.most)
@@ -217,6 +239,8 @@ class ReminderService:
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
+            if item.on is not None:
+                raise invalid([FieldError("on", "save a place reminder with POST /v1/reminders")])
             owner = owner_for(principal, item.owner)
             self.check_configured(item.route)
             return self._new(principal, item, owner, now)
@@ -235,7 +259,24 @@ class ReminderService:
         found = await self.store.get_reminder(reminder_id, now=self.clock.now())
         if found is None or not principal.may_see_reminder(found):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
-        return found
+        return (await self.with_triggers([found]))[0]
+
+    async def with_triggers(self, reminders: list[Reminder]) -> list[Reminder]:
+        """`reminders`, each that rings at a place with its trigger (`on`): one read of the
+        triggers, for those alone (a page of timed reminders reads none)."""
+        ids = [r.id for r in reminders if changes.is_at_place(r)]
+        found = await self.store.place_triggers(ids) if ids else {}
+        return [replace(r, on=found[r.id]) if r.id in found else r for r in reminders]
+
+    async def check_place(
+        self, principal: Principal, owner: str, trigger: PlaceTrigger, *, field: str
+    ) -> None:
+        """422 naming `field` unless the trigger's place is one of `owner`'s that the caller
+        may see."""
+        place_id = trigger.place_id
+        found = await self.store.get_place(place_id) if is_id(place_id) else None
+        if found is None or not visible(found, principal, owner):
+            raise invalid([FieldError(field, f"no place {place_id} of {owner}'s")])
 
     async def list_page(
         self,
@@ -262,7 +303,7 @@ class ReminderService:
             limit=limit + 1,
             now=self.clock.now(),
         )
-        page = rows[:limit]
+        page = await self.with_triggers(rows[:limit])
         next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
         return page, next_cursor
 
@@ -336,12 +377,14 @@ class ReminderService:
             lambda: changes.edited(current, patch, now=now),
             field="repeat" if patch.when is None else "when",
         )
+        if updated.on is not None and updated.on != current.on:
+            await self.check_place(principal, current.owner, updated.on, field="on.place")
         saved = await self.store.update_reminder(
             updated, expected_version=current.version, waiting=current.due_at
         )
         if saved is None:
             raise stale(await self.get(principal, reminder_id))
-        return saved
+        return replace(saved, on=updated.on)
 
     async def snooze(
         self, principal: Principal, reminder_id: str, asked: SnoozeIn

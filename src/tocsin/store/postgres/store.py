@@ -14,6 +14,7 @@ from asyncpg import Record
 from tocsin.domain import (
     PRIORITY_RANKS,
     App,
+    Armed,
     Attempt,
     AttemptResult,
     Channel,
@@ -28,6 +29,9 @@ from tocsin.domain import (
     IdempotencyRecord,
     Outcome,
     Place,
+    PlaceEvent,
+    PlaceRing,
+    PlaceTrigger,
     QueueStats,
     Reminder,
     ReminderStatus,
@@ -61,6 +65,7 @@ from tocsin.store.rows import (
     address_value,
     app_from,
     app_values,
+    armed_from,
     attempt_from,
     breakers_value,
     by_owner,
@@ -71,11 +76,14 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     place_from,
+    place_ring_values,
     place_values,
     quiet_from,
     quiet_values,
     reminder_from,
     ring_minute_from,
+    trigger_from,
+    trigger_values,
     workers_from,
 )
 from tocsin.time.quiet import QUIET_HELD, QuietHours
@@ -237,6 +245,10 @@ class PostgresStore(Store):
         cap: int = 0,
     ) -> None:
         args = _add_args(reminders, idempotency)
+        triggers = [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
+        if triggers:
+            await self._add_with_triggers(reminders, args, cap, triggers)
+            return
         if len(reminders) != 1:
             with boundary():
                 await self._pool.execute(q.ADD_REMINDERS, *args)
@@ -247,6 +259,29 @@ class PostgresStore(Store):
             saved = await self._pool.fetchval(q.ADD_REMINDER, *args[:6], *ones, cap)
         if not saved:
             raise CapReached(reminders[0].owner, reminders[0].source)
+
+    async def _add_with_triggers(
+        self,
+        reminders: Sequence[Reminder],
+        args: Sequence[Any],
+        cap: int,
+        triggers: list[dict[str, Any]],
+    ) -> None:
+        """`add_reminders` for reminders that ring at a place: with their triggers, in one
+        transaction (a timed reminder's create stays one statement)."""
+        saving = q.shared.SAVE_PLACE_TRIGGER
+        rows = [saving.bind(**values)[1:] for values in triggers]
+
+        async def work(connection: asyncpg.Connection) -> None:
+            if len(reminders) != 1:
+                await connection.execute(q.ADD_REMINDERS, *args)
+            else:
+                ones = [a[0] if isinstance(a, list) and a else None for a in args[6:]]
+                if not await connection.fetchval(q.ADD_REMINDER, *args[:6], *ones, cap):
+                    raise CapReached(reminders[0].owner, reminders[0].source)
+            await connection.executemany(saving.sql, rows)
+
+        await self._transaction(work)
 
     async def pending_counts(
         self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
@@ -316,7 +351,10 @@ class PostgresStore(Store):
             None if waiting is None else codec.bucket_of(waiting),
             _on_its_way(reminder),
         )
-        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args)
+        saving = None
+        if reminder.on is not None:
+            saving = q.shared.SAVE_PLACE_TRIGGER.bind(**trigger_values(reminder.id, reminder.on))
+        row = await self._all_or_nothing(q.UPDATE_REMINDER, *args, then=saving)
         return None if row is None else reminder_from(row, _as_is)
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
@@ -339,14 +377,19 @@ class PostgresStore(Store):
                 return reminder_from(row, _as_is)
         return None
 
-    async def _all_or_nothing(self, sql: str, *args: Any) -> Record | None:
+    async def _all_or_nothing(
+        self, sql: str, *args: Any, then: tuple[Any, ...] | None = None
+    ) -> Record | None:
         """The one row `sql` answers, in a transaction rolled back when it answers none: a
-        statement that took an occurrence back but saved nothing leaves it waiting."""
+        statement that took an occurrence back but saved nothing leaves it waiting. `then`
+        (a statement and its arguments) runs in the same transaction when it answered."""
 
         async def work(connection: asyncpg.Connection) -> Record | None:
             row: Record | None = await connection.fetchrow(sql, *args)
             if row is None:
                 raise _NothingSaved
+            if then is not None:
+                await connection.execute(*then)
             return row
 
         try:
@@ -489,6 +532,34 @@ class PostgresStore(Store):
 
     async def delete_place(self, place_id: str) -> bool:
         return await self._fetchrow(*q.shared.DELETE_PLACE.bind(id=place_id)) is not None
+
+    # -- PlaceRingStore: rings at places --------------------------------------------------------
+
+    async def place_triggers(self, reminder_ids: Sequence[str]) -> dict[str, PlaceTrigger]:
+        if not reminder_ids:
+            return {}
+        rows = await self._fetch(q.PLACE_TRIGGERS_OF, list(reminder_ids))
+        return {row["reminder_id"]: trigger_from(row) for row in rows}
+
+    async def armed_at(self, place_id: str, event: PlaceEvent) -> list[Armed]:
+        armed = q.shared.ARMED_AT_PLACE.bind(place_id=place_id, event=event.value)
+        return [armed_from(row, _as_is) for row in await self._fetch(*armed)]
+
+    async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
+        async def work(connection: asyncpg.Connection) -> list[str]:
+            written: list[str] = []
+            for ring in rings:
+                if not await connection.fetchval(q.HOLD_PENDING, ring.reminder_id, ring.version):
+                    continue
+                mark, firing = place_ring_values(ring, _as_is, now)
+                if await connection.fetchval(*q.shared.MARK_PLACE_RING.bind(**mark)) is None:
+                    continue
+                wrote = await connection.fetchval(*q.shared.INSERT_PLACE_RING.bind(**firing))
+                if wrote is not None:
+                    written.append(wrote)
+            return written
+
+        return await self._transaction(work)
 
     # -- QuietHoursStore: quiet hours ------------------------------------------------------------
 

@@ -355,6 +355,17 @@ SELECT count(*) FROM (
     SELECT 1 FROM places WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
 ) AS counted
 
+-- name: PLACE_TRIGGERS_OF
+-- The place triggers of the reminders $1 (a probe of place_triggers_pkey each).
+SELECT * FROM place_triggers WHERE reminder_id = ANY($1::text[])
+
+-- name: HOLD_PENDING
+-- Hold a reminder that a crossing rings at its version, while it is pending (FOR SHARE, until
+-- the crossing's transaction ends): an edit or a cancel waits for the crossing, or the
+-- crossing for it and then finds it changed. So a cancel that answered 204 never rings, and
+-- one that came second sees the ring on its way (200).
+SELECT 1 FROM reminders WHERE id = $1 AND version = $2 AND status = 'pending' FOR SHARE
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
 -- index lookup of contacts_owner_kind.

@@ -254,6 +254,15 @@ SELECT count(*) FROM (
     SELECT 1 FROM places WHERE owner = :owner AND source IS :source LIMIT :limit
 )
 
+-- name: PLACE_TRIGGERS_OF
+-- The place triggers of the reminders :ids (a JSON array), a probe of the primary key each.
+SELECT * FROM place_triggers WHERE reminder_id IN (SELECT value FROM json_each(:ids))
+
+-- name: HOLD_PENDING
+-- Whether a reminder that a crossing rings is pending at its version, read in the crossing's
+-- write transaction (one writer: no edit or cancel comes between it and the ring).
+SELECT 1 FROM reminders WHERE id = :id AND version = :version AND status = 'pending'
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),
 -- each pair an index lookup of contacts_owner_kind.

@@ -16,6 +16,7 @@ import orjson
 from tocsin.domain import (
     PRIORITY_RANKS,
     App,
+    Armed,
     Attempt,
     AttemptResult,
     Channel,
@@ -30,6 +31,9 @@ from tocsin.domain import (
     IdempotencyRecord,
     Outcome,
     Place,
+    PlaceEvent,
+    PlaceRing,
+    PlaceTrigger,
     QueueStats,
     Reminder,
     ReminderStatus,
@@ -58,6 +62,7 @@ from tocsin.store.rows import (
     address_value,
     app_from,
     app_values,
+    armed_from,
     attempt_from,
     breakers_value,
     by_owner,
@@ -68,11 +73,14 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     place_from,
+    place_ring_values,
     place_values,
     quiet_from,
     quiet_values,
     reminder_from,
     ring_minute,
+    trigger_from,
+    trigger_values,
     workers_from,
 )
 from tocsin.store.sqlite import queries as q
@@ -107,6 +115,11 @@ def _opt_us(instant: datetime | None) -> int | None:
 
 def _utc(micros: int) -> datetime:
     return codec.EPOCH + timedelta(microseconds=micros)
+
+
+def _trigger_params(reminders: Sequence[Reminder]) -> list[dict[str, Any]]:
+    """SAVE_PLACE_TRIGGER's parameters for those of `reminders` that ring at a place."""
+    return [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
 
 
 class SqliteStore(Store):
@@ -169,7 +182,10 @@ class SqliteStore(Store):
                 _insert_idempotency(connection, idempotency)
             connection.executemany(q.INSERT_REMINDER, rows)
             connection.executemany(q.INSERT_DUE, rows)
+            if triggers:
+                connection.executemany(q.SAVE_PLACE_TRIGGER, triggers)
 
+        triggers = _trigger_params(reminders)
         await self._db.write(work)
         self._wake(codec.wake_ups(reminders))
 
@@ -240,6 +256,7 @@ class SqliteStore(Store):
             if connection.execute(q.UPDATE_REMINDER, params).rowcount == 0:
                 return None
             connection.execute(q.INSERT_DUE, params)
+            connection.executemany(q.SAVE_PLACE_TRIGGER, _trigger_params([reminder]))
             row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
             return row
 
@@ -440,6 +457,41 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.DELETE_PLACE, {"id": place_id}).fetchone()
         )
         return row is not None
+
+    # -- PlaceRingStore: rings at places --------------------------------------------------------
+
+    async def place_triggers(self, reminder_ids: Sequence[str]) -> dict[str, PlaceTrigger]:
+        if not reminder_ids:
+            return {}
+        wanted = {"ids": orjson.dumps(list(reminder_ids)).decode()}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.PLACE_TRIGGERS_OF, wanted).fetchall()
+        )
+        return {row["reminder_id"]: trigger_from(row) for row in rows}
+
+    async def armed_at(self, place_id: str, event: PlaceEvent) -> list[Armed]:
+        wanted = {"place_id": place_id, "event": event.value}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.ARMED_AT_PLACE, wanted).fetchall()
+        )
+        return [armed_from(row, _utc) for row in rows]
+
+    async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
+        def work(connection: sqlite3.Connection) -> list[str]:
+            written: list[str] = []
+            for ring in rings:
+                held = {"id": ring.reminder_id, "version": ring.version}
+                if connection.execute(q.HOLD_PENDING, held).fetchone() is None:
+                    continue
+                mark, firing = place_ring_values(ring, _us, now)
+                if connection.execute(q.MARK_PLACE_RING, mark).fetchone() is None:
+                    continue
+                row = connection.execute(q.INSERT_PLACE_RING, firing).fetchone()
+                if row is not None:
+                    written.append(row[0])
+            return written
+
+        return await self._db.write(work)
 
     # -- QuietHoursStore: quiet hours ------------------------------------------------------------
 

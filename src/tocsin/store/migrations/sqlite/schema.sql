@@ -101,6 +101,17 @@ CREATE TABLE owner_token_revocations (
     revoked_before INTEGER NOT NULL
 );
 
+CREATE TABLE place_triggers (
+    reminder_id TEXT NOT NULL PRIMARY KEY,
+    place_id TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('arrive', 'leave')),
+    after_minute INTEGER CHECK (after_minute BETWEEN 0 AND 1439),
+    before_minute INTEGER CHECK (before_minute BETWEEN 0 AND 1439),
+    once TEXT CHECK (once IN ('day', 'ever')),
+    rang_at INTEGER,
+    rang_day TEXT
+) WITHOUT ROWID;
+
 CREATE TABLE places (
     id TEXT NOT NULL PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -194,6 +205,8 @@ CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
 
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+
+CREATE INDEX place_triggers_place ON place_triggers (place_id, event);
 
 CREATE INDEX places_owner ON places (owner, id);
 
