@@ -146,7 +146,8 @@ CREATE TABLE place_triggers (
     CONSTRAINT place_triggers_before_minute_check CHECK (((before_minute >= 0) AND (before_minute <= 1439))),
     CONSTRAINT place_triggers_event_check CHECK ((event = ANY (ARRAY['arrive'::text, 'leave'::text]))),
     CONSTRAINT place_triggers_once_check CHECK ((once = ANY (ARRAY['day'::text, 'ever'::text]))),
-    CONSTRAINT place_triggers_pkey PRIMARY KEY (reminder_id)
+    CONSTRAINT place_triggers_pkey PRIMARY KEY (reminder_id),
+    CONSTRAINT place_triggers_reminder_id_fkey FOREIGN KEY (reminder_id) REFERENCES reminders(id) ON DELETE CASCADE
 );
 
 CREATE TABLE places (

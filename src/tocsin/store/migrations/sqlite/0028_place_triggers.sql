@@ -6,9 +6,11 @@
 -- device's time of the crossing that rang it last and `rang_day` that ring's local day
 -- (YYYY-MM-DD): the conditional update of this row decides whether a crossing rings
 -- (docs/architecture.md, "Rings at a place"). Read by place when a device reports a
--- crossing there.
+-- crossing there. It goes with its reminder (retention deletes a cancelled one): a probe of
+-- this table's primary key for each reminder deleted.
 CREATE TABLE place_triggers (
-    reminder_id TEXT NOT NULL PRIMARY KEY,
+    reminder_id TEXT NOT NULL PRIMARY KEY
+        REFERENCES reminders (id) ON DELETE CASCADE,
     place_id TEXT NOT NULL,
     event TEXT NOT NULL CHECK (event IN ('arrive', 'leave')),
     after_minute INTEGER CHECK (after_minute BETWEEN 0 AND 1439),

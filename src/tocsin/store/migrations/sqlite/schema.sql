@@ -102,7 +102,8 @@ CREATE TABLE owner_token_revocations (
 );
 
 CREATE TABLE place_triggers (
-    reminder_id TEXT NOT NULL PRIMARY KEY,
+    reminder_id TEXT NOT NULL PRIMARY KEY
+        REFERENCES reminders (id) ON DELETE CASCADE,
     place_id TEXT NOT NULL,
     event TEXT NOT NULL CHECK (event IN ('arrive', 'leave')),
     after_minute INTEGER CHECK (after_minute BETWEEN 0 AND 1439),
