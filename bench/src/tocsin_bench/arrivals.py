@@ -28,7 +28,7 @@ from tocsin.store import Store
 from tocsin_bench import waldump
 from tocsin_bench.costs import Window
 from tocsin_bench.databases import migrated_store, throwaway
-from tocsin_bench.http import IdleConnections
+from tocsin_bench.http import open_loop
 from tocsin_bench.processes import (
     Process,
     receiver_stats,
@@ -39,7 +39,6 @@ from tocsin_bench.processes import (
 from tocsin_bench.progress import note
 from tocsin_bench.stats import rate, spread
 
-MAX_OPEN_CONNECTIONS = 256
 SAVE_BATCH = 1000
 SETTLE_SECONDS = 120.0
 
@@ -176,54 +175,37 @@ async def _save(store: Store, owners: int) -> list[tuple[str, str]]:
 
 
 async def _report(base: str, places: list[tuple[str, str]], offered: int) -> dict[str, Any]:
-    """Each owner's arrival, `offered` a second on schedule, each on an idle connection; the
-    instant each ring's report was due (wall clock, by firing id)."""
-    idle = IdleConnections(base)
+    """Each owner's arrival, `offered` a second on schedule (`http.open_loop`), the device's
+    time the instant it was due; when each ring's report was due (wall clock, by firing id)."""
+    wall_began = time.time()
+    walls = [wall_began + n / offered for n in range(len(places))]
+    requests = [
+        (
+            f"/v1/owners/{owner}/places/{place}/events",
+            orjson.dumps({"event": "arrive", "at": _instant(wall)}),
+        )
+        for (owner, place), wall in zip(places, walls, strict=True)
+    ]
     due_at: dict[str, float] = {}
-    answers: list[float] = []
-    errors: dict[str, int] = {}
-    tasks: set[asyncio.Task[None]] = set()
 
-    async def one(due: float, wall: float, owner: str, place: str) -> None:
-        at = datetime.fromtimestamp(wall, UTC).isoformat(timespec="seconds")
-        body = orjson.dumps({"event": "arrive", "at": at})
-        connection = await idle.take()
-        try:
-            status, answer = await connection.post(
-                f"/v1/owners/{owner}/places/{place}/events", body
-            )
-        except (OSError, asyncio.IncompleteReadError) as error:
-            errors[type(error).__name__] = errors.get(type(error).__name__, 0) + 1
-            return
-        answers.append((time.perf_counter() - due) * 1000)
-        idle.put(connection)
+    def answered(n: int, status: int, body: bytes) -> bool:
         if status != 200:
-            errors[str(status)] = errors.get(str(status), 0) + 1
-            return
-        for ring in orjson.loads(answer)["rang"]:
-            due_at[ring["firing"]] = wall
+            return False
+        for ring in orjson.loads(body)["rang"]:
+            due_at[ring["firing"]] = walls[n]
+        return True
 
-    began, wall_began = time.perf_counter(), time.time()
-    for n, (owner, place) in enumerate(places):
-        due = began + n / offered
-        wait = due - time.perf_counter()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        if len(tasks) >= MAX_OPEN_CONNECTIONS:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        task = asyncio.create_task(one(due, wall_began + n / offered, owner, place))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.wait(tasks)
-    elapsed = time.perf_counter() - began
-    await idle.close()
+    done = await open_loop(base, requests, offered, answered)
     return {
-        "per_s": round(rate(len(answers), elapsed), 1),
-        "answer_ms": {k: round(v, 1) for k, v in spread(answers).items()},
+        "per_s": round(rate(len(done.latencies_ms), done.elapsed), 1),
+        "answer_ms": {k: round(v, 1) for k, v in spread(done.latencies_ms).items()},
         "due": due_at,
-        "errors": errors,
+        "errors": done.errors,
     }
+
+
+def _instant(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).isoformat(timespec="seconds")
 
 
 async def _arrivals(sink: str, expected: int) -> dict[str, float]:

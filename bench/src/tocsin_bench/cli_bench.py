@@ -127,6 +127,11 @@ def _api(kinds: Any) -> None:
     parser.add_argument("--rate", type=int, default=500, help="offered load for the latency")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
     parser.add_argument("--connections", type=int, default=16, help="closed-loop connections")
+    _api_workers(parser)
+    parser.set_defaults(handler=_handler(_run_api))
+
+
+def _api_workers(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-workers",
         type=int,
@@ -134,7 +139,6 @@ def _api(kinds: Any) -> None:
         metavar="N",
         help="run `tocsin api --workers N` (PostgreSQL; default 1 process)",
     )
-    parser.set_defaults(handler=_handler(_run_api))
 
 
 def _limit(kinds: Any) -> None:
@@ -217,13 +221,7 @@ def _arrivals(kinds: Any) -> None:
     parser.add_argument("--crossings", type=int, default=10_000, help="owners, one arrival each")
     parser.add_argument("--rate", type=int, default=10_000, help="crossings offered a second")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (PostgreSQL)")
-    parser.add_argument(
-        "--api-workers",
-        type=int,
-        default=1,
-        metavar="N",
-        help="run `tocsin api --workers N` (PostgreSQL; default 1 process)",
-    )
+    _api_workers(parser)
     parser.set_defaults(handler=_handler(_run_arrivals))
 
 
