@@ -20,3 +20,17 @@ CREATE TABLE place_triggers (
     rang_day text COLLATE "C"
 );
 CREATE INDEX place_triggers_place ON place_triggers (place_id, event);
+
+-- A place reminder's row waits at LATEST (6000-01-01T00:00Z, bucket 2119574880), where no
+-- loader reads: its occurrence lives in a partition of `due` of its own, not in the default
+-- one, which each month that retention makes is scanned for its rows (migration 0024);
+-- place reminders there would make every month's ATTACH read them all. Its name is no
+-- month's (`due_YYYY_MM`), so retention neither makes nor drops it.
+CREATE TABLE due_never (LIKE due INCLUDING DEFAULTS INCLUDING INDEXES);
+ALTER TABLE due_never ADD CONSTRAINT due_never_bucket CHECK (bucket >= 2119574880);
+WITH moved AS (
+    DELETE FROM due_outside WHERE bucket >= 2119574880 RETURNING *
+)
+INSERT INTO due_never SELECT * FROM moved;
+ALTER TABLE due ATTACH PARTITION due_never FOR VALUES FROM (2119574880) TO (MAXVALUE);
+ALTER TABLE due_never DROP CONSTRAINT due_never_bucket;

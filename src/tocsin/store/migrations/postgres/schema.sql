@@ -243,6 +243,8 @@ CREATE TABLE zone_data (
     CONSTRAINT zone_data_pkey PRIMARY KEY (version, zone)
 );
 
+CREATE TABLE due_never PARTITION OF due FOR VALUES FROM (2119574880) TO (MAXVALUE);
+
 CREATE TABLE due_outside PARTITION OF due DEFAULT;
 
 CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until);
