@@ -73,6 +73,11 @@ async def test_a_place_reminder_shows_its_trigger_waits_without_a_time_and_rings
     shown = (await client.get(f"/v1/reminders/{made['id']}")).json()
     assert shown["last_firing"]["id"] == firing
     assert (shown["status"], shown["next"]) == ("pending", None)
+    # a snooze of its ring is a fresh one-off, as a series' is; the place reminder stays
+    snoozed = await client.post(f"/v1/reminders/{made['id']}/snooze", json={"snooze": "10m"})
+    assert snoozed.status_code == 201, snoozed.text
+    assert snoozed.json()["next"] == format_utc(NOW + timedelta(minutes=10))
+    assert (snoozed.json()["snoozed_from"], "on" in snoozed.json()) == (firing, False)
 
     # moved out of the window by an edit: the next arrival passes it by
     tag = (await client.get(f"/v1/reminders/{made['id']}")).headers["etag"]
