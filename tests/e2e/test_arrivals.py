@@ -21,10 +21,12 @@ import pytest
 
 from tests.e2e.service import iso, service
 from tests.integration.engine.support import eventually, receiver
+from tests.support.processes import clean_env, running
 
 pytestmark = [pytest.mark.slow]
 
 SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}
+FLAP = timedelta(minutes=5, seconds=30)  # a crossing this long after the last is a new one
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
@@ -186,3 +188,33 @@ async def test_a_cancel_that_answered_204_never_rings_when_it_races_a_crossing(
             else:
                 await asyncio.sleep(3)
                 assert not (await sink.astats(ids=True))["arrivals"]
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(300)
+async def test_a_crossing_two_api_processes_take_at_once_rings_once(
+    pg_migrated_url: str, tmp_path: Path
+) -> None:
+    with (
+        receiver() as sink,
+        service("postgres", tmp_path, pg_migrated_url, sink, SETTINGS) as base,
+        running("api", "--db", pg_migrated_url, env=clean_env(**SETTINGS)) as (other, _),
+    ):
+        async with (
+            httpx.AsyncClient(base_url=base, timeout=30) as one,
+            httpx.AsyncClient(base_url=other, timeout=30) as two,
+        ):
+            home = await _place(one)
+            made = [await _at_place(one, f"r{n}", "UTC", place=home) for n in range(5)]
+            rang: list[str] = []
+            first = datetime.now(UTC) - timedelta(minutes=9, seconds=30)
+            for step in range(3):  # three arrivals and leaves, each reported to both at once
+                arrived = first + step * FLAP
+                for at, event in ((arrived, "arrive"), (arrived + timedelta(minutes=1), "leave")):
+                    answers = await asyncio.gather(
+                        _cross(one, home, at, event), _cross(two, home, at, event)
+                    )
+                    rang += _rang(*answers)
+            assert sorted(rang) == sorted(made * 3), rang  # each arrival once, no leave
+            delivered = await _delivered(sink, len(rang))
+            assert delivered == dict.fromkeys(made, 3), delivered
