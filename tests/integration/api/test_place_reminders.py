@@ -93,6 +93,15 @@ async def test_a_place_reminder_shows_its_trigger_waits_without_a_time_and_rings
     assert passed["rang"] == []
     assert passed["passed"][0]["reason"].startswith("outside its window 18:00-24:00")
 
+    # its place is not deleted while it is pending: it could never ring again
+    refused = await client.delete(f"/v1/owners/ana/places/{home}")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["reminders"] == [made["id"]]
+    cancelled = await client.delete(f"/v1/reminders/{made['id']}")
+    assert cancelled.status_code == 200  # its ring is on its way (queued: no worker here)
+    assert cancelled.json()["last_firing"]["id"] == firing
+    assert (await client.delete(f"/v1/owners/ana/places/{home}")).status_code == 204
+
 
 async def test_bad_place_reminders_and_crossings_are_refused_naming_the_field(
     client: httpx.AsyncClient,

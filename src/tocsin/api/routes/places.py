@@ -95,7 +95,15 @@ async def change_place(
     return render.JSON(render.place(saved))
 
 
-@router.delete("/{place_id}", status_code=204, summary="Delete a place", operation_id="deletePlace")
+@router.delete(
+    "/{place_id}",
+    status_code=204,
+    summary="Delete a place",
+    description="A place at which pending reminders ring is not deleted (409 `place-in-use`, "
+    "naming some of them in `reminders`): cancel them first.",
+    operation_id="deletePlace",
+    responses=openapi.problems(notes={409: "Pending reminders ring at it (`reminders`)."}),
+)
 async def delete_place(owner: Owner, place_id: str, context: Context, caller: Caller) -> Response:
     await context.places.delete(caller, owner, place_id)
     return Response(status_code=204)

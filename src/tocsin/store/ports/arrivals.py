@@ -24,6 +24,10 @@ class PlaceRingStore(Protocol):
         last: what a crossing may ring, read before `ring_at_place` decides."""
 
     @abstractmethod
+    async def pending_at_place(self, place_id: str, *, limit: int) -> list[str]:
+        """Up to `limit` ids of the pending reminders that ring at the place, in id order."""
+
+    @abstractmethod
     async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
         """In one transaction, ring each of `rings` whose reminder is still pending at its
         version and whose trigger has not rung for this crossing (MARK_PLACE_RING's

@@ -545,6 +545,10 @@ class PostgresStore(Store):
         armed = q.shared.ARMED_AT_PLACE.bind(place_id=place_id, event=event.value)
         return [armed_from(row, _as_is) for row in await self._fetch(*armed)]
 
+    async def pending_at_place(self, place_id: str, *, limit: int) -> list[str]:
+        pending = q.shared.PENDING_AT_PLACE.bind(place_id=place_id, limit=limit)
+        return [row[0] for row in await self._fetch(*pending)]
+
     async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
         async def work(connection: asyncpg.Connection) -> list[str]:
             written: list[str] = []

@@ -89,6 +89,14 @@ FROM place_triggers AS t JOIN reminders AS r ON r.id = t.reminder_id
 WHERE t.place_id = :place_id AND t.event = :event AND r.status = 'pending'
 ORDER BY t.reminder_id
 
+-- name: PENDING_AT_PLACE
+-- Up to :limit pending reminders that ring at a place, in id order (a range of
+-- place_triggers_place by its first column, a probe of reminders_pkey each).
+SELECT t.reminder_id FROM place_triggers AS t JOIN reminders AS r ON r.id = t.reminder_id
+WHERE t.place_id = :place_id AND r.status = 'pending'
+ORDER BY t.reminder_id
+LIMIT :limit
+
 -- name: MARK_PLACE_RING
 -- Decide that a crossing rings a reminder, once: note it on the trigger, only while the
 -- trigger is still of that place and event and has not rung for it — never for `once`

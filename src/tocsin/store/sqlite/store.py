@@ -476,6 +476,13 @@ class SqliteStore(Store):
         )
         return [armed_from(row, _utc) for row in rows]
 
+    async def pending_at_place(self, place_id: str, *, limit: int) -> list[str]:
+        wanted = {"place_id": place_id, "limit": limit}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.PENDING_AT_PLACE, wanted).fetchall()
+        )
+        return [row[0] for row in rows]
+
     async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
         def work(connection: sqlite3.Connection) -> list[str]:
             written: list[str] = []
