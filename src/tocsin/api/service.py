@@ -314,8 +314,8 @@ class ReminderService:
         pending)."""
         found = await self.get(principal, reminder_id)
         due = found.due_at
-        if found.status is not ReminderStatus.PENDING or due is None:
-            return []
+        if found.status is not ReminderStatus.PENDING or due is None or found.on is not None:
+            return []  # a place reminder has no times: it rings when its owner gets there
         return await off_loop(lambda: occurrences(found.schedule, due, count), field="count")
 
     async def preview(self, body: OccurrencesIn) -> tuple[list[Occurrence], Sentence | None]:

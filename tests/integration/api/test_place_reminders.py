@@ -62,6 +62,8 @@ async def test_a_place_reminder_shows_its_trigger_waits_without_a_time_and_rings
     )
     listed = (await client.get("/v1/reminders?owner=ana")).json()["reminders"]
     assert [r["on"] for r in listed] == [made["on"]]
+    times = await client.get(f"/v1/reminders/{made['id']}/occurrences?count=3")
+    assert times.json()["occurrences"] == []
 
     # 11:59 UTC is 13:59 in Berlin (CEST): inside the window from 13:00
     crossed = await _cross(client, home, ARRIVED)
