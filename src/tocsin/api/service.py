@@ -171,7 +171,7 @@ class ReminderService:
             seconds=BATCH_SECONDS,
             what="checking the batch's schedules",
         )
-        over = await self.cap.over(made)
+        over = await self.cap.over(made) | await self._misplaced(principal, made, results)
         if over:
             results = [_refused(result, over) for result in results]
             made = [reminder for reminder in made if reminder.id not in over]
@@ -185,6 +185,25 @@ class ReminderService:
         if not made:
             return answer
         return await save_once(self.store, made, answer, key=key, now=now)
+
+    async def _misplaced(
+        self, principal: Principal, made: Sequence[Reminder], results: list[dict[str, Any]]
+    ) -> dict[str, Problem]:
+        """By id, the batch's reminders at a place that is not one of their owner's the
+        caller may see: each a 422 naming `items.N.on.place` (each place read once)."""
+        index = {result["id"]: result["index"] for result in results if "id" in result}
+        seen: dict[tuple[str, str], bool] = {}
+        refused: dict[str, Problem] = {}
+        for reminder in made:
+            if reminder.on is None:
+                continue
+            key = (reminder.owner, reminder.on.place_id)
+            if key not in seen:
+                seen[key] = await self.may_ring_at(principal, reminder.owner, reminder.on)
+            if not seen[key]:
+                field = f"items.{index[reminder.id]}.on.place"
+                refused[reminder.id] = _misplaced(field, reminder.owner, reminder.on)
+        return refused
 
     @staticmethod
     def _new(
@@ -239,8 +258,6 @@ class ReminderService:
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
-            if item.on is not None:
-                raise invalid([FieldError("on", "save a place reminder with POST /v1/reminders")])
             owner = owner_for(principal, item.owner)
             self.check_configured(item.route)
             return self._new(principal, item, owner, now)
@@ -273,10 +290,14 @@ class ReminderService:
     ) -> None:
         """422 naming `field` unless the trigger's place is one of `owner`'s that the caller
         may see."""
+        if not await self.may_ring_at(principal, owner, trigger):
+            raise _misplaced(field, owner, trigger)
+
+    async def may_ring_at(self, principal: Principal, owner: str, trigger: PlaceTrigger) -> bool:
+        """Whether the trigger's place is one of `owner`'s that the caller may see."""
         place_id = trigger.place_id
         found = await self.store.get_place(place_id) if is_id(place_id) else None
-        if found is None or not visible(found, principal, owner):
-            raise invalid([FieldError(field, f"no place {place_id} of {owner}'s")])
+        return found is not None and visible(found, principal, owner)
 
     async def list_page(
         self,
@@ -416,6 +437,10 @@ class ReminderService:
         if snoozed_by != copy.id:
             raise _not_snoozed(ring.id, snoozed_by)
         return copy
+
+
+def _misplaced(field: str, owner: str, trigger: PlaceTrigger) -> Problem:
+    return invalid([FieldError(field, f"no place {trigger.place_id} of {owner}'s")])
 
 
 def _not_snoozed(firing_id: str, snoozed_by: str | None) -> Problem:

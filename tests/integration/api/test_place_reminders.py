@@ -173,3 +173,20 @@ async def test_places_and_their_crossings_follow_the_apps_tenancy(
     assert [r["reminder"] for r in owners.json()["rang"]] == [made["id"]]
     again = await _cross(client, xs_home, ARRIVED, **bearer(x))
     assert again.json()["rang"] == []
+
+
+async def test_a_batch_saves_place_reminders_and_refuses_one_on_no_place_of_the_owners(
+    client: httpx.AsyncClient,
+) -> None:
+    home = await _place(client)
+    items = [_at_place(home), _at_place("06h2t0k5f07g6e1x9q3d"), {**_at_place(home), "owner": "bo"}]
+    answer = await client.post("/v1/reminders:batch", json={"items": items})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["items"]
+    assert [r["status"] for r in results] == ["created", "invalid", "invalid"]
+    assert [fields(r["problem"]) for r in results[1:]] == [
+        ["items.1.on.place"],
+        ["items.2.on.place"],
+    ]
+    saved = (await client.get(f"/v1/reminders/{results[0]['id']}")).json()
+    assert (saved["on"]["place"], saved["next"]) == (home, None)
