@@ -30,8 +30,8 @@ class PlaceRingStore(Protocol):
     @abstractmethod
     async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
         """In one transaction, ring each of `rings` whose reminder is still pending at its
-        version and whose trigger has not rung for this crossing (MARK_PLACE_RING's
-        conditions), writing its firing `queued` for any sender at `now`; return the ids of
+        version and whose trigger has not rung for this crossing (the flap window, `once`:
+        `PlaceRing`), writing its firing `queued` for any sender at `now`; return the ids of
         the firings written. Of two callers deciding one crossing at once, one rings it; an
         edit or cancel of the reminder and the crossing are serialised, so a cancel that
         changed the reminder first leaves nothing to ring."""

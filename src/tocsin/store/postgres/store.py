@@ -39,7 +39,7 @@ from tocsin.domain import (
     WorkerState,
 )
 from tocsin.errors import CapReached, StoreError
-from tocsin.ids import SHARDS, lanes_of
+from tocsin.ids import SHARDS, firing_id, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import batches, codec
 from tocsin.store.base import (
@@ -76,7 +76,6 @@ from tocsin.store.rows import (
     firing_from,
     held_parts,
     place_from,
-    place_ring_values,
     place_values,
     quiet_from,
     quiet_values,
@@ -550,20 +549,20 @@ class PostgresStore(Store):
         return [row[0] for row in await self._fetch(*pending)]
 
     async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
-        async def work(connection: asyncpg.Connection) -> list[str]:
-            written: list[str] = []
-            for ring in rings:
-                if not await connection.fetchval(q.HOLD_PENDING, ring.reminder_id, ring.version):
-                    continue
-                mark, firing = place_ring_values(ring, _as_is, now)
-                if await connection.fetchval(*q.shared.MARK_PLACE_RING.bind(**mark)) is None:
-                    continue
-                wrote = await connection.fetchval(*q.shared.INSERT_PLACE_RING.bind(**firing))
-                if wrote is not None:
-                    written.append(wrote)
-            return written
-
-        return await self._transaction(work)
+        if not rings:
+            return []
+        columns = (
+            [ring.reminder_id for ring in rings],
+            [ring.version for ring in rings],
+            [ring.place_id for ring in rings],
+            [ring.event.value for ring in rings],
+            [ring.at for ring in rings],
+            [ring.deadline for ring in rings],
+            [ring.day for ring in rings],
+            [ring.flap_since for ring in rings],
+            [firing_id(ring.reminder_id, ring.at) for ring in rings],
+        )
+        return [row[0] for row in await self._statement(q.RING_AT_PLACE, *columns, now)]
 
     # -- QuietHoursStore: quiet hours ------------------------------------------------------------
 

@@ -83,7 +83,8 @@ SET place_id = excluded.place_id, event = excluded.event,
 -- name: ARMED_AT_PLACE
 -- The pending reminders a crossing may ring: the place's triggers of that event (a range of
 -- place_triggers_place), each with its reminder's version, zone and freshness (a probe of
--- reminders_pkey). Read before the crossing's transaction: MARK_PLACE_RING decides.
+-- reminders_pkey). Read before the crossing's rings are decided (`ring_at_place`: on each
+-- trigger's row).
 SELECT t.*, r.version, r.zone, r.freshness
 FROM place_triggers AS t JOIN reminders AS r ON r.id = t.reminder_id
 WHERE t.place_id = :place_id AND t.event = :event AND r.status = 'pending'
@@ -96,37 +97,6 @@ SELECT t.reminder_id FROM place_triggers AS t JOIN reminders AS r ON r.id = t.re
 WHERE t.place_id = :place_id AND r.status = 'pending'
 ORDER BY t.reminder_id
 LIMIT :limit
-
--- name: MARK_PLACE_RING
--- Decide that a crossing rings a reminder, once: note it on the trigger, only while the
--- trigger is still of that place and event and has not rung for it — never for `once`
--- `ever`, not on the crossing's local day (:day, YYYY-MM-DD) for `day`, and not since
--- :flap_since (the crossing's time less the flap window), which also passes over a crossing
--- older than the last one that rang. Two takers of one crossing update the same row: the
--- second waits for the first and then finds it rung. Answers the reminder's id when it rings.
-UPDATE place_triggers
-SET rang_at = :at, rang_day = :day
-WHERE reminder_id = :reminder_id AND place_id = :place_id AND event = :event
-  AND (rang_at IS NULL OR (
-      coalesce(once, '') <> 'ever' AND rang_at <= :flap_since
-      AND (once IS NULL OR rang_day < :day)))
-RETURNING reminder_id
-
--- name: INSERT_PLACE_RING
--- A crossing's ring of a reminder, handed to the delivery queue as a firing `queued` for any
--- sender now (pickup takes it, as it takes a retry), under the identity
--- `<reminder id>.<the crossing's second>`; its words, channel and app are the reminder's
--- row's, at the version MARK_PLACE_RING's transaction holds. One written already (the same
--- crossing taken again) keeps what it holds.
-INSERT INTO firings (
-    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, created_at, priority
-)
-SELECT :id, r.id, r.owner, r.shard, :due_at, :deadline, r.channel, r.text, r.metadata,
-    r.source, 'queued', 0, :now, :now, r.priority
-FROM reminders AS r WHERE r.id = :reminder_id
-ON CONFLICT (id) DO NOTHING
-RETURNING id
 
 -- name: SAVE_QUIET_HOURS
 -- One saver's quiet hours for an owner (`saver` '' for the owner himself), replacing its own.
