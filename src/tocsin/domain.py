@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -180,6 +180,65 @@ class Reminder:
     priority: Priority = Priority.URGENT
     rang: bool = False  # a ring of it was claimed since its last API write
     ignore_quiet_hours: bool = False  # its bulk rings go through its owner's quiet hours
+    on: PlaceTrigger | None = None  # what rings it at a place, instead of a time
+
+
+class PlaceEvent(StrEnum):
+    """A crossing of a place's geofence, as the owner's device reports it."""
+
+    ARRIVE = "arrive"
+    LEAVE = "leave"
+
+
+class Once(StrEnum):
+    """How often a place reminder may ring: once a local day, or once ever."""
+
+    DAY = "day"
+    EVER = "ever"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlaceTrigger:
+    """What rings a reminder at a place: its owner's device reporting `event` there,
+    only inside the local window [`after`, `before`) of the reminder's zone when one is given
+    (across midnight when `before` comes first; either alone runs to or from midnight), and
+    at most `once` a local day or ever (None: at every crossing that is not a repeat)."""
+
+    place_id: str
+    event: PlaceEvent
+    after: time | None = None
+    before: time | None = None
+    once: Once | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Armed:
+    """A pending reminder that a crossing of its place may ring, as read before the crossing's
+    transaction decides: its trigger, when it rang last, and what its ring needs."""
+
+    reminder_id: str
+    version: int
+    zone: str
+    freshness: int
+    trigger: PlaceTrigger
+    rang_at: datetime | None
+    rang_day: str | None  # the local day (YYYY-MM-DD) of its last ring
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlaceRing:
+    """A crossing's ring of one reminder, to be decided by the reminder's trigger row: it
+    rings unless that row says it rang for this crossing already (`flap_since`: the crossing's
+    time less the flap window), today (`day`, for once a day) or ever."""
+
+    reminder_id: str
+    version: int
+    place_id: str
+    event: PlaceEvent
+    at: datetime  # the device's time of the crossing: the ring's due instant
+    deadline: datetime
+    day: str
+    flap_since: datetime
 
 
 class DueRing(NamedTuple):

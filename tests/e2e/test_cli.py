@@ -251,6 +251,38 @@ def test_places_are_added_listed_near_a_point_edited_and_removed(server: Server)
     assert server.cli("places", "edit", "--owner", "di", home["id"]).status == USAGE
 
 
+def test_a_reminder_at_a_place_is_added_shown_and_rung_by_a_reported_arrival(
+    server: Server,
+) -> None:
+    home = server.ok("places", "add", "--owner", "ed", "Home", "52.52,13.405")["id"]
+    made = server.ok(
+        "add", "bins", "--owner", "ed", "--arrive", home, "--after", "00:00", "--once", "day"
+    )
+    assert made["on"] == {
+        "place": home,
+        "event": "arrive",
+        "after": "00:00",
+        "before": None,
+        "once": "day",
+    }
+    shown = server.cli("show", made["id"])
+    assert shown.status == OK, shown.err
+    assert f"arrive at {home} from 00:00 to 24:00, once a day" in shown.out
+    both = server.cli("add", "bins", "--owner", "ed", "--arrive", home, "--at", "18:00")
+    assert both.status == USAGE
+    assert server.cli("add", "bins", "--owner", "ed", "--once", "day").status == USAGE
+
+    rang = server.cli("places", "arrive", "--owner", "ed", home)
+    assert rang.status == OK, rang.err
+    assert f"rang {made['id']}" in rang.out
+    again = server.ok("places", "arrive", "--owner", "ed", home)
+    assert again["rang"] == []
+    assert "(once: day)" in again["passed"][0]["reason"]
+    old = server.cli("places", "leave", "--owner", "ed", home, "--at", "2020-01-01T00:00Z")
+    assert old.status == REFUSED
+    assert "  at: " in old.err
+
+
 def test_quiet_hours_are_set_shown_and_cleared(server: Server) -> None:
     saved = server.ok(
         "quiet-hours", "set", "--owner", "di", "22:00-07:00", "--zone", "Asia/Kolkata"

@@ -719,3 +719,35 @@ def test_a_twelve_hour_locale_sees_its_own_clock(browser: Browser, server: Serve
         expect(when).to_have_value(re.compile(r"^\d{4}-\d\d-\d\d 7:15 PM$"))
     finally:
         american.close()
+
+
+def test_a_reminder_at_a_place_is_made_and_rings_live_when_the_owner_arrives(page: Page) -> None:
+    page.fill("#place-name", "Work")
+    page.fill("#place-centre", "52.5163, 13.3777")
+    page.click("#place-form button[type=submit]")
+    work = page.locator(".place", has_text="Work")
+    expect(work).to_have_count(1)
+    expect(page.locator("#new-place-options")).to_be_hidden()
+    page.select_option("#new-where", label="when I arrive at Work")
+    expect(page.locator("#new-place-options")).to_be_visible()
+    page.fill("#new-say", "water the office plants")
+    page.locator("#create").screenshot(path=IMAGES / "page-arrivals.png")
+    page.click("#create-button")
+    answer = page.locator("#create-answer")
+    expect(answer).to_contain_text("it rings when you arrive at Work, once a day")
+    made = reminder(page, "water the office plants")
+    expect(made.locator(".next")).to_have_text("when you arrive at Work, once a day")
+    expect(page.locator("#preview-list li")).to_have_count(0)  # a place has no times to preview
+
+    work.get_by_role("button", name="I'm at Work now").click()
+    expect(page.locator("#status")).to_have_text("Arrived at Work: 1 reminder rings.")
+    expect(page.locator("#rings")).to_contain_text("water the office plants", timeout=20_000)
+    work.get_by_role("button", name="I'm at Work now").click()  # once a day: no more today
+    expect(page.locator("#status")).to_have_text("Arrived at Work: 0 reminders ring.")
+
+    made.get_by_role("button", name="Delete “water the office plants”").click()
+    made.get_by_role("button", name="Yes, delete “water the office plants”").click()
+    expect(made.locator(".answer")).to_have_text("Deleted “water the office plants”.")
+    work.get_by_role("button", name="Remove place Work").click()
+    expect(work).to_have_count(0)
+    expect(page.locator("#new-where option")).to_have_count(1)

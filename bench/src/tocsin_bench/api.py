@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from tocsin_bench.databases import migrated_store, throwaway
-from tocsin_bench.http import Connection, IdleConnections
+from tocsin_bench.http import Connection, open_loop
 from tocsin_bench.population import Population
 from tocsin_bench.processes import (
     Process,
@@ -33,7 +33,6 @@ CREATE = "/v1/reminders"
 BATCH = "/v1/reminders:batch"
 BATCH_ITEMS = 1000
 BATCH_CONNECTIONS = 2
-MAX_OPEN_CONNECTIONS = 256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,48 +161,17 @@ async def _closed_loop(
 async def _open_loop(
     base: str, bodies: list[bytes], offered: int, duration: float
 ) -> dict[str, Any]:
-    """Send `offered` creates a second on schedule, each on an idle connection (opening one
-    when none is idle); latency counts from the instant the request was due."""
+    """Send `offered` creates a second on schedule (`http.open_loop`)."""
     source = itertools.cycle(bodies)
-    idle = IdleConnections(base)
-    latencies: list[float] = []
-    errors: dict[str, int] = {}
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def one(due: float, body: bytes) -> None:
-        connection = await idle.take()
-        try:
-            status, _ = await connection.post(CREATE, body)
-        except (OSError, asyncio.IncompleteReadError) as error:
-            errors[type(error).__name__] = errors.get(type(error).__name__, 0) + 1
-            return
-        latencies.append((time.perf_counter() - due) * 1000)
-        if status != 201:
-            errors[str(status)] = errors.get(str(status), 0) + 1
-        idle.put(connection)
-
-    total = int(offered * duration)
-    began = time.perf_counter()
-    for n in range(total):
-        due = began + n / offered
-        wait = due - time.perf_counter()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        if len(tasks) >= MAX_OPEN_CONNECTIONS:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        task = asyncio.create_task(one(due, next(source)))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.wait(tasks)
-    elapsed = time.perf_counter() - began
-    await idle.close()
+    requests = [(CREATE, next(source)) for _ in range(int(offered * duration))]
+    done = await open_loop(base, requests, offered, lambda _n, status, _body: status == 201)
+    served = len(done.latencies_ms)
     return {
         "offered_per_s": offered,
-        "achieved_per_s": round(rate(len(latencies), elapsed), 1),
-        "latency_ms": _ms(latencies),
-        "connections_opened": idle.opened,
-        "errors": errors,
+        "achieved_per_s": round(rate(served, done.elapsed), 1),
+        "latency_ms": _ms(done.latencies_ms),
+        "connections_opened": done.opened,
+        "errors": done.errors,
     }
 
 

@@ -30,6 +30,7 @@ def register(subparsers: Any) -> None:
     _retention(kinds)
     _status(kinds)
     _plans(kinds)
+    _arrivals(kinds)
     _all(kinds)
 
 
@@ -126,6 +127,11 @@ def _api(kinds: Any) -> None:
     parser.add_argument("--rate", type=int, default=500, help="offered load for the latency")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per phase")
     parser.add_argument("--connections", type=int, default=16, help="closed-loop connections")
+    _api_workers(parser)
+    parser.set_defaults(handler=_handler(_run_api))
+
+
+def _api_workers(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-workers",
         type=int,
@@ -133,7 +139,6 @@ def _api(kinds: Any) -> None:
         metavar="N",
         help="run `tocsin api --workers N` (PostgreSQL; default 1 process)",
     )
-    parser.set_defaults(handler=_handler(_run_api))
 
 
 def _limit(kinds: Any) -> None:
@@ -207,6 +212,19 @@ def _plans(kinds: Any) -> None:
     parser.set_defaults(handler=_handler(_run_plans))
 
 
+def _arrivals(kinds: Any) -> None:
+    parser = kinds.add_parser(
+        "arrivals",
+        help="everyone home at once: crossings reported a second, crossing to sent, cost a ring",
+    )
+    _common(parser)
+    parser.add_argument("--crossings", type=int, default=10_000, help="owners, one arrival each")
+    parser.add_argument("--rate", type=int, default=10_000, help="crossings offered a second")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (PostgreSQL)")
+    _api_workers(parser)
+    parser.set_defaults(handler=_handler(_run_arrivals))
+
+
 def _all(kinds: Any) -> None:
     parser = kinds.add_parser("all", help="the whole set of docs/benchmarks.md")
     _common(parser, db=False)
@@ -255,6 +273,20 @@ async def _run_steady(args: argparse.Namespace) -> dict[str, Any]:
         **_firing_fields(args),
     )
     return await run_firing(spec)
+
+
+async def _run_arrivals(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin_bench.arrivals import ArrivalsSpec, run_arrivals
+
+    spec = ArrivalsSpec(
+        db=args.db,
+        owners=args.crossings,
+        rate=args.rate,
+        workers=args.workers,
+        api_workers=args.api_workers,
+        pg_url=args.pg_url,
+    )
+    return await run_arrivals(spec)
 
 
 def _firing_fields(args: argparse.Namespace) -> dict[str, Any]:

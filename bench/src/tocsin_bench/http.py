@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 
@@ -99,3 +101,67 @@ class IdleConnections:
     async def close(self) -> None:
         while self._waiting:
             await self._waiting.pop().close()
+
+
+# An open loop keeps at most this many requests out at once (each on its own connection).
+MAX_OPEN_CONNECTIONS = 256
+
+
+@dataclass
+class Offered:
+    """What an open loop measured: each answer's latency from when its request was due (ms),
+    errors by kind (a status, or an exception's name), and the seconds it ran."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    elapsed: float = 0.0
+    opened: int = 0
+
+    def count(self, error: str) -> None:
+        self.errors[error] = self.errors.get(error, 0) + 1
+
+
+async def open_loop(
+    base: str,
+    requests: Sequence[tuple[str, bytes]],
+    per_s: float,
+    answered: Callable[[int, int, bytes], bool],
+) -> Offered:
+    """POST `requests` (path, JSON body) `per_s` a second on schedule, each on an idle
+    connection (opening one when none is idle), so a slow server cannot hide its queue:
+    latency counts from the instant each was due. `answered(n, status, body)` says whether
+    the n-th answer is what was asked for; one that is not counts as an error of its status."""
+    idle = IdleConnections(base)
+    offered = Offered()
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(n: int, due: float) -> None:
+        path, body = requests[n]
+        connection = await idle.take()
+        try:
+            status, answer = await connection.post(path, body)
+        except (OSError, asyncio.IncompleteReadError) as error:
+            offered.count(type(error).__name__)
+            return
+        offered.latencies_ms.append((time.perf_counter() - due) * 1000)
+        idle.put(connection)
+        if not answered(n, status, answer):
+            offered.count(str(status))
+
+    began = time.perf_counter()
+    for n in range(len(requests)):
+        due = began + n / per_s
+        wait = due - time.perf_counter()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        if len(tasks) >= MAX_OPEN_CONNECTIONS:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        task = asyncio.create_task(one(n, due))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.wait(tasks)
+    offered.elapsed = time.perf_counter() - began
+    offered.opened = idle.opened
+    await idle.close()
+    return offered

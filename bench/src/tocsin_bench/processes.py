@@ -58,6 +58,8 @@ class Process:
         if self.log is not None:
             self.log.close()
             self.log = None
+        if self.popen.stdout is not None:  # a peer's, read for the line saying where it listens
+            self.popen.stdout.close()
         return self.popen.returncode
 
 

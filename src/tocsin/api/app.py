@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tocsin import __version__
 from tocsin.api import docs, metrics, openapi, problems
+from tocsin.api.arrivals import ArrivalService
 from tocsin.api.body import BodyGuard
 from tocsin.api.contacts import ContactService
 from tocsin.api.context import ApiContext
@@ -68,6 +69,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
         default_webhook=settings.webhook_url is not None,
         max_pending=settings.max_reminders_per_owner,
     )
+    place_service = PlaceService(store, clock, max_per_owner=settings.max_places_per_owner)
     app.state.tocsin = ApiContext(
         store=store,
         settings=settings,
@@ -80,7 +82,8 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
             allow_private_urls=settings.allow_private_urls,
             max_per_owner=settings.max_contacts_per_owner,
         ),
-        places=PlaceService(store, clock, max_per_owner=settings.max_places_per_owner),
+        places=place_service,
+        arrivals=ArrivalService(store, place_service, clock),
         quiet_hours=QuietHoursService(store, clock),
         lists=reminders_service.lists,
         limits=RateLimits.of(

@@ -16,18 +16,21 @@ from tocsin.api.models import (
     NOT_NULL,
     SNOOZE_FIELDS,
     UNTIL_DONE_MAX,
+    PlaceTriggerIn,
     ReminderIn,
     ReminderPatch,
     SnoozeIn,
 )
 from tocsin.api.problems import FieldError, Problem, invalid
-from tocsin.domain import Priority, Reminder, ReminderStatus, Schedule
+from tocsin.domain import PlaceTrigger, Priority, Reminder, ReminderStatus, Schedule
 from tocsin.errors import InvalidInput
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.time import LATEST, first_due, format_utc, parse_duration, plan_schedule, read_when
 from tocsin.time.alerts import parse_alerts
 from tocsin.time.expand import after_done as nags_after_done
 from tocsin.time.expand import occurrence_from
+from tocsin.time.quiet import parse_clock
+from tocsin.time.zones import load_zone
 
 FRESHNESS_MIN = 30
 FRESHNESS_MAX = 7 * 86400
@@ -92,6 +95,38 @@ def planned(
         raise
 
 
+def at_place(zone: str) -> tuple[Schedule, datetime, None, None]:
+    """The plan of a reminder that rings at a place: no time of its own. Its row waits at
+    LATEST, the end of the times Tocsin rings at, where no loader ever reads (so an edit or
+    a cancel takes that occurrence back as for any pending reminder); the API shows no
+    `next`."""
+    load_zone(zone)  # a misspelt zone is refused as it is for a timed reminder
+    return Schedule(zone=zone, anchor=LATEST), LATEST, None, None
+
+
+def is_at_place(reminder: Reminder) -> bool:
+    """Whether the reminder rings at a place (its row has no time of its own)."""
+    return reminder.at is None and reminder.repeat is None and reminder.schedule.anchor == LATEST
+
+
+def place_trigger(given: PlaceTriggerIn) -> PlaceTrigger:
+    """The trigger of a validated `on`; InvalidInput naming `on.before` for an empty window."""
+    after = None if given.after is None else parse_clock(given.after)
+    before = None if given.before is None else parse_clock(given.before)
+    if after is not None and after == before:
+        raise InvalidInput("on.before", "must differ from `after`: the window would be empty")
+    return PlaceTrigger(
+        place_id=given.place, event=given.event, after=after, before=before, once=given.once
+    )
+
+
+def _place_plan(item: ReminderIn) -> tuple[Schedule, datetime, None, None]:
+    timed = [f for f in ("at", "repeat", "when", "say") if getattr(item, f) is not None]
+    if timed:
+        raise InvalidInput("on", f"give `on` alone, not with `{timed[0]}`: it rings at a place")
+    return at_place(item.zone)
+
+
 def _late_plan(
     item: ReminderIn, now: datetime, late_by: timedelta | None
 ) -> tuple[Schedule, datetime, str | None, str | None]:
@@ -110,6 +145,14 @@ def _late_plan(
             return planned(zone=item.zone, at=item.at, repeat=None, when=None, now=now - late_by)
         except InvalidInput:
             raise refused from None
+
+
+def _timed_only(item: ReminderIn, field: str, parse: Callable[[], T]) -> T:
+    """`parse()`, unless the reminder rings at a place (`on`) and the field is set: its rings
+    come when its owner gets there, with nothing before them to alert or time to nag from."""
+    if item.on is not None and getattr(item, field):
+        raise InvalidInput(field, "rings at a time only: not with `on`")
+    return parse()
 
 
 def parse_nag(text: str | None) -> int:
@@ -157,9 +200,17 @@ def new_reminder(
     errors = _Errors()
     freshness = errors.attempt(lambda: parse_freshness(item.freshness))
     late_by = timedelta(seconds=freshness) if keyed and freshness is not None else None
-    plan = errors.attempt(lambda: _late_plan(item, now, late_by))
-    alerts = errors.attempt(lambda: parse_alerts(item.alerts))
-    nag = errors.attempt(lambda: parse_nag(item.until_done))
+    if item.on is None:
+        plan = errors.attempt(lambda: _late_plan(item, now, late_by))
+        trigger = None
+    else:
+        plan = errors.attempt(lambda: _place_plan(item))
+        on = item.on
+        trigger = errors.attempt(lambda: place_trigger(on))
+    alerts = errors.attempt(lambda: _timed_only(item, "alerts", lambda: parse_alerts(item.alerts)))
+    nag = errors.attempt(
+        lambda: _timed_only(item, "until_done", lambda: parse_nag(item.until_done))
+    )
     errors.check()
     assert plan is not None
     assert freshness is not None
@@ -189,6 +240,7 @@ def new_reminder(
         updated_at=now,
         priority=item.priority or priority,
         ignore_quiet_hours=item.ignore_quiet_hours,
+        on=trigger,
     )
 
 
@@ -253,10 +305,28 @@ def edited(current: Reminder, patch: ReminderPatch, *, now: datetime) -> Reminde
             else patch.ignore_quiet_hours
         ),
     )
-    if fields & SCHEDULE_FIELDS:
+    if current.on is not None:
+        changed = errors.attempt(lambda: _moved_place(changed, patch)) or changed
+    elif "on" in fields:
+        errors.found.append(
+            FieldError("on", "a reminder saved with a time keeps it: save a new one")
+        )
+    elif fields & SCHEDULE_FIELDS:
         changed = errors.attempt(lambda: _rescheduled(changed, patch, now)) or changed
     errors.check()
     return changed
+
+
+def _moved_place(current: Reminder, patch: ReminderPatch) -> Reminder:
+    """A place reminder after an edit: a new `on` or `zone`, never a time."""
+    fields = patch.model_fields_set
+    timed = sorted(f for f in fields & (SCHEDULE_FIELDS - {"zone"}) if getattr(patch, f))
+    if timed:
+        raise InvalidInput(timed[0], "a reminder that rings at a place has no time: edit `on`")
+    zone = patch.zone if "zone" in fields and patch.zone else current.schedule.zone
+    schedule = at_place(zone)[0]
+    trigger = place_trigger(patch.on) if patch.on is not None else current.on
+    return replace(current, schedule=schedule, on=trigger)
 
 
 def _rescheduled(current: Reminder, patch: ReminderPatch, now: datetime) -> Reminder:
@@ -323,7 +393,11 @@ def after_done(current: Reminder, rung: datetime, *, now: datetime) -> tuple[boo
 
 def is_pending_one_off(reminder: Reminder) -> bool:
     """A one-off that has not rung: a snooze moves it rather than making a new one."""
-    return reminder.status is ReminderStatus.PENDING and reminder.schedule.rule is None
+    return (
+        reminder.status is ReminderStatus.PENDING
+        and reminder.schedule.rule is None
+        and reminder.on is None
+    )
 
 
 def moved_one_off(current: Reminder, due: datetime, *, now: datetime) -> Reminder:
@@ -353,4 +427,5 @@ def snoozed_copy(current: Reminder, firing_id: str, due: datetime, *, now: datet
         created_at=now,
         updated_at=now,
         last_firing=None,
+        on=None,
     )

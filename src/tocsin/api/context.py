@@ -12,6 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query, Request
 
+from tocsin.api.arrivals import ArrivalService
 from tocsin.api.contacts import ContactService
 from tocsin.api.feed import Feed
 from tocsin.api.limits import RateLimits, too_many
@@ -36,6 +37,7 @@ class ApiContext:
     limits: RateLimits
     contacts: ContactService
     places: PlaceService
+    arrivals: ArrivalService
     quiet_hours: QuietHoursService
     lists: ListService
     feed: Feed

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 import orjson
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -28,7 +29,17 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from tocsin.api.routing import CHANNEL_SCHEMA, FALLBACK_SCHEMA, ROUTE_FIELDS, parse_route
 from tocsin.channels.contacts import VALIDATORS
-from tocsin.domain import Channel, FiringState, Outcome, Priority, ReminderStatus, Role, Route
+from tocsin.domain import (
+    Channel,
+    FiringState,
+    Once,
+    Outcome,
+    PlaceEvent,
+    Priority,
+    ReminderStatus,
+    Role,
+    Route,
+)
 
 OWNER_PATTERN = r"^[A-Za-z0-9._:@-]{1,128}$"
 LIST_ID_PATTERN = r"^[0-9a-z]{20}$"
@@ -53,6 +64,7 @@ NOT_NULL = (
     "fallback",
     "zone",
     "when",
+    "on",
     "freshness",
     "priority",
     "ignore_quiet_hours",
@@ -233,9 +245,52 @@ _AT_OR_REPEAT: JsonDict = {
             "repeat": {"type": "null"},
             "when": {"type": "null"},
             "say": {"type": "null"},
+            "on": {"type": "null"},
         }
     },
 }
+
+ClockTimeText = Annotated[
+    str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", examples=["22:00"])
+]
+
+
+class PlaceTriggerIn(_Request):
+    """What rings a reminder at a place instead of a time: the owner's device reporting
+    `event` at `place` (`POST /v1/owners/{owner}/places/{place}/events`), only inside the
+    local window from `after` to `before` in the reminder's zone when either is given, and at
+    most `once` a local day or ever."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"place": "06h2t0k5f07g6e1x9q3d", "event": "arrive", "after": "17:00"}]
+        },
+    )
+
+    place: str = Field(
+        min_length=1, max_length=40, description="The place's id: one of the owner's places."
+    )
+    event: PlaceEvent = Field(
+        default=PlaceEvent.ARRIVE, description="`arrive` (default) or `leave`."
+    )
+    after: ClockTimeText | None = Field(
+        default=None,
+        description="HH:MM, local time in the reminder's zone: ring only from then on "
+        "(included); alone, until midnight.",
+        examples=["17:00"],
+    )
+    before: ClockTimeText | None = Field(
+        default=None,
+        description="HH:MM, local time: ring only before then (excluded); before `after`: "
+        "the next day; alone, from midnight.",
+        examples=["23:00"],
+    )
+    once: Once | None = Field(
+        default=None,
+        description="`day`: at most once a local day (the day its window began); `ever`: "
+        "once, then never again; null: at every crossing that is not a repeat.",
+    )
 
 
 class ReminderIn(_Routed):
@@ -264,6 +319,13 @@ class ReminderIn(_Routed):
                     "channel": "inapp",
                     "zone": "Europe/Paris",
                 },
+                {
+                    "owner": "ana",
+                    "text": "Take the bins out",
+                    "channel": "apns",
+                    "zone": "Europe/Berlin",
+                    "on": {"place": "06h2t0k5f07g6e1x9q3d", "after": "17:00", "once": "day"},
+                },
             ],
         }
     )
@@ -279,6 +341,11 @@ class ReminderIn(_Routed):
     repeat: Repeat | None = None
     when: When | None = None
     say: Say | None = None
+    on: PlaceTriggerIn | None = Field(
+        default=None,
+        description='Ring at a place instead of a time ("when I get home"): instead of '
+        "`at`, `repeat`, `when` and `say`, not with them.",
+    )
     freshness: Duration = DEFAULT_FRESHNESS
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
@@ -403,6 +470,9 @@ class ReminderPatch(_Routed):
     at: At | None = None
     repeat: Repeat | None = None
     when: When | None = None
+    on: PlaceTriggerIn | None = Field(
+        default=None, description="A place reminder's new trigger (it replaces the old one)."
+    )
     freshness: Duration | None = None
     metadata: Metadata = None
     priority: Priority | None = Field(default=None, description=_PRIORITY)
@@ -608,11 +678,6 @@ class MemberIn(_Request):
     role: Role
 
 
-ClockTimeText = Annotated[
-    str, Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", examples=["22:00"])
-]
-
-
 class QuietHoursIn(_Request):
     """Quiet hours: a span of the owner's local day, `start` included and `end` excluded,
     across midnight when `end` comes first. Bulk rings due inside wait until it ends."""
@@ -623,6 +688,23 @@ class QuietHoursIn(_Request):
         examples=["07:00"],
     )
     zone: Zone
+
+
+class CrossingIn(_Request):
+    """A crossing of a place's geofence, as the owner's device saw it."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"event": "arrive", "at": "2026-10-21T16:04:05Z"}]},
+    )
+
+    event: PlaceEvent = Field(description="`arrive` or `leave`.")
+    at: AwareDatetime = Field(
+        description="When the device saw it, with its offset: a crossing more than 15 minutes "
+        "old or 5 minutes ahead of the server's clock is refused. Two reports of one "
+        "crossing ring once.",
+        examples=["2026-10-21T16:04:05Z"],
+    )
 
 
 # -- answers (documentation: handlers build the JSON themselves) ------------------------------
@@ -650,6 +732,28 @@ class PlaceOut(BaseModel):
 class PlaceListOut(BaseModel):
     places: list[PlaceOut]
     next_cursor: str | None = Field(description="Null with `near`: the nearest come first.")
+
+
+class PlaceRingOut(BaseModel):
+    reminder: str
+    firing: str = Field(description="The ring's delivery identity: `<reminder>.<epoch second>`.")
+
+
+class PlacePassOut(BaseModel):
+    reminder: str
+    reason: str = Field(examples=["outside its window 17:00-23:00 in Europe/Berlin"])
+
+
+class CrossingOut(BaseModel):
+    place: str
+    event: PlaceEvent
+    at: Instant
+    rang: list[PlaceRingOut] = Field(
+        description="The reminders this crossing rang, each handed to delivery as a firing."
+    )
+    passed: list[PlacePassOut] = Field(
+        description="The place's reminders of this event it did not ring, and why."
+    )
 
 
 class QuietHoursOut(BaseModel):
@@ -756,6 +860,14 @@ class LastFiringOut(BaseModel):
 RingChannels = Channel | list[Channel] | None
 
 
+class PlaceTriggerOut(BaseModel):
+    place: str = Field(examples=["06h2t0k5f07g6e1x9q3d"])
+    event: PlaceEvent
+    after: str | None = Field(examples=["17:00"])
+    before: str | None = Field(examples=[None])
+    once: Once | None = Field(examples=["day"])
+
+
 class ReminderOut(BaseModel):
     id: str
     owner: str
@@ -799,6 +911,12 @@ class ReminderOut(BaseModel):
         default=None,
         description="A list's reminder: the one member it rings; null: every member who joined.",
         examples=["ben"],
+    )
+    on: PlaceTriggerOut | None = Field(
+        default=None,
+        description="Only on a reminder that rings at a place: what rings it. Its `at`, "
+        "`next` and `next_local` are null: it waits, `pending`, for its owner's device to "
+        "report the crossing.",
     )
     warnings: list[dict[str, str]] | None = Field(
         default=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Protocol
 
 from tocsin.api.models import PlaceIn, PlacePatch
 from tocsin.api.owned import after, may_manage, over_cap, page, saver, visible
@@ -13,10 +14,18 @@ from tocsin.api.security import Principal
 from tocsin.clock import Clock
 from tocsin.domain import Place
 from tocsin.ids import is_id, new_reminder_id, shard_of
-from tocsin.store.ports import PlaceStore
+from tocsin.store.ports import PlaceRingStore, PlaceStore
 
 EARTH_RADIUS_M = 6_371_008.8  # the mean radius (IUGG): distances within 0.5 % anywhere
 NEAR_READ = 10_000  # the most places a `near` list reads of one owner before sorting them
+
+
+# How many of the reminders that keep a place from being deleted its 409 names.
+IN_USE_SHOWN = 5
+
+
+class PlacesAndTriggers(PlaceStore, PlaceRingStore, Protocol):
+    """The places, and the reminders that ring at them (a place in use is not deleted)."""
 
 
 class PlaceService:
@@ -25,7 +34,7 @@ class PlaceService:
     owner; an admin key all; anything else is 404. Each app may save `max_per_owner` places
     for one owner, and the owner as many for himself."""
 
-    def __init__(self, store: PlaceStore, clock: Clock, *, max_per_owner: int = 0) -> None:
+    def __init__(self, store: PlacesAndTriggers, clock: Clock, *, max_per_owner: int = 0) -> None:
         self.store = store
         self.clock = clock
         self.max_per_owner = max_per_owner
@@ -105,7 +114,13 @@ class PlaceService:
         return saved
 
     async def delete(self, principal: Principal, owner: str, place_id: str) -> None:
+        """Delete the place, unless a pending reminder rings at it (409 naming some): that
+        reminder could never ring again, and would wait, pending, for nothing."""
         await self.get(principal, owner, place_id)
+        using = await self.store.pending_at_place(place_id, limit=IN_USE_SHOWN)
+        if using:
+            detail = f"pending reminders ring at it ({', '.join(using)}): cancel them first"
+            raise Problem(409, "place-in-use", detail, extra={"reminders": using})
         if not await self.store.delete_place(place_id):
             raise _not_found(place_id)
 

@@ -18,6 +18,7 @@ from tocsin.domain import (
     Contact,
     Firing,
     Place,
+    PlaceTrigger,
     Reminder,
     Route,
     SharedList,
@@ -92,10 +93,22 @@ def place(item: Place, *, distance_m: float | None = None) -> dict[str, Any]:
     return body
 
 
+def trigger(item: PlaceTrigger) -> dict[str, Any]:
+    """A reminder's place trigger as the API shows it (`on`)."""
+    return {
+        "place": item.place_id,
+        "event": item.event.value,
+        "after": None if item.after is None else clock_text(item.after),
+        "before": None if item.before is None else clock_text(item.before),
+        "once": None if item.once is None else item.once.value,
+    }
+
+
 def reminder(item: Reminder, assignees: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A reminder as the API shows it; a list's with its list and its assignee (from
     `assignees`, by reminder id: none there is every member)."""
     zone = item.schedule.zone
+    due = item.due_at if item.on is None else None  # a place reminder has no time of its own
     body: dict[str, Any] = {
         "id": item.id,
         "owner": item.owner,
@@ -106,8 +119,8 @@ def reminder(item: Reminder, assignees: Mapping[str, str] | None = None) -> dict
         "repeat": item.repeat,
         "rule": item.schedule.rule,
         "status": item.status.value,
-        "next": format_utc(item.due_at) if item.due_at else None,
-        "next_local": format_local(item.due_at, zone) if item.due_at else None,
+        "next": format_utc(due) if due else None,
+        "next_local": format_local(due, zone) if due else None,
         "freshness": format_duration(item.freshness),
         "priority": item.priority.value,
         "ignore_quiet_hours": item.ignore_quiet_hours,
@@ -132,13 +145,15 @@ def reminder(item: Reminder, assignees: Mapping[str, str] | None = None) -> dict
     if list_id is not None:
         body["list"] = list_id
         body["assignee"] = (assignees or {}).get(item.id)
+    if item.on is not None:
+        body["on"] = trigger(item.on)
     return body
 
 
 def _next_occurrence(item: Reminder) -> str | None:
     """The occurrence the next ring is for: itself, or the one an alert comes before or a
-    nag after (`occurrence_from`)."""
-    if item.due_at is None:
+    nag after (`occurrence_from`); a place reminder has none."""
+    if item.due_at is None or item.on is not None:
         return None
     if not item.schedule.alerts and not item.schedule.nags:
         return format_utc(item.due_at)

@@ -8,6 +8,7 @@ When a conditional write loses, the row is read again to say why.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -27,7 +28,7 @@ from tocsin.api.expansion import (
 from tocsin.api.idempotency import Answer, IdempotencyKey, find_answer, save_once
 from tocsin.api.lists import ListService
 from tocsin.api.models import OccurrencesIn, ReminderIn, ReminderPatch, SnoozeIn
-from tocsin.api.owned import owner_for
+from tocsin.api.owned import owner_for, visible
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.reach import Reach
 from tocsin.api.routing import check_configured, fields_of
@@ -37,6 +38,7 @@ from tocsin.domain import (
     Channel,
     Firing,
     FiringState,
+    PlaceTrigger,
     Reminder,
     ReminderStatus,
     Route,
@@ -45,7 +47,14 @@ from tocsin.domain import (
 )
 from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput
 from tocsin.ids import is_id
-from tocsin.store.ports import AppStore, ContactStore, ListStore, ReminderStore
+from tocsin.store.ports import (
+    AppStore,
+    ContactStore,
+    ListStore,
+    PlaceRingStore,
+    PlaceStore,
+    ReminderStore,
+)
 from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.time import Occurrence, occurrences
 from tocsin.time.budget import check_budget, expansion_budget
@@ -55,9 +64,12 @@ _RINGING = (FiringState.QUEUED, FiringState.SENDING)
 _RETRIES = 3
 
 
-class RemindersAndContacts(ReminderStore, ContactStore, AppStore, ListStore, Protocol):
-    """The reminders, the owners' contacts and apps' endpoints `Reach` looks up, and the
-    shared lists a list's reminder belongs to."""
+class RemindersAndContacts(
+    ReminderStore, ContactStore, AppStore, ListStore, PlaceStore, PlaceRingStore, Protocol
+):
+    """The reminders, the owners' contacts and apps' endpoints `Reach` looks up, the shared
+    lists a list's reminder belongs to, and the places and triggers of the reminders that
+    ring at a place."""
 
 
 class ReminderService:
@@ -152,6 +164,8 @@ class ReminderService:
             lambda: self._new(principal, item, owner, now, keyed=key is not None),
             field="say" if item.say is not None else "repeat" if item.when is None else "when",
         )
+        if made.on is not None:
+            await self.check_place(principal, made.owner, made.on, field="on.place")
         assignees = {made.id: item.assignee} if item.assignee is not None else None
         body = render.reminder(made, assignees) | await self.warnings_of(made)
         answer = Answer(201, orjson.dumps(body))
@@ -182,7 +196,7 @@ class ReminderService:
             seconds=BATCH_SECONDS,
             what="checking the batch's schedules",
         )
-        over = await self.cap.over(made)
+        over = await self.cap.over(made) | await self._misplaced(principal, made, results)
         if over:
             results = [_refused(result, over) for result in results]
             made = [reminder for reminder in made if reminder.id not in over]
@@ -219,6 +233,25 @@ class ReminderService:
             detail = f"{item.assignee} is not on list {shared.id}: invite him first"
             raise invalid([FieldError("assignee", detail)])
         return shared.owner
+
+    async def _misplaced(
+        self, principal: Principal, made: Sequence[Reminder], results: list[dict[str, Any]]
+    ) -> dict[str, Problem]:
+        """By id, the batch's reminders at a place that is not one of their owner's the
+        caller may see: each a 422 naming `items.N.on.place` (each place read once)."""
+        index = {result["id"]: result["index"] for result in results if "id" in result}
+        seen: dict[tuple[str, str], bool] = {}
+        refused: dict[str, Problem] = {}
+        for reminder in made:
+            if reminder.on is None:
+                continue
+            key = (reminder.owner, reminder.on.place_id)
+            if key not in seen:
+                seen[key] = await self.may_ring_at(principal, reminder.owner, reminder.on)
+            if not seen[key]:
+                field = f"items.{index[reminder.id]}.on.place"
+                refused[reminder.id] = _misplaced(field, reminder.owner, reminder.on)
+        return refused
 
     @staticmethod
     def _new(
@@ -307,7 +340,28 @@ class ReminderService:
                 raise
         elif not principal.may_see_reminder(found):
             raise Problem(404, "not-found", f"no reminder {reminder_id}")
-        return found
+        return (await self.with_triggers([found]))[0]
+
+    async def with_triggers(self, reminders: list[Reminder]) -> list[Reminder]:
+        """`reminders`, each that rings at a place with its trigger (`on`): one read of the
+        triggers, for those alone (a page of timed reminders reads none)."""
+        ids = [r.id for r in reminders if changes.is_at_place(r)]
+        found = await self.store.place_triggers(ids) if ids else {}
+        return [replace(r, on=found[r.id]) if r.id in found else r for r in reminders]
+
+    async def check_place(
+        self, principal: Principal, owner: str, trigger: PlaceTrigger, *, field: str
+    ) -> None:
+        """422 naming `field` unless the trigger's place is one of `owner`'s that the caller
+        may see."""
+        if not await self.may_ring_at(principal, owner, trigger):
+            raise _misplaced(field, owner, trigger)
+
+    async def may_ring_at(self, principal: Principal, owner: str, trigger: PlaceTrigger) -> bool:
+        """Whether the trigger's place is one of `owner`'s that the caller may see."""
+        place_id = trigger.place_id
+        found = await self.store.get_place(place_id) if is_id(place_id) else None
+        return found is not None and visible(found, principal, owner)
 
     async def list_page(
         self,
@@ -341,7 +395,7 @@ class ReminderService:
             limit=limit + 1,
             now=self.clock.now(),
         )
-        page = rows[:limit]
+        page = await self.with_triggers(rows[:limit])
         next_cursor = render.encode_cursor(page[-1].id) if len(rows) > limit else None
         return page, next_cursor
 
@@ -352,8 +406,8 @@ class ReminderService:
         pending)."""
         found = await self.get(principal, reminder_id)
         due = found.due_at
-        if found.status is not ReminderStatus.PENDING or due is None:
-            return []
+        if found.status is not ReminderStatus.PENDING or due is None or found.on is not None:
+            return []  # a place reminder has no times: it rings when its owner gets there
         return await off_loop(lambda: occurrences(found.schedule, due, count), field="count")
 
     async def preview(self, body: OccurrencesIn) -> tuple[list[Occurrence], Sentence | None]:
@@ -416,12 +470,14 @@ class ReminderService:
             lambda: changes.edited(current, patch, now=now),
             field="repeat" if patch.when is None else "when",
         )
+        if updated.on is not None and updated.on != current.on:
+            await self.check_place(principal, current.owner, updated.on, field="on.place")
         saved = await self.store.update_reminder(
             updated, expected_version=current.version, waiting=current.due_at, assignee=assignee
         )
         if saved is None:
             raise stale(await self.get(principal, reminder_id))
-        return saved
+        return replace(saved, on=updated.on)
 
     async def _reassigned(
         self, principal: Principal, current: Reminder, patch: ReminderPatch
@@ -504,6 +560,10 @@ class ReminderService:
         if snoozed_by != copy.id:
             raise _not_snoozed(ring.id, snoozed_by)
         return copy
+
+
+def _misplaced(field: str, owner: str, trigger: PlaceTrigger) -> Problem:
+    return invalid([FieldError(field, f"no place {trigger.place_id} of {owner}'s")])
 
 
 def _not_snoozed(firing_id: str, snoozed_by: str | None) -> Problem:

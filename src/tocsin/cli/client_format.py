@@ -153,8 +153,19 @@ def reminder_details(r: Mapping[str, Any]) -> str:
     return "\n".join(f"{name + ':':<{width}}{value}" for name, value in fields)
 
 
+def place_trigger(on: Mapping[str, Any]) -> str:
+    """A place reminder's `on`: `arrive at 06h2t… from 17:00, once a day`."""
+    said = f"{on['event']} at {on['place']}"
+    if on.get("after") or on.get("before"):
+        said += f" from {on.get('after') or '00:00'} to {on.get('before') or '24:00'}"
+    once = {"day": ", once a day", "ever": ", once"}
+    return said + once.get(on.get("once") or "", "")
+
+
 def _optional_fields(r: Mapping[str, Any]) -> list[tuple[str, str]]:
     extra: list[tuple[str, str]] = []
+    if r.get("on"):
+        extra.append(("rings on", place_trigger(r["on"])))
     if r.get("last_firing"):
         last = r["last_firing"]
         extra.append(("last ring", f"{last['due']} {last['state']} ({last['id']})"))

@@ -1,8 +1,10 @@
-"""`tocsin places list | add | edit | remove`: an owner's places ("home", "the office")."""
+"""`tocsin places list | add | edit | remove | arrive | leave`: an owner's places ("home",
+"the office"), and the crossings his device reports."""
 
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from typing import Any
 
 from tocsin.cli import client_format as fmt
@@ -21,7 +23,8 @@ def register(subparsers: Any) -> None:
         "  tocsin places list --owner ana --near 52.52,13.405 --limit 20\n"
         "  tocsin places add --owner ana Home 52.52,13.405 --radius 150\n"
         "  tocsin places edit --owner ana 06h2t0k5f07g6e1x9q3d --radius 200\n"
-        "  tocsin places remove --owner ana 06h2t0k5f07g6e1x9q3d",
+        "  tocsin places remove --owner ana 06h2t0k5f07g6e1x9q3d\n"
+        "  tocsin places arrive --owner ana 06h2t0k5f07g6e1x9q3d",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="places_command", metavar="SUBCOMMAND", required=True)
@@ -76,6 +79,21 @@ def register(subparsers: Any) -> None:
     )
     owner_option(remove, "place")
     remove.add_argument("id", help="the place's id")
+    for event in ("arrive", "leave"):
+        crossing = add_command(
+            commands,
+            event,
+            report_crossing,
+            title=f"places {event}",
+            summary=f"report that the owner's device {event}s a place: ring its reminders",
+            examples=f"  tocsin places {event} --owner ana 06h2t0k5f07g6e1x9q3d",
+        )
+        owner_option(crossing, "place")
+        crossing.add_argument("id", help="the place's id")
+        crossing.add_argument(
+            "--at", metavar="INSTANT", help="when, with its offset (default: now)"
+        )
+        crossing.set_defaults(event=event)
 
 
 def list_places(api: Api, args: argparse.Namespace) -> int:
@@ -125,6 +143,23 @@ def remove_place(api: Api, args: argparse.Namespace) -> int:
         fmt.emit_json({"id": args.id, "removed": True})
     else:
         print(f"removed {args.id}")
+    return OK
+
+
+def report_crossing(api: Api, args: argparse.Namespace) -> int:
+    owner = required_owner(args, api)
+    at = args.at or datetime.now(UTC).isoformat(timespec="seconds")
+    path = f"/v1/owners/{owner}/places/{args.id}/events"
+    answer = api.request("POST", path, json={"event": args.event, "at": at}).body
+    if args.json:
+        fmt.emit_json(answer)
+        return OK
+    for ring in answer["rang"]:
+        print(f"rang {ring['reminder']} ({ring['firing']})")
+    for passed in answer["passed"]:
+        print(f"passed {passed['reminder']}: {passed['reason']}")
+    if not answer["rang"] and not answer["passed"]:
+        print(f"no reminder {args.event}s at {args.id}")
     return OK
 
 

@@ -132,10 +132,12 @@ def _register_add(subparsers: Any) -> None:
   tocsin add "pay rent" --at 9:00 --fallback apns,sms
   tocsin add "water the plants" --repeat "every Monday 9:00"
   tocsin add "tea" --at +10m --freshness 1m --json | jq -r .id
-  tocsin add "bins out" --repeat "every Tue 19:00" --list 06h2t0k5f07g6e1x9q3d --assignee ben""",
+  tocsin add "bins out" --repeat "every Tue 19:00" --list 06h2t0k5f07g6e1x9q3d --assignee ben
+  tocsin add "bins" --arrive 06h2t0k5f07g6e1x9q3d --after 17:00 --once day""",
     )
     parser.add_argument("text", help="what to say when it rings")
     schedule_options(parser, defaults=True)
+    place_options(parser)
     route_options(parser, default=f"; default TOCSIN_CHANNEL, else {DEFAULT_CHANNEL}")
     owner_option(parser, "reminder")
     parser.add_argument("--freshness", help="how late a ring may still go out (default 10m)")
@@ -190,9 +192,37 @@ def until_done_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def place_options(parser: argparse.ArgumentParser) -> None:
+    """`--arrive PLACE` or `--leave PLACE`, with `--after`, `--before` and `--once`: a
+    reminder that rings at a place instead of a time."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--arrive", metavar="PLACE", help="ring when arriving at this place")
+    where.add_argument("--leave", metavar="PLACE", help="ring when leaving this place")
+    parser.add_argument("--after", metavar="HH:MM", help="with a place: only from then on")
+    parser.add_argument("--before", metavar="HH:MM", help="with a place: only before then")
+    parser.add_argument(
+        "--once", choices=("day", "ever"), help="with a place: at most once a day, or ever"
+    )
+
+
+def _on(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The API's `on` of `--arrive`/`--leave` and their options, or None."""
+    place = args.arrive or args.leave
+    if place is None:
+        if args.after or args.before or args.once:
+            raise usage_error("--after, --before and --once need --arrive or --leave")
+        return None
+    if args.at is not None or args.repeat is not None or args.when is not None:
+        raise usage_error("give a place (--arrive, --leave) or a time, not both")
+    on = {"place": place, "event": "arrive" if args.arrive else "leave"}
+    given = {"after": args.after, "before": args.before, "once": args.once}
+    return on | {k: v for k, v in given.items() if v is not None}
+
+
 def add_reminder(api: Api, args: argparse.Namespace) -> int:
-    if args.at is None and args.repeat is None and args.when is None:
-        raise usage_error("give --when, or --at, --repeat or both")
+    on = _on(args)
+    if on is None and args.at is None and args.repeat is None and args.when is None:
+        raise usage_error("give --when, or --at, --repeat or both (or --arrive, --leave)")
     zone = args.zone or default_zone()
     route = route_fields(args) or {
         "channel": channel_field(_env_channels() or [DEFAULT_CHANNEL]),
@@ -208,6 +238,7 @@ def add_reminder(api: Api, args: argparse.Namespace) -> int:
         "at": args.at,
         "repeat": args.repeat,
         "when": args.when,
+        "on": on,
         "freshness": args.freshness,
         "priority": args.priority,
         "ignore_quiet_hours": args.ignore_quiet_hours,

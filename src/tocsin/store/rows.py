@@ -18,6 +18,7 @@ import orjson
 
 from tocsin.domain import (
     App,
+    Armed,
     Attempt,
     Channel,
     Contact,
@@ -27,8 +28,12 @@ from tocsin.domain import (
     HeldParts,
     Lateness,
     Member,
+    Once,
     Outcome,
     Place,
+    PlaceEvent,
+    PlaceRing,
+    PlaceTrigger,
     Reminder,
     ReminderStatus,
     RingMinute,
@@ -37,6 +42,7 @@ from tocsin.domain import (
     SharedList,
     WorkerState,
 )
+from tocsin.ids import firing_id
 from tocsin.keyring import Keyring
 from tocsin.store import codec
 from tocsin.time.quiet import QuietHours
@@ -318,6 +324,71 @@ def place_values(place: Place, instant: Callable[[datetime], Any]) -> dict[str, 
         "created_at": instant(place.created_at),
         "updated_at": instant(place.updated_at),
     }
+
+
+def trigger_from(row: Row) -> PlaceTrigger:
+    return PlaceTrigger(
+        place_id=row["place_id"],
+        event=PlaceEvent(row["event"]),
+        after=_clock_of(row["after_minute"]),
+        before=_clock_of(row["before_minute"]),
+        once=None if row["once"] is None else Once(row["once"]),
+    )
+
+
+def armed_from(row: Row, instant: Instant) -> Armed:
+    """A trigger read with its reminder (ARMED_AT_PLACE)."""
+    return Armed(
+        reminder_id=row["reminder_id"],
+        version=row["version"],
+        zone=row["zone"],
+        freshness=row["freshness"],
+        trigger=trigger_from(row),
+        rang_at=_optional(row["rang_at"], instant),
+        rang_day=row["rang_day"],
+    )
+
+
+def trigger_values(reminder_id: str, trigger: PlaceTrigger) -> dict[str, Any]:
+    """The SAVE_PLACE_TRIGGER parameters by name."""
+    return {
+        "reminder_id": reminder_id,
+        "place_id": trigger.place_id,
+        "event": trigger.event.value,
+        "after_minute": _minute_of(trigger.after),
+        "before_minute": _minute_of(trigger.before),
+        "once": None if trigger.once is None else trigger.once.value,
+    }
+
+
+def place_ring_values(
+    ring: PlaceRing, instant: Callable[[datetime], Any], now: datetime
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The MARK_PLACE_RING and INSERT_PLACE_RING parameters by name."""
+    mark = {
+        "reminder_id": ring.reminder_id,
+        "place_id": ring.place_id,
+        "event": ring.event.value,
+        "at": instant(ring.at),
+        "day": ring.day,
+        "flap_since": instant(ring.flap_since),
+    }
+    firing = {
+        "id": firing_id(ring.reminder_id, ring.at),
+        "reminder_id": ring.reminder_id,
+        "due_at": instant(ring.at),
+        "deadline": instant(ring.deadline),
+        "now": instant(now),
+    }
+    return mark, firing
+
+
+def _clock_of(minute: int | None) -> time | None:
+    return None if minute is None else time(minute // 60, minute % 60)
+
+
+def _minute_of(clock: time | None) -> int | None:
+    return None if clock is None else clock.hour * 60 + clock.minute
 
 
 def quiet_from(row: Row, instant: Instant) -> QuietHours:

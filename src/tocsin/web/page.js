@@ -42,6 +42,7 @@
     previewRound: 0,
     previewTimer: 0,
     seen: new Set(),
+    places: new Map(), // the owner's places by id, for the reminders that ring at one
     audio: null,
     channels: null, // what `GET /v1/channels` said this server rings (null: not known)
     signedIn: false,
@@ -365,7 +366,7 @@
     const zone = $("new-zone").value.trim();
     const round = ++state.previewRound;
     const places = createPlaces();
-    if (!say || !zone) {
+    if (!say || !zone || $("new-where").value) {
       showPreview(null, zone);
       return;
     }
@@ -410,7 +411,9 @@
       zone: $("new-zone").value.trim(),
       channel: $("new-channel").value,
     };
-    if (!body.say.trim()) {
+    const where = $("new-where").value;
+    if (where) Object.assign(body, placeFields(where, body.say));
+    if (!(where ? body.text : body.say).trim()) {
       places.say.error.textContent = EMPTY_TEXT;
       places.say.input.setAttribute("aria-invalid", "true");
       places.say.input.focus();
@@ -418,7 +421,8 @@
     }
     try {
       const { data } = await api("POST", "/v1/reminders", body);
-      const saved = `Saved “${data.text}”: it rings ${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)}).`;
+      const rings = data.on ? placeWords(data.on) : `${Words.localTime(data.next_local, data.zone)} (${Words.fromNow(data.next)})`;
+      const saved = `Saved “${data.text}”: it rings ${rings}.`;
       tell($("create-answer"), [saved, ...warningsOf(data)].join(" "), Boolean(data.warnings));
       $("new-say").value = "";
       showPreview(null, body.zone);
@@ -431,6 +435,24 @@
       const wrong = Object.values(places).find((p) => p.input.getAttribute("aria-invalid") === "true");
       if (wrong) wrong.input.focus();
     }
+  }
+
+  /** A reminder at a place: `say` becomes its words, and `on` what rings it (the "Ring"
+   * choice, `arrive:<place id>` or `leave:<place id>`, with "Only after" and "once a day"). */
+  function placeFields(where, said) {
+    const [event, place] = where.split(":");
+    const on = { place, event };
+    if ($("new-after").value) on.after = $("new-after").value;
+    if ($("new-once").checked) on.once = "day";
+    return { say: undefined, text: said, on };
+  }
+
+  /** What rings a reminder at a place, in the owner's words: `when you arrive at Home after 17:00`. */
+  function placeWords(on) {
+    const name = state.places.get(on.place)?.name || "a place that is gone";
+    const verb = on.event === "leave" ? `when you leave ${name}` : `when you arrive at ${name}`;
+    const window = on.after ? ` after ${on.after}` : "";
+    return `${verb}${window}${on.once === "day" ? ", once a day" : on.once === "ever" ? ", once" : ""}`;
   }
 
   /** The server's word on a channel a saved reminder cannot ring by yet. */
@@ -580,6 +602,8 @@
       q(".next").textContent = Words.localTime(reminder.next_local, reminder.zone);
       q(".in").dataset.at = reminder.next;
       q(".in").textContent = `(${Words.fromNow(reminder.next)})`;
+    } else if (reminder.on && reminder.status === "pending") {
+      q(".next").textContent = placeWords(reminder.on);
     } else {
       q(".next").textContent = STATUS_WORDS[reminder.status] || reminder.status;
     }
@@ -923,7 +947,40 @@
 
   async function loadPlaces() {
     const { data } = await api("GET", `${ownerPath()}/places?limit=200`);
+    state.places = new Map(data.places.map((place) => [place.id, place]));
     $("place-list").replaceChildren(...data.places.map(placeItem));
+    const chosen = $("new-where").value;
+    const choices = data.places.flatMap((place) => [
+      new Option(`when I arrive at ${place.name}`, `arrive:${place.id}`),
+      new Option(`when I leave ${place.name}`, `leave:${place.id}`),
+    ]);
+    $("new-where").replaceChildren(new Option("at the time I say", ""), ...choices);
+    $("new-where").value = state.places.has(chosen.split(":")[1]) ? chosen : "";
+    $("new-where-row").hidden = !data.places.length; // no place yet: only times
+    whereChanged();
+    // Reminders at a place name it: those drawn before its name was known are drawn again.
+    if (state.listed.some((r) => r.on)) reloadReminders();
+  }
+
+  /** The place's options show only when the reminder rings at a place. */
+  function whereChanged() {
+    const atPlace = Boolean($("new-where").value);
+    $("new-place-options").hidden = !atPlace;
+    $("new-say").placeholder = atPlace ? "take the bins out" : "call mom tomorrow at 6pm";
+    schedulePreview();
+  }
+
+  /** Report an arrival at `place` now, as the owner's phone would: its reminders ring. */
+  async function arrive(place) {
+    try {
+      const body = { event: "arrive", at: new Date().toISOString().replace(/\.\d+Z$/, "Z") };
+      const { data } = await api("POST", `${ownerPath()}/places/${place.id}/events`, body);
+      const count = data.rang.length;
+      say(`Arrived at ${place.name}: ${count === 1 ? "1 reminder rings" : `${count} reminders ring`}.`);
+      await loadReminders();
+    } catch (error) {
+      say(`Not reported: ${error.message}.`, true);
+    }
   }
 
   function placeItem(place) {
@@ -944,7 +1001,9 @@
         say(`Not removed: ${error.message}.`, true);
       }
     });
-    item.append(text, drop);
+    const here = button("I'm here", `I'm at ${place.name} now`);
+    here.addEventListener("click", () => arrive(place));
+    item.append(text, here, drop);
     return item;
   }
 
@@ -1194,6 +1253,7 @@
     });
     $("create-form").addEventListener("submit", create);
     $("new-say").addEventListener("input", schedulePreview);
+    $("new-where").addEventListener("change", whereChanged);
     $("new-zone").addEventListener("input", schedulePreview);
     $("filter").addEventListener("change", reloadReminders);
     $("more").addEventListener("click", () => drawMore());

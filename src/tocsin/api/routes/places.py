@@ -9,7 +9,15 @@ from starlette.responses import Response
 
 from tocsin.api import openapi, render
 from tocsin.api.context import Caller, Context
-from tocsin.api.models import OWNER_PATTERN, PlaceIn, PlaceListOut, PlaceOut, PlacePatch
+from tocsin.api.models import (
+    OWNER_PATTERN,
+    CrossingIn,
+    CrossingOut,
+    PlaceIn,
+    PlaceListOut,
+    PlaceOut,
+    PlacePatch,
+)
 
 _NOT_FOUND = {404: "No such place, or an owner token's other owner."}
 
@@ -87,7 +95,34 @@ async def change_place(
     return render.JSON(render.place(saved))
 
 
-@router.delete("/{place_id}", status_code=204, summary="Delete a place", operation_id="deletePlace")
+@router.delete(
+    "/{place_id}",
+    status_code=204,
+    summary="Delete a place",
+    description="A place at which pending reminders ring is not deleted (409 `place-in-use`, "
+    "naming some of them in `reminders`): cancel them first.",
+    operation_id="deletePlace",
+    responses=openapi.problems(notes={409: "Pending reminders ring at it (`reminders`)."}),
+)
 async def delete_place(owner: Owner, place_id: str, context: Context, caller: Caller) -> Response:
     await context.places.delete(caller, owner, place_id)
     return Response(status_code=204)
+
+
+@router.post(
+    "/{place_id}/events",
+    response_model=CrossingOut,
+    summary="Report a crossing of a place",
+    description="The owner's device reports that it arrived at the place or left it, at its own "
+    "time (`at`). The place's reminders of that event ring now, through the delivery queue, "
+    "each inside its local window and within its `once`: the answer names each firing made "
+    "(`rang`) and why each other reminder did not ring (`passed`). A repeat of a crossing "
+    "that rang (the same report sent again, or the geofence flapping within 5 minutes) rings "
+    "nothing; a crossing more than 15 minutes old is refused (422 naming `at`).",
+    operation_id="reportCrossing",
+    responses=openapi.problems(*openapi.WITH_BODY),
+)
+async def report_crossing(
+    owner: Owner, place_id: str, body: CrossingIn, context: Context, caller: Caller
+) -> Response:
+    return render.JSON(await context.arrivals.crossing(caller, owner, place_id, body))

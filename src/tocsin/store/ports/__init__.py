@@ -18,6 +18,7 @@ ring refuses to write or read a sealed secret (`SecretKeyMissing`).
 from __future__ import annotations
 
 from tocsin.store.ports.apps import AppStore
+from tocsin.store.ports.arrivals import PlaceRingStore
 from tocsin.store.ports.contacts import ContactStore
 from tocsin.store.ports.delivery import DeliveryQueue
 from tocsin.store.ports.feed import FeedStore
@@ -37,6 +38,7 @@ __all__ = [
     "FeedStore",
     "ListStore",
     "Notifier",
+    "PlaceRingStore",
     "PlaceStore",
     "QuietHoursStore",
     "ReminderStore",

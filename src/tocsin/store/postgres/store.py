@@ -15,6 +15,7 @@ from asyncpg import Record
 from tocsin.domain import (
     PRIORITY_RANKS,
     App,
+    Armed,
     Attempt,
     AttemptResult,
     Channel,
@@ -30,6 +31,9 @@ from tocsin.domain import (
     Member,
     Outcome,
     Place,
+    PlaceEvent,
+    PlaceRing,
+    PlaceTrigger,
     QueueStats,
     Reminder,
     ReminderStatus,
@@ -38,7 +42,7 @@ from tocsin.domain import (
     WorkerState,
 )
 from tocsin.errors import CapReached, StoreError
-from tocsin.ids import SHARDS, lanes_of
+from tocsin.ids import SHARDS, firing_id, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import batches, codec
 from tocsin.store.base import (
@@ -65,6 +69,7 @@ from tocsin.store.rows import (
     address_value,
     app_from,
     app_values,
+    armed_from,
     attempt_from,
     breakers_value,
     by_owner,
@@ -84,6 +89,8 @@ from tocsin.store.rows import (
     reminder_from,
     ring_members,
     ring_minute_from,
+    trigger_from,
+    trigger_values,
     workers_from,
 )
 from tocsin.time.alerts import stored_alerts
@@ -247,9 +254,10 @@ class PostgresStore(Store):
         assignees: Mapping[str, str] | None = None,
     ) -> None:
         args = _add_args(reminders, idempotency)
-        if assignees:  # a list's reminder for one member: its assignee in the same transaction
+        triggers = [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
+        if assignees or triggers:  # a list's assignee, a place's trigger: in one transaction
             await self._transaction(
-                lambda c: self._add_assigned(c, reminders, args, cap, assignees)
+                lambda c: self._add_with(c, reminders, args, cap, assignees or {}, triggers)
             )
             return
         if len(reminders) != 1:
@@ -262,13 +270,17 @@ class PostgresStore(Store):
             raise CapReached(reminders[0].owner, reminders[0].source)
 
     @staticmethod
-    async def _add_assigned(
+    async def _add_with(
         connection: asyncpg.Connection,
         reminders: Sequence[Reminder],
         args: list[object],
         cap: int,
         assignees: Mapping[str, str],
+        triggers: list[dict[str, Any]],
     ) -> None:
+        """`add_reminders` for reminders with more than their row: a list reminder's
+        assignee, a place reminder's trigger, in the transaction of their save (a plain
+        reminder's create stays one statement)."""
         if len(reminders) != 1:
             await connection.execute(q.ADD_REMINDERS, *args)
         elif not await connection.fetchval(q.ADD_REMINDER, *_one(args), cap):
@@ -276,6 +288,11 @@ class PostgresStore(Store):
         for reminder_id, assignee in assignees.items():
             bound = q.shared.ASSIGN_REMINDER.bind(reminder_id=reminder_id, assignee=assignee)
             await connection.execute(*bound)
+        saving = q.shared.SAVE_PLACE_TRIGGER
+        if triggers:
+            await connection.executemany(
+                saving.sql, [saving.bind(**values)[1:] for values in triggers]
+            )
 
     async def pending_counts(
         self, pairs: Sequence[tuple[str, str | None]], *, up_to: int
@@ -354,7 +371,17 @@ class PostgresStore(Store):
             reminder.schedule.nag or None,
             reminder.schedule.nags or None,
         )
-        then = None if assignee is KEEP else partial(_reassign, reminder.id, assignee)
+        reassign = None if assignee is KEEP else partial(_reassign, reminder.id, assignee)
+        trigger = None
+        if reminder.on is not None:
+            trigger = q.shared.SAVE_PLACE_TRIGGER.bind(**trigger_values(reminder.id, reminder.on))
+
+        async def then(connection: asyncpg.Connection) -> None:
+            if reassign is not None:
+                await reassign(connection)
+            if trigger is not None:
+                await connection.execute(*trigger)
+
         row = await self._all_or_nothing(q.UPDATE_REMINDER, *args, then=then)
         return None if row is None else reminder_from(row, _as_is)
 
@@ -551,6 +578,38 @@ class PostgresStore(Store):
 
     async def delete_place(self, place_id: str) -> bool:
         return await self._fetchrow(*q.shared.DELETE_PLACE.bind(id=place_id)) is not None
+
+    # -- PlaceRingStore: rings at places --------------------------------------------------------
+
+    async def place_triggers(self, reminder_ids: Sequence[str]) -> dict[str, PlaceTrigger]:
+        if not reminder_ids:
+            return {}
+        rows = await self._fetch(q.PLACE_TRIGGERS_OF, list(reminder_ids))
+        return {row["reminder_id"]: trigger_from(row) for row in rows}
+
+    async def armed_at(self, place_id: str, event: PlaceEvent) -> list[Armed]:
+        armed = q.shared.ARMED_AT_PLACE.bind(place_id=place_id, event=event.value)
+        return [armed_from(row, _as_is) for row in await self._fetch(*armed)]
+
+    async def pending_at_place(self, place_id: str, *, limit: int) -> list[str]:
+        pending = q.shared.PENDING_AT_PLACE.bind(place_id=place_id, limit=limit)
+        return [row[0] for row in await self._fetch(*pending)]
+
+    async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
+        if not rings:
+            return []
+        columns = (
+            [ring.reminder_id for ring in rings],
+            [ring.version for ring in rings],
+            [ring.place_id for ring in rings],
+            [ring.event.value for ring in rings],
+            [ring.at for ring in rings],
+            [ring.deadline for ring in rings],
+            [ring.day for ring in rings],
+            [ring.flap_since for ring in rings],
+            [firing_id(ring.reminder_id, ring.at) for ring in rings],
+        )
+        return [row[0] for row in await self._statement(q.RING_AT_PLACE, *columns, now)]
 
     # -- QuietHoursStore: quiet hours ------------------------------------------------------------
 

@@ -364,6 +364,53 @@ SELECT count(*) FROM (
     SELECT 1 FROM places WHERE owner = $1 AND source IS NOT DISTINCT FROM $2 LIMIT $3
 ) AS counted
 
+-- name: PLACE_TRIGGERS_OF
+-- The place triggers of the reminders $1 (a probe of place_triggers_pkey each).
+SELECT * FROM place_triggers WHERE reminder_id = ANY($1::text[])
+
+-- name: RING_AT_PLACE
+-- A crossing's rings, in one statement: each reminder ($1, at version $2) still pending is
+-- held (FOR SHARE, in id order, until the statement's transaction ends: an edit or a cancel
+-- waits for the crossing, or the crossing for it and then finds it changed, and rings
+-- nothing), its trigger marked as MARK_PLACE_RING (sqlite.sql) marks it — of place $3 and
+-- event $4, rung at $5 on local day $7, unless it rang since $8 (the crossing less the flap
+-- window), today for `once: day`, or ever — and its firing written `queued` for any sender
+-- now ($10) as INSERT_PLACE_RING writes it, identity $9, deadline $6. Two takers of one
+-- crossing update the same trigger row: the second waits for the first, re-reads the row
+-- and finds it rung. Answers the firings written.
+WITH ring AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::integer[], $3::text[], $4::text[], $5::timestamptz[],
+        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::text[]
+    ) AS ring (reminder_id, version, place_id, event, at, deadline, day, flap_since, firing_id)
+), held AS (
+    SELECT r.id FROM reminders AS r
+    JOIN ring ON (r.id, r.version) = (ring.reminder_id, ring.version)
+    WHERE r.status = 'pending'
+    ORDER BY r.id
+    FOR SHARE OF r
+), marked AS (
+    UPDATE place_triggers AS t SET rang_at = ring.at, rang_day = ring.day
+    FROM ring
+    WHERE t.reminder_id = ring.reminder_id AND t.reminder_id IN (SELECT id FROM held)
+      AND t.place_id = ring.place_id AND t.event = ring.event
+      AND (t.rang_at IS NULL OR (
+          coalesce(t.once, '') <> 'ever' AND t.rang_at <= ring.flap_since
+          AND (t.once IS NULL OR t.rang_day < ring.day)))
+    RETURNING t.reminder_id
+)
+INSERT INTO firings (
+    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+    attempts, next_attempt_at, created_at, priority
+)
+SELECT ring.firing_id, r.id, r.owner, r.shard, ring.at, ring.deadline, r.channel, r.text,
+    r.metadata, r.source, 'queued', 0, $10, $10, r.priority
+FROM marked
+JOIN ring ON ring.reminder_id = marked.reminder_id
+JOIN reminders AS r ON r.id = marked.reminder_id
+ON CONFLICT (id) DO NOTHING
+RETURNING id
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
 -- index lookup of contacts_owner_kind.

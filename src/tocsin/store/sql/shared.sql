@@ -65,6 +65,39 @@ RETURNING *
 -- name: DELETE_PLACE
 DELETE FROM places WHERE id = :id RETURNING id
 
+-- name: SAVE_PLACE_TRIGGER
+-- A reminder's place trigger, written in its create's or edit's transaction. An edit that
+-- keeps the place and the event keeps when it rang last (so `once` holds across edits of
+-- its words or its window); one that moves it elsewhere starts afresh.
+INSERT INTO place_triggers (reminder_id, place_id, event, after_minute, before_minute, once)
+VALUES (:reminder_id, :place_id, :event, :after_minute, :before_minute, :once)
+ON CONFLICT (reminder_id) DO UPDATE
+SET place_id = excluded.place_id, event = excluded.event,
+    after_minute = excluded.after_minute, before_minute = excluded.before_minute,
+    once = excluded.once,
+    rang_at = CASE WHEN place_triggers.place_id = excluded.place_id
+        AND place_triggers.event = excluded.event THEN place_triggers.rang_at END,
+    rang_day = CASE WHEN place_triggers.place_id = excluded.place_id
+        AND place_triggers.event = excluded.event THEN place_triggers.rang_day END
+
+-- name: ARMED_AT_PLACE
+-- The pending reminders a crossing may ring: the place's triggers of that event (a range of
+-- place_triggers_place), each with its reminder's version, zone and freshness (a probe of
+-- reminders_pkey). Read before the crossing's rings are decided (`ring_at_place`: on each
+-- trigger's row).
+SELECT t.*, r.version, r.zone, r.freshness
+FROM place_triggers AS t JOIN reminders AS r ON r.id = t.reminder_id
+WHERE t.place_id = :place_id AND t.event = :event AND r.status = 'pending'
+ORDER BY t.reminder_id
+
+-- name: PENDING_AT_PLACE
+-- Up to :limit pending reminders that ring at a place, in id order (a range of
+-- place_triggers_place by its first column, a probe of reminders_pkey each).
+SELECT t.reminder_id FROM place_triggers AS t JOIN reminders AS r ON r.id = t.reminder_id
+WHERE t.place_id = :place_id AND r.status = 'pending'
+ORDER BY t.reminder_id
+LIMIT :limit
+
 -- name: SAVE_QUIET_HOURS
 -- One saver's quiet hours for an owner (`saver` '' for the owner himself), replacing its own.
 INSERT INTO quiet_hours (owner, saver, start_minute, end_minute, zone, updated_at)

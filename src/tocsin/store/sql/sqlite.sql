@@ -260,6 +260,46 @@ SELECT count(*) FROM (
     SELECT 1 FROM places WHERE owner = :owner AND source IS :source LIMIT :limit
 )
 
+-- name: PLACE_TRIGGERS_OF
+-- The place triggers of the reminders :ids (a JSON array), a probe of the primary key each.
+SELECT * FROM place_triggers WHERE reminder_id IN (SELECT value FROM json_each(:ids))
+
+-- name: HOLD_PENDING
+-- Whether a reminder that a crossing rings is pending at its version, read in the crossing's
+-- write transaction (one writer: no edit or cancel comes between it and the ring).
+SELECT 1 FROM reminders WHERE id = :id AND version = :version AND status = 'pending'
+
+-- name: MARK_PLACE_RING
+-- Decide that a crossing rings a reminder, once: note it on the trigger, only while the
+-- trigger is still of that place and event and has not rung for it — never for `once`
+-- `ever`, not on the crossing's local day (:day, YYYY-MM-DD) for `day`, and not since
+-- :flap_since (the crossing's time less the flap window), which also passes over a crossing
+-- older than the last one that rang. Two takers of one crossing update the same row: the
+-- second waits for the first and then finds it rung. Answers the reminder's id when it rings.
+UPDATE place_triggers
+SET rang_at = :at, rang_day = :day
+WHERE reminder_id = :reminder_id AND place_id = :place_id AND event = :event
+  AND (rang_at IS NULL OR (
+      coalesce(once, '') <> 'ever' AND rang_at <= :flap_since
+      AND (once IS NULL OR rang_day < :day)))
+RETURNING reminder_id
+
+-- name: INSERT_PLACE_RING
+-- A crossing's ring of a reminder, handed to the delivery queue as a firing `queued` for any
+-- sender now (pickup takes it, as it takes a retry), under the identity
+-- `<reminder id>.<the crossing's second>`; its words, channel and app are the reminder's
+-- row's, at the version MARK_PLACE_RING's transaction holds. One written already (the same
+-- crossing taken again) keeps what it holds.
+INSERT INTO firings (
+    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+    attempts, next_attempt_at, created_at, priority
+)
+SELECT :id, r.id, r.owner, r.shard, :due_at, :deadline, r.channel, r.text, r.metadata,
+    r.source, 'queued', 0, :now, :now, r.priority
+FROM reminders AS r WHERE r.id = :reminder_id
+ON CONFLICT (id) DO NOTHING
+RETURNING id
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),
 -- each pair an index lookup of contacts_owner_kind.

@@ -16,6 +16,7 @@ import orjson
 from tocsin.domain import (
     PRIORITY_RANKS,
     App,
+    Armed,
     Attempt,
     AttemptResult,
     Channel,
@@ -31,6 +32,9 @@ from tocsin.domain import (
     Member,
     Outcome,
     Place,
+    PlaceEvent,
+    PlaceRing,
+    PlaceTrigger,
     QueueStats,
     Reminder,
     ReminderStatus,
@@ -61,6 +65,7 @@ from tocsin.store.rows import (
     address_value,
     app_from,
     app_values,
+    armed_from,
     attempt_from,
     breakers_value,
     by_owner,
@@ -74,12 +79,15 @@ from tocsin.store.rows import (
     lists_from,
     member_values,
     place_from,
+    place_ring_values,
     place_values,
     quiet_from,
     quiet_values,
     reminder_from,
     ring_members,
     ring_minute,
+    trigger_from,
+    trigger_values,
     workers_from,
 )
 from tocsin.store.sqlite import queries as q
@@ -115,6 +123,11 @@ def _opt_us(instant: datetime | None) -> int | None:
 
 def _utc(micros: int) -> datetime:
     return codec.EPOCH + timedelta(microseconds=micros)
+
+
+def _trigger_params(reminders: Sequence[Reminder]) -> list[dict[str, Any]]:
+    """SAVE_PLACE_TRIGGER's parameters for those of `reminders` that ring at a place."""
+    return [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
 
 
 class SqliteStore(Store):
@@ -181,7 +194,10 @@ class SqliteStore(Store):
             connection.executemany(q.INSERT_DUE, rows)
             if assigned:
                 connection.executemany(q.ASSIGN_REMINDER, assigned)
+            if triggers:
+                connection.executemany(q.SAVE_PLACE_TRIGGER, triggers)
 
+        triggers = _trigger_params(reminders)
         await self._db.write(work)
         self._wake(codec.wake_ups(reminders))
 
@@ -262,6 +278,7 @@ class SqliteStore(Store):
                 connection.execute(q.UNASSIGN_REMINDER, assigned)
                 if assignee is not None:
                     connection.execute(q.ASSIGN_REMINDER, assigned)
+            connection.executemany(q.SAVE_PLACE_TRIGGER, _trigger_params([reminder]))
             row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
             return row
 
@@ -477,6 +494,48 @@ class SqliteStore(Store):
             lambda connection: connection.execute(q.DELETE_PLACE, {"id": place_id}).fetchone()
         )
         return row is not None
+
+    # -- PlaceRingStore: rings at places --------------------------------------------------------
+
+    async def place_triggers(self, reminder_ids: Sequence[str]) -> dict[str, PlaceTrigger]:
+        if not reminder_ids:
+            return {}
+        wanted = {"ids": orjson.dumps(list(reminder_ids)).decode()}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.PLACE_TRIGGERS_OF, wanted).fetchall()
+        )
+        return {row["reminder_id"]: trigger_from(row) for row in rows}
+
+    async def armed_at(self, place_id: str, event: PlaceEvent) -> list[Armed]:
+        wanted = {"place_id": place_id, "event": event.value}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.ARMED_AT_PLACE, wanted).fetchall()
+        )
+        return [armed_from(row, _utc) for row in rows]
+
+    async def pending_at_place(self, place_id: str, *, limit: int) -> list[str]:
+        wanted = {"place_id": place_id, "limit": limit}
+        rows = await self._db.read(
+            lambda connection: connection.execute(q.PENDING_AT_PLACE, wanted).fetchall()
+        )
+        return [row[0] for row in rows]
+
+    async def ring_at_place(self, rings: Sequence[PlaceRing], *, now: datetime) -> list[str]:
+        def work(connection: sqlite3.Connection) -> list[str]:
+            written: list[str] = []
+            for ring in rings:
+                held = {"id": ring.reminder_id, "version": ring.version}
+                if connection.execute(q.HOLD_PENDING, held).fetchone() is None:
+                    continue
+                mark, firing = place_ring_values(ring, _us, now)
+                if connection.execute(q.MARK_PLACE_RING, mark).fetchone() is None:
+                    continue
+                row = connection.execute(q.INSERT_PLACE_RING, firing).fetchone()
+                if row is not None:
+                    written.append(row[0])
+            return written
+
+        return await self._db.write(work)
 
     # -- QuietHoursStore: quiet hours ------------------------------------------------------------
 

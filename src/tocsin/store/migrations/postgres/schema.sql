@@ -160,6 +160,23 @@ CREATE TABLE owner_token_revocations (
     CONSTRAINT owner_token_revocations_pkey PRIMARY KEY (owner)
 );
 
+CREATE TABLE place_triggers (
+    reminder_id text COLLATE "C" NOT NULL,
+    place_id text COLLATE "C" NOT NULL,
+    event text NOT NULL,
+    after_minute smallint,
+    before_minute smallint,
+    once text,
+    rang_at timestamp with time zone,
+    rang_day text COLLATE "C",
+    CONSTRAINT place_triggers_after_minute_check CHECK (((after_minute >= 0) AND (after_minute <= 1439))),
+    CONSTRAINT place_triggers_before_minute_check CHECK (((before_minute >= 0) AND (before_minute <= 1439))),
+    CONSTRAINT place_triggers_event_check CHECK ((event = ANY (ARRAY['arrive'::text, 'leave'::text]))),
+    CONSTRAINT place_triggers_once_check CHECK ((once = ANY (ARRAY['day'::text, 'ever'::text]))),
+    CONSTRAINT place_triggers_pkey PRIMARY KEY (reminder_id),
+    CONSTRAINT place_triggers_reminder_id_fkey FOREIGN KEY (reminder_id) REFERENCES reminders(id) ON DELETE CASCADE
+);
+
 CREATE TABLE places (
     id text COLLATE "C" NOT NULL,
     owner text COLLATE "C" NOT NULL,
@@ -260,6 +277,8 @@ CREATE TABLE zone_data (
     CONSTRAINT zone_data_pkey PRIMARY KEY (version, zone)
 );
 
+CREATE TABLE due_never PARTITION OF due FOR VALUES FROM (2119574880) TO (MAXVALUE);
+
 CREATE TABLE due_outside PARTITION OF due DEFAULT;
 
 CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until);
@@ -273,6 +292,7 @@ CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (
 CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
 CREATE INDEX list_members_by_member ON public.list_members USING btree (member, list_id);
 CREATE INDEX lists_by_source ON public.lists USING btree (source, id) WHERE (source IS NOT NULL);
+CREATE INDEX place_triggers_place ON public.place_triggers USING btree (place_id, event);
 CREATE INDEX places_owner ON public.places USING btree (owner, id);
 CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE ((status <> 'pending'::text) AND (due_at IS NULL));
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);

@@ -123,6 +123,18 @@ CREATE TABLE owner_token_revocations (
     revoked_before INTEGER NOT NULL
 );
 
+CREATE TABLE place_triggers (
+    reminder_id TEXT NOT NULL PRIMARY KEY
+        REFERENCES reminders (id) ON DELETE CASCADE,
+    place_id TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('arrive', 'leave')),
+    after_minute INTEGER CHECK (after_minute BETWEEN 0 AND 1439),
+    before_minute INTEGER CHECK (before_minute BETWEEN 0 AND 1439),
+    once TEXT CHECK (once IN ('day', 'ever')),
+    rang_at INTEGER,
+    rang_day TEXT
+) WITHOUT ROWID;
+
 CREATE TABLE places (
     id TEXT NOT NULL PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -220,6 +232,8 @@ CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
 CREATE INDEX list_members_by_member ON list_members (member, list_id);
 
 CREATE INDEX lists_by_source ON lists (source, id) WHERE source IS NOT NULL;
+
+CREATE INDEX place_triggers_place ON place_triggers (place_id, event);
 
 CREATE INDEX places_owner ON places (owner, id);
 
