@@ -217,7 +217,7 @@ def new_reminder(
     assert alerts is not None
     assert item.text is not None  # a `say` is spelled out first (`saying.spelled_out`)
     schedule, due, at, repeat = plan
-    nags = item.until_done_max if nag else 0
+    nags = (item.until_done_max or UNTIL_DONE_MAX) if nag else 0
     schedule, due = _alerted(replace(schedule, nag=nag or 0, nags=nags), due, alerts, now)
     shard = shard_of(owner)
     return Reminder(

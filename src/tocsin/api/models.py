@@ -352,7 +352,7 @@ class ReminderIn(_Routed):
     ignore_quiet_hours: StrictBool = Field(default=False, description=_IGNORE_QUIET_HOURS)
     alerts: Alerts = []
     until_done: Duration | None = Field(default=None, description=_UNTIL_DONE, examples=["5m"])
-    until_done_max: int = Field(default=UNTIL_DONE_MAX, ge=1, le=100, description=_UNTIL_DONE_MAX)
+    until_done_max: int | None = Field(default=None, ge=1, le=100, description=_UNTIL_DONE_MAX)
     list_id: ListId | None = Field(
         default=None,
         alias="list",

@@ -22,6 +22,7 @@ READ_ONLY = frozenset(
         "status",
         "next",
         "next_local",
+        "next_occurrence",
         "source",
         "created_at",
         "updated_at",

@@ -190,3 +190,24 @@ async def test_a_batch_saves_place_reminders_and_refuses_one_on_no_place_of_the_
     ]
     saved = (await client.get(f"/v1/reminders/{results[0]['id']}")).json()
     assert (saved["on"]["place"], saved["next"]) == (home, None)
+
+
+async def test_a_place_reminder_takes_no_early_alerts_and_no_nags(
+    client: httpx.AsyncClient,
+) -> None:
+    place = await _place(client)
+    alerted = await client.post("/v1/reminders", json=_at_place(place) | {"alerts": ["15m"]})
+    nagging = await client.post("/v1/reminders", json=_at_place(place) | {"until_done": "5m"})
+    made = await client.post("/v1/reminders", json=_at_place(place))
+    path = f"/v1/reminders/{made.json()['id']}"
+    etag = made.headers["ETag"]
+    edited = await client.patch(path, json={"alerts": ["1h"]}, headers={"If-Match": etag})
+
+    assert alerted.status_code == 422
+    assert [e["field"] for e in alerted.json()["errors"]] == ["alerts"]
+    assert nagging.status_code == 422
+    assert [e["field"] for e in nagging.json()["errors"]] == ["until_done"]
+    assert (made.json()["alerts"], made.json()["until_done"]) == ([], None)
+    assert made.json()["next_occurrence"] is None
+    assert edited.status_code == 422
+    assert [e["field"] for e in edited.json()["errors"]] == ["alerts"]

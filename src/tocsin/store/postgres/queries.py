@@ -16,6 +16,8 @@ from tocsin.domain import PRIORITY_RANKS
 from tocsin.ids import LANE_WIDTH, LANES
 from tocsin.store import batches, sql
 from tocsin.store.base import FEED_REPLAY_SLACK_SECONDS
+from tocsin.store.codec import bucket_of
+from tocsin.time import LATEST
 
 _TEXT = sql.POSTGRES
 # Module attributes, so that `q.CLAIM` is a plain lookup (`__getattr__` below only types it).
@@ -65,13 +67,17 @@ CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(
 )
 RESCHEDULE = _TEXT["RESCHEDULE"].format(take_back=_TEXT["_TAKE_BACK"])
 PENDING_IN_ZONES = _TEXT["PENDING_IN_ZONES"].format(ring_state=_ring_state("r", "NULL"))
+# The bucket of LATEST, where a reminder that rings at a place waits: no load reads it.
+NEVER_BUCKET = bucket_of(LATEST)
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
     last_lane=LANES - 1,
     lane_width=LANE_WIDTH,
     last_rank=len(PRIORITY_RANKS) - 1,
     settled=_TEXT["_SETTLED"],
+    never=NEVER_BUCKET,
 )
-COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(settled=_TEXT["_SETTLED"])
+COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(settled=_TEXT["_SETTLED"], never=NEVER_BUCKET)
+COUNT_DUE = _TEXT["COUNT_DUE"].format(never=NEVER_BUCKET)
 FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_seconds=FEED_REPLAY_SLACK_SECONDS)
 CLAIM = _TEXT["CLAIM"].format(claim_fields=select_list(batches.POSTGRES_CLAIMS, "c"))
 _EARLIER = _TEXT["_EARLIER_ATTEMPTS"].format(
@@ -116,7 +122,9 @@ def _merged(name: str, lanes: int, ranks: tuple[int, ...]) -> str:
     lane = _TEXT[name]
     content = ring_content("r")
     branches = [
-        lane.format(offset=n, rank=rank, content=content) for n in range(lanes) for rank in ranks
+        lane.format(offset=n, rank=rank, content=content, never=NEVER_BUCKET)
+        for n in range(lanes)
+        for rank in ranks
     ]
     joined = " UNION ALL ".join(f"({branch})" for branch in branches)
     return _TEXT["_LOAD_DUE"].format(branches=joined)

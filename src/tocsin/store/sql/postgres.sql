@@ -450,6 +450,12 @@ SELECT r.id FROM reminders AS r WHERE r.id = ANY($1::text[]) AND r.ignore_quiet
 
 -- -- metrics --------------------------------------------------------------------------------------
 
+-- {never} of the loads and the queue's counts: the bucket of LATEST, where a reminder that
+-- rings at a place waits, in a partition of its own (`due_never`, migration 0031) that no
+-- load reads. A constant bound below it prunes that partition when the statement is
+-- planned, so each month is still read in key order (a parameter prunes only when the
+-- plan runs, and the partition's scan made the planner sort the whole range).
+
 -- name: _SETTLED
 -- {settled} of OLDEST_PENDING and COUNT_OVERDUE: the lowest watermark of the parts (-1 while a
 -- part never ran): every occurrence before it is decided.
@@ -466,7 +472,7 @@ SELECT min(first.due_at) FROM generate_series(0, {last_lane}) AS lanes (lane),
 LATERAL (
     SELECT d.due_at FROM due AS d
     WHERE d.lane = lanes.lane AND d.rank = ranks.rank
-      AND d.bucket > {settled}
+      AND d.bucket > {settled} AND d.bucket < {never}
       AND NOT EXISTS (
           SELECT 1 FROM rings AS g
           WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
@@ -551,7 +557,7 @@ SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.a
     r.priority, {content} AS content, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
-  AND d.bucket >= $1 AND d.shard BETWEEN $3 AND $4
+  AND d.bucket >= $1 AND d.bucket < {never} AND d.shard BETWEEN $3 AND $4
   AND (d.bucket, d.due_at, d.reminder_id) > ($8::integer, $6::timestamptz, $7::text)
   AND (d.bucket, d.due_at) <= ($2::integer, $10::timestamptz)
   AND NOT EXISTS (
@@ -577,6 +583,7 @@ FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.vers
 WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
   AND d.saved_at > $6::timestamptz AND d.saved_at IS NOT NULL
   AND d.shard BETWEEN $3 AND $4 AND (d.bucket, d.due_at) <= ($2::integer, $7::timestamptz)
+  AND d.bucket < {never}
   AND NOT EXISTS (
       SELECT 1 FROM rings AS g
       WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
@@ -1486,7 +1493,7 @@ SELECT buckets.bucket, least($3::bigint, (
         SELECT count(*) FROM (
             SELECT 1 FROM due
             WHERE due.lane = lanes.lane AND due.rank = ranks.rank
-              AND due.bucket = buckets.bucket
+              AND due.bucket = buckets.bucket AND due.bucket < {never}
               AND NOT EXISTS (
                   SELECT 1 FROM rings AS g
                   WHERE (g.due_at, g.reminder_id, g.version)
@@ -1507,7 +1514,7 @@ SELECT least($2::bigint, sum((
     SELECT count(*) FROM (
         SELECT 1 FROM due
         WHERE due.lane = lanes.lane AND due.rank = ranks.rank AND due.bucket < $1
-          AND due.bucket > {settled}
+          AND due.bucket > {settled} AND due.bucket < {never}
           AND NOT EXISTS (
               SELECT 1 FROM rings AS g
               WHERE (g.due_at, g.reminder_id, g.version)
