@@ -529,9 +529,8 @@ def test_a_ring_is_marked_done_in_its_history_and_its_nags_stop(page: Page) -> N
     page.reload()
     pills = reminder(page, "Evening pills")
     expect(pills.locator(".nags")).to_have_text(" · again every 5m until done")
-    expect(pills.locator(".last")).to_have_text(" · last ring: delivered")
     done = pills.get_by_role("button", name=re.compile("^Mark the ring due .* done$"))
-    for _ in range(20):  # the ring taken live redraws the list, closing an open history
+    for _ in range(120):  # the ring taken live redraws the list, closing an open history
         if not pills.locator(".history").evaluate("(box) => box.open"):
             pills.get_by_label("History of “Evening pills”").click()
         if done.count():
