@@ -154,6 +154,11 @@ class Schedule:
     nag: int = 0
     nags: int = 0
 
+    @property
+    def plain(self) -> bool:
+        """Only its occurrences ring: no early alerts, no nags."""
+        return not self.alerts and not self.nags
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reminder:

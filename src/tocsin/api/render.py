@@ -155,7 +155,7 @@ def _next_occurrence(item: Reminder) -> str | None:
     nag after (`occurrence_from`); a place reminder has none."""
     if item.due_at is None or item.on is not None:
         return None
-    if not item.schedule.alerts and not item.schedule.nags:
+    if item.schedule.plain:
         return format_utc(item.due_at)
     occurrence = occurrence_from(item.schedule, item.due_at)
     return format_utc(occurrence) if occurrence else None

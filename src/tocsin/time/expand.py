@@ -253,7 +253,7 @@ def rings(
     `parse_schedule` does so that a rule that never rings cannot run for long.
     """
     lower = lower.astimezone(UTC)
-    if not schedule.alerts and not schedule.nags:
+    if schedule.plain:
         return _occurrences(schedule, lower, strict=strict, cap=cap)
     found = _occurrences(schedule, lower, strict=strict, cap=cap)
     before = _last_occurrence(schedule, lower) if schedule.nags else None
@@ -264,7 +264,7 @@ def rings(
     )
 
 
-def _plain(schedule: Schedule) -> Schedule:
+def _occurrences_only(schedule: Schedule) -> Schedule:
     """The schedule's occurrences alone: no alerts, no nags."""
     return replace(schedule, alerts=(), nag=0, nags=0)
 
@@ -273,7 +273,7 @@ def _last_occurrence(schedule: Schedule, instant: datetime) -> datetime | None:
     """The last occurrence at or before `instant` whose nags could reach past it."""
     reach = timedelta(seconds=schedule.nag * schedule.nags)
     found = None
-    for occurrence in _occurrences(_plain(schedule), instant - reach, strict=False, cap=None):
+    for occurrence in _occurrences(schedule, instant - reach, strict=False, cap=None):
         if occurrence > instant:
             break
         found = occurrence
@@ -330,7 +330,7 @@ def first_due(schedule: Schedule, now: datetime) -> datetime | None:
     Raises ExpansionBudgetExceeded when finding it needs more CPU time than the active
     budget (`tocsin.time.budget`; at most DEFAULT_SECONDS).
     """
-    if schedule.rule is None and schedule == _plain(schedule):  # a one-off: nothing to expand
+    if schedule.rule is None and schedule.plain:  # a one-off: nothing to expand
         instant = instant_of(schedule)
         return instant if instant >= _aware(now, "now") else None
     with expansion_budget(DEFAULT_SECONDS):
@@ -354,17 +354,19 @@ def occurrence_from(schedule: Schedule, instant: datetime) -> datetime | None:
     one of that one's nags, else the first occurrence after it (an alert comes before it)."""
     instant = _aware(instant, "instant").astimezone(UTC)
     with expansion_budget(DEFAULT_SECONDS):
-        after = next(rings(_plain(schedule), instant, strict=False), None)
+        after = next(rings(_occurrences_only(schedule), instant, strict=False), None)
         if after == instant or not schedule.nags:
             return after
+        # No occurrence lies between the last one at or before `instant` and `after`: `after`
+        # is the one its nags end before.
         before = _last_occurrence(schedule, instant)
-        if before is not None and instant in _nags_after(schedule, before):
+        if before is not None and instant in nags_of(before, schedule.nag, schedule.nags, after):
             return before
         return after
 
 
 def _nags_after(schedule: Schedule, occurrence: datetime) -> list[datetime]:
-    following = next(rings(_plain(schedule), occurrence, strict=True), None)
+    following = next(rings(_occurrences_only(schedule), occurrence, strict=True), None)
     return nags_of(occurrence, schedule.nag, schedule.nags, following)
 
 

@@ -31,7 +31,7 @@ _FIRST_LOOK_BACK = timedelta(minutes=1)
 def current_due(schedule: Schedule, due_at: datetime) -> datetime | None:
     """The pending ring `due_at` under the rules in use now; None when the series has no
     occurrence within `REACH` of it any more (left as it is)."""
-    if schedule.rule is None and not schedule.alerts and not schedule.nags:
+    if schedule.rule is None and schedule.plain:
         return instant_of(schedule)
     with expansion_budget(DEFAULT_SECONDS):
         after = next(rings(schedule, due_at, strict=False), None)
