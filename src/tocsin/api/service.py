@@ -504,8 +504,9 @@ class ReminderService:
     async def done(self, principal: Principal, firing_id: str) -> Firing:
         """Mark a ring done, and take back what is left of its occurrence's nags (`until_done`):
         the nag that waits is taken back as an edit takes back an occurrence, so a done that
-        answered stops every nag not claimed by then. 404 for a ring that is not there (or
-        not yet written: its first try is on its way)."""
+        answered stops every nag not claimed by then (409 when claims kept taking them first:
+        the ring is marked, a retry stops the rest). 404 for a ring that is not there (or not
+        yet written: its first try is on its way)."""
         reminder_id, _, second = firing_id.rpartition(".")
         if not is_id(reminder_id) or not second.isdigit() or len(second) > 11:
             raise Problem(404, "not-found", f"no ring {firing_id}")
@@ -526,6 +527,10 @@ class ReminderService:
             )
             if saved is not None:
                 break
+        else:  # a claim took each nag first: marked, but the next may still ring
+            raise Problem(
+                409, "conflict", "the reminder kept ringing while stopping its nags; retry"
+            )
         return marked
 
     async def snooze(

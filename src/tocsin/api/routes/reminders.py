@@ -286,7 +286,13 @@ async def reminder_firings(
     "back: a done that answered stops every nag not already on its way. Who may edit the "
     "reminder may mark its rings done.",
     operation_id="markDone",
-    responses=openapi.problems(notes=_NOT_FOUND),
+    responses=openapi.problems(
+        notes={
+            404: "No such ring, or not this caller's.",
+            409: "Claims kept taking its nags first: it is marked done, and a retry stops "
+            "the nags left (`conflict`).",
+        }
+    ),
 )
 async def mark_done(firing_id: str, context: Context, caller: Caller) -> Response:
     return render.JSON(render.firing(await context.reminders.done(caller, firing_id)))
