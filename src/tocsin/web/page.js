@@ -403,6 +403,9 @@
 
   async function create(event) {
     event.preventDefault();
+    // A preview still on its way is of words this save replaces: its answer must not show.
+    clearTimeout(state.previewTimer);
+    state.previewRound++;
     const places = createPlaces();
     clearErrors(places);
     tell($("create-answer"), "");
