@@ -49,16 +49,17 @@ def _minute_with_time_to_spare() -> datetime:
     return now.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
 
-@pytest.mark.postgres
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_a_ring_saved_into_a_full_part_rings_at_its_second(
-    kind: str, tmp_path: Path, pg_migrated_url: str
-) -> None:
-    url = f"sqlite:///{tmp_path / 'tocsin.db'}" if kind == "sqlite" else pg_migrated_url
+def test_a_ring_saved_into_a_full_part_rings_at_its_second(tmp_path: Path) -> None:
+    """On SQLite (`tocsin serve`); test_full_part_postgres.py runs it on PostgreSQL."""
+    ring_saved_into_a_full_part("sqlite", tmp_path, pg_url="")
+
+
+def ring_saved_into_a_full_part(kind: str, tmp_path: Path, *, pg_url: str) -> None:
+    url = f"sqlite:///{tmp_path / 'tocsin.db'}" if kind == "sqlite" else pg_url
     with (
         receiver() as sink,
-        service(kind, tmp_path, pg_migrated_url, sink, SETTINGS) as base,
+        service(kind, tmp_path, pg_url, sink, SETTINGS) as base,
         httpx.Client(base_url=base, timeout=10) as client,
     ):
         minute = _minute_with_time_to_spare()

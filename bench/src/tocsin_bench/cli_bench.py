@@ -109,6 +109,14 @@ def _burst(kinds: Any) -> None:
         help="save N reminders due in 2-30 days interleaved with the due ones, so that "
         "those lie scattered over the table as in one of long standing",
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        metavar="K",
+        help="PostgreSQL: each series saved has rung K times before, a week apart (sent "
+        "firings), as in a table of long standing",
+    )
     parser.set_defaults(handler=_handler(_run_burst))
 
 
@@ -257,6 +265,7 @@ async def _run_burst(args: argparse.Namespace) -> dict[str, Any]:
         reminders=args.reminders,
         spread=args.spread,
         among=args.among,
+        history=args.history,
         **_firing_fields(args),
     )
     return await run_firing(spec)

@@ -48,6 +48,8 @@ SAVE_BATCH = 5_000
 # Rows a second VACUUM (ANALYZE) settles after a save among others (`_settle_table`), to plan
 # when the first is due.
 SETTLE_RATE_GUESS = 50_000.0
+# Past rings `--history` writes a second, with the vacuum of them (1,619,128 took ~60 s).
+HISTORY_RATE_GUESS = 25_000.0
 LEAD_MARGIN = timedelta(seconds=20)  # the last save lands this long before the first due
 LEASE_WAIT_SECONDS = 60.0
 SETTLE_GRACE = timedelta(minutes=12)  # past the last due: freshness (10 min) and some
@@ -76,6 +78,9 @@ class FiringSpec:
     # Reminders as people save them (due in 2-30 days), saved interleaved with the due ones:
     # the due rows then lie scattered over the table's pages, as in a table of long standing.
     among: int = 0
+    # Rings each series of the table rang before, a week apart (`--history`): their firings
+    # fill firings_pkey between the minute's entries, as a table of long standing's do.
+    history: int = 0
     workers: int
     channel: str  # "null", "webhook", "apns", "email" or "inapp"
     owners: int | None = None  # apns, email, inapp: how many owners (else the default)
@@ -104,6 +109,8 @@ class FiringSpec:
         }
         if self.among:
             shown["among"] = self.among
+        if self.history:
+            shown["history"] = self.history
         if self.rate is not None:
             shown["rate_per_s"] = self.rate
         if self.channel == "inapp" and self.db == "postgres":
@@ -161,6 +168,7 @@ async def _run(
         await pages.open([owner_name(n) for n in range(_owners(spec))])
     start = _first_due(spec)
     save = await _save(spec, store, start)
+    save |= await _write_history(url, spec, start)
     window = await _open_window(spec, url, store, workers, start)
     last_due = start + timedelta(seconds=max(spec.spread - 1, 0))
     note(f"{spec.scenario}: first due {start:%H:%M:%S}, last {last_due:%H:%M:%S} UTC")
@@ -186,6 +194,7 @@ async def _run(
         stats=stats,
         window=window,
         last_bucket=int(last_due.timestamp()) // 60,
+        since=start,
     )
     if beside_report is not None:
         report["beside"] = beside_report
@@ -203,12 +212,14 @@ async def _report(
     stats: dict[str, Any] | None,
     window: costs.Window | None,
     last_bucket: int,
+    since: datetime,
 ) -> dict[str, Any]:
     """What the database says of the run, with what the engine and the peer reported, and
     on PostgreSQL what a ring cost."""
     if window is not None:
         await window.close()  # before the outcome's reads, which prune pages (WAL)
-    report = await outcome.read_outcome(url, last_bucket)
+    history = save.get("history_firings", 0)
+    report = await outcome.read_outcome(url, last_bucket, since=since, history=history)
     if window is not None:
         writes = report["row_writes"]["per_ring"]
         cost = report["cost_per_ring"] = window.per_ring(report["firings"], writes)
@@ -288,13 +299,52 @@ async def _settle_table(spec: FiringSpec, url: str) -> None:
         return
     connection = await asyncpg.connect(url)
     try:
-        if spec.among:
-            note(f"{spec.scenario}: VACUUM (ANALYZE) of reminders and due")
+        if spec.among or spec.history:
+            tables = "reminders, due, firings" if spec.history else "reminders, due"
+            note(f"{spec.scenario}: VACUUM (ANALYZE) of {tables}")
             # An autovacuum of the fresh rows, throttled, would hold the tables' vacuum lock
             # for minutes: it is stopped (it comes back later, finding them vacuumed).
             await connection.execute(_STOP_AUTOVACUUM)
-            await connection.execute("VACUUM (ANALYZE) reminders, due", timeout=None)
+            await connection.execute(f"VACUUM (ANALYZE) {tables}", timeout=None)
         await connection.execute("CHECKPOINT", timeout=None)
+    finally:
+        await connection.close()
+
+
+# The rings each series saved rang before the run (`--history`): sent firings, a week apart
+# back from the run's minute, with no attempt row (a first try accepted writes none),
+# inserted in the order they rang, as the heap of a table of long standing holds them.
+_HISTORY = """
+INSERT INTO firings (
+    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
+    attempts, sent_at, created_at, priority
+)
+SELECT r.id || '.' || floor(extract(epoch FROM rang.due_at))::bigint, r.id, r.owner, r.shard,
+    rang.due_at, rang.due_at + make_interval(secs => r.freshness), r.channel, r.text,
+    r.metadata, r.source, 'sent', 1, rang.due_at + interval '0.2 s', rang.due_at,
+    r.priority
+FROM reminders AS r
+CROSS JOIN LATERAL (
+    SELECT $1::timestamptz - make_interval(days => 7 * ago) AS due_at
+    FROM generate_series(1, $2::integer) AS ago
+) AS rang
+WHERE r.rule IS NOT NULL
+ORDER BY rang.due_at, r.id
+"""
+
+
+async def _write_history(url: str, spec: FiringSpec, start: datetime) -> dict[str, int]:
+    """Write `spec.history` past rings of each series in the table (`_HISTORY`); how many,
+    as `history_firings` (nothing without `--history`)."""
+    if not spec.history:
+        return {}
+    if spec.db != "postgres":
+        raise ValueError("--history is for PostgreSQL")
+    connection = await asyncpg.connect(url)
+    try:
+        note(f"{spec.scenario}: writing {spec.history} past rings of each series")
+        status = await connection.execute(_HISTORY, start, spec.history, timeout=None)
+        return {"history_firings": int(status.split()[-1])}
     finally:
         await connection.close()
 
@@ -398,6 +448,7 @@ def _first_due(spec: FiringSpec) -> datetime:
     saving = timedelta(seconds=(spec.reminders + spec.among) / spec.save_rate_guess)
     if spec.db == "postgres" and spec.among:
         saving += timedelta(seconds=(spec.reminders + spec.among) / SETTLE_RATE_GUESS)
+        saving += timedelta(seconds=spec.among * spec.history / 2 / HISTORY_RATE_GUESS)
     if spec.due_in is not None:
         # Mid-minute, in a bucket read already: the sweep, not the read-ahead, finds these.
         return (now + saving + timedelta(seconds=spec.due_in + 1)).replace(microsecond=0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -44,10 +45,11 @@ SELECT (SELECT count(*) FROM due AS d WHERE bucket BETWEEN ? AND ? AND NOT EXIST
        (SELECT count(*) FROM firings WHERE state = 'queued')
 """
 
+# The run's firings: those due from $1 on (the rings `--history` wrote before it are older).
 _PG_FIRINGS = """
 SELECT extract(epoch FROM due_at)::float8, extract(epoch FROM created_at)::float8,
        extract(epoch FROM sent_at)::float8, state
-FROM firings
+FROM firings WHERE due_at >= $1
 """
 _SQLITE_FIRINGS = "SELECT due_at / 1e6, created_at / 1e6, sent_at / 1e6, state FROM firings"
 
@@ -163,9 +165,12 @@ async def unfinished(url: str, buckets: tuple[int, int]) -> Unfinished:
     return Unfinished(record[0], record[1], record[2])
 
 
-async def read_outcome(url: str, last_bucket: int) -> dict[str, Any]:
+async def read_outcome(
+    url: str, last_bucket: int, *, since: datetime | None = None, history: int = 0
+) -> dict[str, Any]:
     """Lateness (due→claimed, due→sent; seconds), rates, states, lost and repeated sends, of
-    the reminders due by `last_bucket` (UTC epoch minute)."""
+    the reminders due by `last_bucket` (UTC epoch minute); on PostgreSQL, of the firings due
+    from `since` on, the `history` firings written before the run (all due before it) apart."""
     if url.startswith("sqlite:"):
         with sqlite3.connect(_sqlite_path(url), timeout=30) as connection:
             rows = connection.execute(_SQLITE_FIRINGS).fetchall()
@@ -174,10 +179,12 @@ async def read_outcome(url: str, last_bucket: int) -> dict[str, Any]:
     else:
         connection_pg = await asyncpg.connect(url)
         try:
-            rows = [tuple(r) for r in await connection_pg.fetch(_PG_FIRINGS)]
+            earliest = since or datetime.min.replace(tzinfo=UTC)
+            rows = [tuple(r) for r in await connection_pg.fetch(_PG_FIRINGS, earliest)]
             lost = await connection_pg.fetchval(_PG_LOST, last_bucket)
             repeated = await connection_pg.fetchval(_REPEATED_SENDS)
             writes = await _row_writes(connection_pg)
+            writes["firings_inserted"] -= history
         finally:
             await connection_pg.close()
         report = summarise(rows, lost=int(lost), repeated_sends=int(repeated))
