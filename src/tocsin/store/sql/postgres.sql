@@ -411,6 +411,13 @@ JOIN reminders AS r ON r.id = marked.reminder_id
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 
+-- name: HOLD_LISTS
+-- The lists of $1 that are there, each held (FOR SHARE, in id order) until the transaction
+-- that saves a reminder in it ends: a delete of the list (DELETE_LIST) waits for the save,
+-- and then finds its reminder to cancel; a save that comes second waits for the delete and
+-- then finds no list.
+SELECT id FROM lists WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an
 -- index lookup of contacts_owner_kind.

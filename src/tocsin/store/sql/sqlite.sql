@@ -300,6 +300,11 @@ FROM reminders AS r WHERE r.id = :reminder_id
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 
+-- name: HOLD_LISTS
+-- The lists of a JSON array of ids that are there, read in a reminder's save's write
+-- transaction (one writer: no delete of the list comes between it and the save).
+SELECT id FROM lists WHERE id IN (SELECT value FROM json_each(?))
+
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),
 -- each pair an index lookup of contacts_owner_kind.
