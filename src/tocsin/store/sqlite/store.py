@@ -519,11 +519,16 @@ class SqliteStore(Store):
                 if connection.execute(q.HOLD_PENDING, held).fetchone() is None:
                     continue
                 mark, firing = place_ring_values(ring, _us, now)
-                if connection.execute(q.MARK_PLACE_RING, mark).fetchone() is None:
+                marked = connection.execute(q.MARK_PLACE_RING, mark).fetchone()
+                if marked is None:
                     continue
                 row = connection.execute(q.INSERT_PLACE_RING, firing).fetchone()
                 if row is not None:
                     written.append(row[0])
+                if marked["once"] == "ever":  # its one ring: it rang
+                    fired = {"reminder_id": ring.reminder_id, "now": firing["now"]}
+                    connection.execute(q.PLACE_DUE_GONE, fired)
+                    connection.execute(q.FIRED_AT_PLACE, fired)
             return written
 
         return await self._db.write(work)
