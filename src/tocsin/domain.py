@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, time
 from enum import StrEnum
@@ -396,6 +396,11 @@ class SharedList:
 def list_of(owner: str) -> str | None:
     """The list a reminder of `owner` belongs to (its id), None for an owner's own."""
     return owner[len(LIST_OWNER) :] if owner.startswith(LIST_OWNER) else None
+
+
+def lists_of(owners: Iterable[str]) -> list[str]:
+    """The lists whose reminders these owners' are (their ids, each once, in order)."""
+    return sorted({found for owner in owners if (found := list_of(owner)) is not None})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

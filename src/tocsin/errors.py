@@ -67,6 +67,20 @@ class CapReached(StoreError):
         self.source = source
 
 
+class ListGone(StoreError):
+    """A list's reminder was not saved: its list was deleted first (`Store.add_reminders`,
+    `Store.snooze_firing`)."""
+
+    def __init__(self, list_id: str) -> None:
+        super().__init__(f"list {list_id} was deleted")
+        self.list_id = list_id
+
+
+class ListKeptRinging(StoreError):
+    """A list was not deleted: claims kept deciding one of its reminders' occurrences first
+    while the delete took them back (`Store.delete_list`); nothing was deleted."""
+
+
 class SecretKeyError(TocsinError):
     """The secret key (`TOCSIN_SECRET_KEY`) is missing or malformed, or does not open a
     secret stored in the database. Messages name the setting and the key id, never a key

@@ -5,8 +5,9 @@ An owner's device reports crossings of his place "Home"; the place's reminders r
 the delivery queue and the worker's sender into a webhook sink. A crossing reported three
 times (twice at once) rings each reminder once; one outside a reminder's local window rings
 it not; `once: day` rings once in the day where a plain one rings at each arrival, `once:
-ever` once; a flap of the geofence within five minutes rings nothing; a crossing too old is
-a 422 naming `at`; a cancel that answered 204 never rings, even when it races the crossing.
+ever` once, and then reads `fired`; a flap of the geofence within five minutes rings
+nothing; a crossing too old is a 422 naming `at`; a cancel that answered 204 never rings,
+even when it races the crossing.
 """
 
 from __future__ import annotations
@@ -136,12 +137,16 @@ async def test_crossings_ring_each_reminder_once_inside_its_window_and_its_once(
             assert reasons[outside].startswith("outside its window"), reasons
             assert not {cancelled, leaving} & reasons.keys(), reasons
 
+            # once ever rang its one ring: it reads fired, and is armed no more
+            shown = (await client.get(f"/v1/reminders/{ever}")).json()
+            assert (shown["status"], shown["next"]) == ("fired", None), shown
+
             # the next arrival, seven minutes later: once a day and once ever ring no more
             later = await _cross(client, home, second)
             assert sorted(_rang(later)) == sorted([plain, inside]), later.text
             passed = {p["reminder"]: p["reason"] for p in later.json()["passed"]}
             assert "(once: day)" in passed[daily], passed
-            assert "(once: ever)" in passed[ever], passed
+            assert ever not in passed, passed  # fired: not pending, so not armed
 
             # the geofence flaps: out and in again half a minute later
             flap = await _cross(client, home, second + timedelta(seconds=30))

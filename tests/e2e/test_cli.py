@@ -336,7 +336,7 @@ def test_early_alerts_are_added_shown_and_removed(server: Server) -> None:
     assert (plain["alerts"], plain["next"]) == ([], plain["next_occurrence"])
 
 
-def test_a_list_is_made_shared_with_a_reminder_and_left(server: Server) -> None:
+def test_a_list_is_made_shared_with_a_reminder_and_left(server: Server, tmp_path: Path) -> None:
     def token(owner: str) -> str:
         made = tocsin("keys", "owner-token", owner, "--db", str(server.db))
         assert made.returncode == 0, made.stderr
@@ -377,6 +377,22 @@ def test_a_list_is_made_shared_with_a_reminder_and_left(server: Server) -> None:
     assert server.ok("lists", "remove", made["id"], "li-ben", TOCSIN_KEY=ben)["removed"] is True
     gone = server.cli("list", "--list", made["id"], TOCSIN_KEY=ben)
     assert gone.status == REFUSED  # no longer his list
+
+    # An export of the list's reminders imports into a list: its owner name is left out.
+    exported = server.cli("export", "--list", made["id"], TOCSIN_KEY=ana)
+    assert exported.status == OK, exported.err
+    chores = tmp_path / "chores.jsonl"
+    chores.write_text(exported.out + '{"text": "sweep", "repeat": "every day at 9:00"}\n')
+    report = server.ok("import", str(chores), "--list", made["id"], TOCSIN_KEY=ana)
+    assert (report["saved"], report["refused"]) == (2, []), report
+    listed = server.ok("list", "--list", made["id"], TOCSIN_KEY=ana)["reminders"]
+    assert sorted(r["text"] for r in listed) == ["bins out", "bins out", "sweep"]
+    assert [r["assignee"] for r in listed].count("li-ana") == 2
+
+    assert server.ok("lists", "delete", made["id"], TOCSIN_KEY=ana)["deleted"] is True
+    assert server.cli("lists", "show", made["id"], TOCSIN_KEY=ana).status == REFUSED
+    cancelled = server.ok("show", saved["id"])
+    assert cancelled["status"] == "cancelled"
 
 
 def write_import(path: Path, owner: str) -> None:

@@ -108,3 +108,42 @@ async def test_a_lists_rings_go_to_the_members_who_joined_each_on_his_own_contac
             assert await _arrivals(ana_sink) == {first, assigned, later}
             assert await _arrivals(ben_sink) == {first}  # he left: no later ring
             assert await _arrivals(cy_sink) == {later}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_nothing_of_a_deleted_list_due_after_its_delete_answered_rings(
+    kind: str, pg_migrated_url: str, tmp_path: Path
+) -> None:
+    """Twenty-four reminders of a list, three due each second for eight seconds, and the
+    list deleted around the fourth: a ring claimed before the delete may go, but none due
+    after the delete's answer arrives (each ring's identity carries its due second)."""
+    db = str(tmp_path / "tocsin.db") if kind == "sqlite" else pg_migrated_url
+    with (
+        receiver() as default,
+        receiver() as ana_sink,
+        service(kind, tmp_path, pg_migrated_url, default, SETTINGS) as base,
+    ):
+        ana = await asyncio.to_thread(_token, "ana", db)
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            contact = {"kind": "webhook", "url": ana_sink.url}
+            _ok(await client.post("/v1/owners/ana/contacts", json=contact, headers=ana), 201)
+            shared = _ok(await client.post("/v1/lists", json={"name": "Home"}, headers=ana), 201)
+            start = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=6)
+            body = {"list": shared["id"], "zone": "UTC", "channel": "webhook", "text": "tick"}
+            items = [body | {"at": iso(start + timedelta(seconds=n // 3))} for n in range(24)]
+            batch = _ok(
+                await client.post("/v1/reminders:batch", json={"items": items}, headers=ana)
+            )
+            assert batch["created"] == 24, batch
+
+            await asyncio.sleep((start + timedelta(seconds=4) - datetime.now(UTC)).total_seconds())
+            deleted = await client.delete(f"/v1/lists/{shared['id']}", headers=ana)
+            answered = datetime.now(UTC)
+            assert deleted.status_code == 204, deleted.text
+
+            await asyncio.sleep(10)  # every one of them is due by then
+            arrivals = await _arrivals(ana_sink)
+            dues = sorted(int(firing.rpartition(".")[2]) for firing in arrivals)
+            assert all(due <= answered.timestamp() for due in dues), (dues, answered)
+            assert (await client.get(f"/v1/lists/{shared['id']}", headers=ana)).status_code == 404

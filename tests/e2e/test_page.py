@@ -512,6 +512,14 @@ def test_a_list_is_made_shared_and_reminded_for_one_member(page: Page, server: S
     shared.get_by_role("button", name="Leave Household").click()  # the last owner, with ben
     expect(shared.locator(".error")).to_contain_text("make another member owner first")
 
+    shared.get_by_role("button", name="Delete Household").click()  # asks first
+    shared.get_by_role("button", name="Keep Household").click()
+    expect(shared.locator(".list-reminders li")).to_have_count(1)
+    shared.get_by_role("button", name="Delete Household").click()
+    shared.get_by_role("button", name="Yes, delete Household").click()
+    expect(page.locator("#status")).to_have_text("Deleted Household; its reminders are cancelled.")
+    expect(page.locator(".shared-list", has_text="Household")).to_have_count(0)
+
 
 def test_a_ring_is_marked_done_in_its_history_and_its_nags_stop(page: Page) -> None:
     at = (datetime.now(ZoneInfo("UTC")) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")

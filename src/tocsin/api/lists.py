@@ -20,6 +20,7 @@ from tocsin.api.problems import FieldError, Problem, invalid
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
 from tocsin.domain import Member, Role, SharedList
+from tocsin.errors import ListKeptRinging
 from tocsin.ids import is_id, new_reminder_id, shard_of
 from tocsin.store.ports import ListStore
 
@@ -83,6 +84,20 @@ class ListService:
             raise Problem(404, "not-found", f"no list {list_id} for this token")
         return replace(shared, name=name, updated_at=now)
 
+    async def delete(self, principal: Principal, list_id: str) -> int:
+        """Delete the list (an owner's token, a key of its app, an admin key) and cancel its
+        reminders, in one transaction: once this answered, nothing of the list's rings but a
+        ring claimed before. How many reminders it cancelled."""
+        await self._managed(principal, list_id, doing="deletes it")
+        try:
+            cancelled = await self.store.delete_list(list_id, now=self.clock.now())
+        except ListKeptRinging:
+            detail = f"list {list_id}'s reminders kept ringing while deleting it; retry"
+            raise Problem(409, "conflict", detail) from None
+        if cancelled is None:  # deleted meanwhile
+            raise Problem(404, "not-found", f"no list {list_id} for this token")
+        return cancelled
+
     async def set_member(
         self, principal: Principal, list_id: str, member: str, role: Role
     ) -> SharedList:
@@ -142,14 +157,16 @@ class ListService:
             raise Problem(403, "viewer", detail)
         return shared
 
-    async def _managed(self, principal: Principal, list_id: str) -> SharedList:
-        """The list, when the caller manages its members: its app's key, an admin key, or
-        the token of an owner who joined it; 404 when he does not see it, else 403."""
+    async def _managed(
+        self, principal: Principal, list_id: str, *, doing: str = "manages its members and name"
+    ) -> SharedList:
+        """The list, when the caller manages it: its app's key, an admin key, or the token
+        of an owner who joined it; 404 when he does not see it, else 403."""
         shared = await self.get(principal, list_id)
         if principal.owner is not None:
             found = shared.member(principal.owner)
             if found is None or found.joined_at is None or found.role is not Role.OWNER:
-                detail = f"only an owner of list {list_id} manages its members and name"
+                detail = f"only an owner of list {list_id} {doing}"
                 raise Problem(403, "not-list-owner", detail)
         return shared
 

@@ -388,7 +388,28 @@ class BatchIn(_Request):
     items: list[Any] = Field(
         min_length=1,
         max_length=MAX_BATCH,
-        description="Each item is a reminder, as `POST /v1/reminders` takes it.",
+        description="Each item is a reminder, as `POST /v1/reminders` takes it (a shared "
+        "list's with `list` and `assignee`, checked as a create checks it: a refusal names "
+        "`items.N.<field>`).",
+        examples=[
+            [
+                {
+                    "owner": "bob",
+                    "text": "Stretch",
+                    "repeat": "weekdays at 8:30",
+                    "zone": "Europe/Lisbon",
+                    "channel": "inapp",
+                },
+                {
+                    "list": "06h2t0k5f07g6e1x9q3d",
+                    "assignee": "ana",
+                    "text": "Bins out",
+                    "repeat": "every Tuesday 19:00",
+                    "zone": "Europe/Berlin",
+                    "channel": "apns",
+                },
+            ]
+        ],
     )
 
 

@@ -7,8 +7,8 @@ When a conditional write loses, the row is read again to say why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -35,6 +35,7 @@ from tocsin.api.routing import check_configured, fields_of
 from tocsin.api.security import Principal
 from tocsin.clock import Clock
 from tocsin.domain import (
+    LIST_OWNER,
     Channel,
     Firing,
     FiringState,
@@ -43,9 +44,10 @@ from tocsin.domain import (
     ReminderStatus,
     Route,
     Schedule,
+    SharedList,
     list_of,
 )
-from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput
+from tocsin.errors import CapReached, ExpansionBudgetExceeded, InvalidInput, ListGone
 from tocsin.ids import is_id
 from tocsin.store.ports import (
     AppStore,
@@ -70,6 +72,16 @@ class RemindersAndContacts(
     """The reminders, the owners' contacts and apps' endpoints `Reach` looks up, the shared
     lists a list's reminder belongs to, and the places and triggers of the reminders that
     ring at a place."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Batch:
+    """What each item of one batch is checked against: who saves it, when, and each list its
+    items name as the caller finds it (the list, or why he may not save in it)."""
+
+    principal: Principal
+    now: datetime
+    lists: Mapping[str, SharedList | Problem]
 
 
 class ReminderService:
@@ -181,6 +193,8 @@ class ReminderService:
             )
         except CapReached as reached:
             raise self.cap.problem(reached.owner, reached.source) from None
+        except ListGone as gone:
+            raise invalid([FieldError("list", f"no list {gone.list_id}: it was deleted")]) from None
 
     async def create_batch(
         self, principal: Principal, items: Sequence[Any], key: IdempotencyKey | None
@@ -189,50 +203,63 @@ class ReminderService:
         if earlier is not None:
             return earlier
         now = self.clock.now()
+        batch = _Batch(
+            principal=principal, now=now, lists=await self._batch_lists(principal, items)
+        )
         # Every item's checks run off the loop, in one hop, within one budget for the batch.
-        results, made = await in_pool(
-            lambda: self._batch_items(principal, items, now),
+        results, made, assignees = await in_pool(
+            lambda: self._batch_items(batch, items),
             field="items",
             seconds=BATCH_SECONDS,
             what="checking the batch's schedules",
         )
         over = await self.cap.over(made) | await self._misplaced(principal, made, results)
-        if over:
-            results = [_refused(result, over) for result in results]
-            made = [reminder for reminder in made if reminder.id not in over]
         warned = await self.warnings(made)
         if warned:
             for result in results:
                 if result.get("id") in warned:
                     result["warnings"] = warned[result["id"]]
-        summary = {"created": len(made), "invalid": len(items) - len(made), "items": results}
-        answer = Answer(200, orjson.dumps(summary))
-        if not made:
-            return answer
-        return await save_once(self.store, made, answer, key=key, now=now)
+        while True:
+            if over:
+                results = [_refused(result, over) for result in results]
+                made = [reminder for reminder in made if reminder.id not in over]
+            summary = {"created": len(made), "invalid": len(items) - len(made), "items": results}
+            answer = Answer(200, orjson.dumps(summary))
+            if not made:
+                return answer
+            try:
+                return await save_once(
+                    self.store, made, answer, key=key, now=now, assignees=assignees
+                )
+            except ListGone as gone:  # deleted since it was read: its items alone are refused
+                over = _gone_items(gone.list_id, made, results)
+
+    async def _batch_lists(
+        self, principal: Principal, items: Sequence[Any]
+    ) -> dict[str, SharedList | Problem]:
+        """Each list a batch's items name, as a single create finds it for the caller (one
+        read a list): the list, or why he may not save in it."""
+        named = {raw["list"] for raw in items if isinstance(raw, dict) and "list" in raw}
+        found: dict[str, SharedList | Problem] = {}
+        for list_id in sorted(n for n in named if isinstance(n, str)):
+            try:
+                found[list_id] = await self.lists.for_reminders(principal, list_id, edits=True)
+            except Problem as problem:
+                found[list_id] = problem
+        return found
 
     async def _owner_of(self, principal: Principal, item: ReminderIn) -> str:
         """The owner a create saves under: the caller's (`owner_for`), or a list's, when the
-        caller may save its reminders; 422 naming `list`, `owner`, `assignee` or `channel`
-        for a body that cannot be one."""
-        if item.list_id is None:
-            if item.assignee is not None:
-                raise invalid([FieldError("assignee", "only a list's reminder has an assignee")])
-            return owner_for(principal, item.owner)
-        if item.owner is not None:
-            detail = "leave out with `list`: the reminder is the list's"
-            raise invalid([FieldError("owner", detail), *_feed_errors(item.route)])
-        _no_feed_for_a_list(item.route)
-        try:
-            shared = await self.lists.for_reminders(principal, item.list_id, edits=True)
-        except Problem as problem:
-            if problem.status != 404:
-                raise
-            raise invalid([FieldError("list", problem.detail)]) from None
-        if item.assignee is not None and shared.member(item.assignee) is None:
-            detail = f"{item.assignee} is not on list {shared.id}: invite him first"
-            raise invalid([FieldError("assignee", detail)])
-        return shared.owner
+        caller may save its reminders (`_item_owner`)."""
+        lists: dict[str, SharedList | Problem] = {}
+        if item.list_id is not None and item.owner is None:
+            try:
+                lists[item.list_id] = await self.lists.for_reminders(
+                    principal, item.list_id, edits=True
+                )
+            except Problem as problem:
+                lists[item.list_id] = problem
+        return _item_owner(principal, item, lists)
 
     async def _misplaced(
         self, principal: Principal, made: Sequence[Reminder], results: list[dict[str, Any]]
@@ -272,29 +299,33 @@ class ReminderService:
         )
 
     def _batch_items(
-        self, principal: Principal, items: Sequence[Any], now: datetime
-    ) -> tuple[list[dict[str, Any]], list[Reminder]]:
-        """Each item's result, and the reminders to save (runs in the schedule pool)."""
+        self, batch: _Batch, items: Sequence[Any]
+    ) -> tuple[list[dict[str, Any]], list[Reminder], dict[str, str]]:
+        """Each item's result, the reminders to save, and the assignees of those that are a
+        list's and have one (runs in the schedule pool)."""
         results: list[dict[str, Any]] = []
         made: list[Reminder] = []
+        assignees: dict[str, str] = {}
         for index, raw in enumerate(items):
             try:
-                reminder = self._budgeted_item(principal, index, raw, now)
+                reminder, assignee = self._budgeted_item(batch, index, raw)
             except Problem as problem:
                 results.append({"index": index, "status": "invalid", "problem": problem.to_dict()})
                 continue
             made.append(reminder)
+            if assignee is not None:
+                assignees[reminder.id] = assignee
             results.append(render.batch_created(index, reminder))
-        return results, made
+        return results, made, assignees
 
-    def _budgeted_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
+    def _budgeted_item(self, batch: _Batch, index: int, raw: Any) -> tuple[Reminder, str | None]:
         try:
             check_budget()  # the batch's: once it is spent, the items left are not checked
         except ExpansionBudgetExceeded as error:
             raise not_checked(f"items.{index}", error) from None
         try:
             with expansion_budget(REQUEST_SECONDS):
-                return self._batch_item(principal, index, raw, now)
+                return self._batch_item(batch, index, raw)
         except ExpansionBudgetExceeded as error:
             given = next(
                 (f for f in ("say", "when") if isinstance(raw, dict) and raw.get(f) is not None),
@@ -302,17 +333,15 @@ class ReminderService:
             )
             raise too_costly(f"items.{index}.{given}", error) from None
 
-    def _batch_item(self, principal: Principal, index: int, raw: Any, now: datetime) -> Reminder:
+    def _batch_item(self, batch: _Batch, index: int, raw: Any) -> tuple[Reminder, str | None]:
+        """One item's reminder and assignee, checked as a single create checks it: a
+        refusal names `items.N.<field>` (a list the caller may not save in, `items.N.list`)."""
         prefix = f"items.{index}."
         try:
             item = ReminderIn.model_validate(raw)
-            if item.list_id is not None or item.assignee is not None:
-                field = "list" if item.list_id is not None else "assignee"
-                detail = "a list's reminders are saved one at a time (POST /v1/reminders)"
-                raise invalid([FieldError(field, detail)])
-            owner = owner_for(principal, item.owner)
+            owner = _item_owner(batch.principal, item, batch.lists)
             self.check_configured(item.route)
-            return self._new(principal, item, owner, now)
+            return self._new(batch.principal, item, owner, batch.now), item.assignee
         except ValidationError as error:
             raise invalid(field_errors(error.errors(), prefix=prefix)) from None
         except Problem as problem:
@@ -561,10 +590,56 @@ class ReminderService:
         copy = changes.snoozed_copy(current, ring.id, due, now=self.clock.now())
         # A list's ring snoozed stays its assignee's: the new one-off rings him alone too.
         assignee = (await self.assignees([current])).get(current.id)
-        snoozed_by = await self.store.snooze_firing(ring.id, copy, assignee=assignee)
+        try:
+            snoozed_by = await self.store.snooze_firing(ring.id, copy, assignee=assignee)
+        except ListGone as gone:
+            detail = f"list {gone.list_id} was deleted: its rings are not snoozed"
+            raise Problem(409, "list-deleted", detail) from None
         if snoozed_by != copy.id:
             raise _not_snoozed(ring.id, snoozed_by)
         return copy
+
+
+def _item_owner(
+    principal: Principal, item: ReminderIn, lists: Mapping[str, SharedList | Problem]
+) -> str:
+    """The owner an item (a create's body, a batch's item) saves under: the caller's
+    (`owner_for`), or its list's (`lists`: found for the caller, or why he may not save in
+    it); 422 naming `list`, `owner`, `assignee` or `channel` for one that cannot be either,
+    and a list's own refusal (403 `viewer`) naming `list`."""
+    if item.list_id is None:
+        if item.assignee is not None:
+            raise invalid([FieldError("assignee", "only a list's reminder has an assignee")])
+        return owner_for(principal, item.owner)
+    if item.owner is not None:
+        detail = "leave out with `list`: the reminder is the list's"
+        raise invalid([FieldError("owner", detail), *_feed_errors(item.route)])
+    _no_feed_for_a_list(item.route)
+    found = lists.get(item.list_id) or Problem(404, "not-found", f"no list {item.list_id}")
+    if isinstance(found, Problem):
+        if found.status != 404:
+            errors = [FieldError("list", found.detail)]
+            raise Problem(found.status, found.slug, found.detail, errors=errors)
+        raise invalid([FieldError("list", found.detail)])
+    if item.assignee is not None and found.member(item.assignee) is None:
+        detail = f"{item.assignee} is not on list {found.id}: invite him first"
+        raise invalid([FieldError("assignee", detail)])
+    return found.owner
+
+
+def _gone_items(
+    list_id: str, made: Sequence[Reminder], results: Sequence[dict[str, Any]]
+) -> dict[str, Problem]:
+    """By id, a batch's reminders in list `list_id`, deleted while the batch was saved: each
+    a 422 naming `items.N.list`."""
+    owner = LIST_OWNER + list_id
+    index = {result["id"]: result["index"] for result in results if "id" in result}
+    detail = f"no list {list_id}: it was deleted"
+    return {
+        r.id: invalid([FieldError(f"items.{index[r.id]}.list", detail)])
+        for r in made
+        if r.owner == owner
+    }
 
 
 def _misplaced(field: str, owner: str, trigger: PlaceTrigger) -> Problem:

@@ -58,7 +58,9 @@ COMMANDS: Mapping[str, Command] = {
     "quiet-hours": Command(CLIENT, "an owner's quiet hours: bulk rings wait until they end"),
     "lists": Command(CLIENT, "shared lists: their reminders ring every member who joined"),
     "import": Command(CLIENT, "save reminders from a file of JSON lines or CSV, 1,000 a request"),
-    "export": Command(CLIENT, "print an owner's reminders as JSON lines (what import reads)"),
+    "export": Command(
+        CLIENT, "print an owner's reminders, or a list's, as JSON lines (what import reads)"
+    ),
 }
 CLIENT_COMMANDS = frozenset(name for name, command in COMMANDS.items() if command.module == CLIENT)
 # The entry-point group of the commands other distributions add: `name = "module"`, a module

@@ -43,8 +43,11 @@ def register(subparsers: Any) -> None:
   tocsin import reminders.csv --owner ana --zone Europe/Paris --channel email
   tocsin export --owner ana > ana.jsonl && tocsin import ana.jsonl --url https://new.example
 
+  tocsin import chores.csv --list 06h2t0k5f07g6e1x9q3d
+
   A CSV file has a header: text,at,repeat,zone,channel,owner,freshness,metadata (any
-  order; metadata as JSON). Empty cells and missing columns take the defaults below.
+  order; metadata as JSON; list and assignee for a shared list's). Empty cells and missing
+  columns take the defaults below.
   Re-running the same import (same file, same options) after it stopped saves nothing
   twice: the batches already saved are replayed.""",
     )
@@ -53,6 +56,12 @@ def register(subparsers: Any) -> None:
         "--format", choices=("jsonl", "csv"), help="the file's format (default: by its name)"
     )
     owner_option(importer, "reminders, for lines that name none")
+    importer.add_argument(
+        "--list",
+        dest="list_id",
+        help="save the lines that name no owner or list in this shared list (instead of an "
+        "owner's; an editor's or owner's token of it, or a key of its app)",
+    )
     importer.add_argument("--zone", help="for lines without a zone (default TOCSIN_ZONE, …)")
     importer.add_argument(
         "--channel", help="for lines without a channel (default TOCSIN_CHANNEL, else log)"
@@ -62,12 +71,14 @@ def register(subparsers: Any) -> None:
         subparsers,
         "export",
         export_reminders,
-        summary="print an owner's reminders as JSON lines (what import reads)",
+        summary="print an owner's reminders, or a list's, as JSON lines (what import reads)",
         examples="""\
   tocsin export --owner ana > ana.jsonl
-  tocsin export --owner ana --status pending | tocsin import /dev/stdin --format jsonl""",
+  tocsin export --owner ana --status pending | tocsin import /dev/stdin --format jsonl
+  tocsin export --list 06h2t0k5f07g6e1x9q3d > chores.jsonl""",
     )
     owner_option(exporter, "reminders")
+    exporter.add_argument("--list", dest="list_id", help="a shared list's reminders instead")
     exporter.add_argument("--status", choices=[s.value for s in ReminderStatus])
 
 
@@ -117,7 +128,8 @@ def import_file(api: Api, args: argparse.Namespace) -> int:
 
 def _defaults(args: argparse.Namespace, api: Api) -> dict[str, str]:
     found = {
-        "owner": owner_of(args, api),
+        "list": args.list_id,
+        "owner": None if args.list_id else owner_of(args, api),
         "zone": args.zone or default_zone(),
         "channel": args.channel or os.environ.get("TOCSIN_CHANNEL") or "log",
     }
@@ -237,7 +249,8 @@ class Progress:
 
 def export_reminders(api: Api, args: argparse.Namespace) -> int:
     """JSON lines whatever `--json` says: one reminder a line is already for scripts."""
-    query = {"owner": owner_of(args, api), "status": args.status}
+    whose = {"list": args.list_id} if args.list_id else {"owner": owner_of(args, api)}
+    query = whose | {"status": args.status}
     for reminder in api.pages("/v1/reminders", "reminders", **query):
         print(json.dumps(reminder, ensure_ascii=False))
     return OK

@@ -1,5 +1,6 @@
-"""`tocsin lists show | create | rename | invite | accept | remove`: shared lists and their
-members (a list's reminders: `tocsin add --list`, `tocsin list --list`)."""
+"""`tocsin lists show | create | rename | delete | invite | accept | remove`: shared lists and
+their members (a list's reminders: `tocsin add --list`, `tocsin list --list`, `tocsin import
+--list`)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def register(subparsers: Any) -> None:
         "  tocsin lists invite 06h2t0k5f07g6e1x9q3d ben --role editor\n"
         "  tocsin lists accept 06h2t0k5f07g6e1x9q3d ben\n"
         '  tocsin add "bins out" --at 19:00 --list 06h2t0k5f07g6e1x9q3d\n'
-        "  tocsin lists remove 06h2t0k5f07g6e1x9q3d ben",
+        "  tocsin lists remove 06h2t0k5f07g6e1x9q3d ben\n"
+        "  tocsin lists delete 06h2t0k5f07g6e1x9q3d",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="lists_command", metavar="SUBCOMMAND", required=True)
@@ -39,6 +41,10 @@ def register(subparsers: Any) -> None:
     rename = _command(commands, "rename", rename_list, "rename a list (a list owner)")
     rename.add_argument("id", help="the list's id")
     rename.add_argument("name", help="its new name")
+    delete = _command(
+        commands, "delete", delete_list, "delete a list and cancel its reminders (a list owner)"
+    )
+    delete.add_argument("id", help="the list's id")
     for name, run, summary, who in (
         ("invite", invite_member, "invite someone, or change a member's role", "an owner's name"),
         ("accept", accept_invitation, "accept an invitation to a list", "who accepts"),
@@ -56,6 +62,7 @@ def _command(commands: Any, name: str, run: Any, summary: str) -> argparse.Argum
         "show": "  tocsin lists show\n  tocsin lists show 06h2t0k5f07g6e1x9q3d",
         "create": "  tocsin lists create Household",
         "rename": "  tocsin lists rename 06h2t0k5f07g6e1x9q3d Home",
+        "delete": "  tocsin lists delete 06h2t0k5f07g6e1x9q3d",
         "invite": "  tocsin lists invite 06h2t0k5f07g6e1x9q3d ben --role viewer",
         "accept": "  tocsin lists accept 06h2t0k5f07g6e1x9q3d ben",
         "remove": "  tocsin lists remove 06h2t0k5f07g6e1x9q3d ben",
@@ -81,6 +88,15 @@ def create_list(api: Api, args: argparse.Namespace) -> int:
 
 def rename_list(api: Api, args: argparse.Namespace) -> int:
     return _print(api.request("PATCH", f"/v1/lists/{args.id}", json={"name": args.name}).body, args)
+
+
+def delete_list(api: Api, args: argparse.Namespace) -> int:
+    api.request("DELETE", f"/v1/lists/{args.id}")
+    if args.json:
+        fmt.emit_json({"list": args.id, "deleted": True})
+    else:
+        print(f"list {args.id} is deleted; its reminders are cancelled")
+    return OK
 
 
 def invite_member(api: Api, args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tocsin.domain import ReminderStatus
+from tocsin.domain import LIST_OWNER, ReminderStatus
 
 # What `export` writes that the server works out itself: dropped on import, so an export
 # imports as it is. Any other unknown field still goes to the server, which names it (a typo
@@ -54,7 +54,10 @@ def read_records(
     content: bytes, kind: str, defaults: Mapping[str, str]
 ) -> tuple[list[Line], list[Refusal]]:
     """The records of `content` (`kind`: jsonl or csv) with `defaults` filling the fields a
-    record leaves out, and the records that cannot be sent, each with its line number."""
+    record leaves out, and the records that cannot be sent, each with its line number. Whose
+    a reminder is (`owner`, or `list`) is filled in only for a record that names neither; an
+    exported list's reminder names its list, and the list's owner name it also carries is
+    left out (a create in a list takes none)."""
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -70,7 +73,12 @@ def read_records(
         if problem is not None:
             refused.append(problem)
             continue
-        item = {**defaults, **{k: v for k, v in record.items() if k not in READ_ONLY}}
+        given = {k: v for k, v in record.items() if k not in READ_ONLY}
+        if given.get("list") and str(given.get("owner", "")).startswith(LIST_OWNER):
+            del given["owner"]
+        whose = {"owner", "list"}
+        filled = {k: v for k, v in defaults.items() if k not in whose or not whose & given.keys()}
+        item = {**filled, **given}
         size = len(json.dumps(item, ensure_ascii=False).encode()) + 1
         lines.append(Line(number=number, item=item, size=size))
     return lines, refused

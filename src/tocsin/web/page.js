@@ -705,26 +705,32 @@
     }
   }
 
-  /** A delete asks first: the buttons give way to "Delete “…”?" until it is answered. */
-  function askRemove(item, reminder) {
-    const actions = item.querySelector(".actions");
+  /** A delete asks first: the buttons `actions` give way to the question (`what`, named
+   * `name` on its buttons) until it is answered; `onYes` then deletes, `onNo` puts them back. */
+  function askFirst(actions, what, name, question, onYes, onNo) {
     const ask = document.createElement("p");
     ask.className = "confirm";
-    const yes = button("Delete", `Yes, delete “${reminder.text}”`);
-    const no = button("Keep it", `Keep “${reminder.text}”`);
-    ask.append(`Delete “${reminder.text}”? It will not ring. `, yes, " ", no);
+    const yes = button("Delete", `Yes, delete ${name}`);
+    const no = button("Keep it", `Keep ${name}`);
+    ask.append(`Delete ${what}? ${question} `, yes, " ", no);
     actions.hidden = true;
     actions.after(ask);
     no.focus();
     no.addEventListener("click", () => {
       ask.remove();
       actions.hidden = false;
-      item.querySelector(".delete").focus();
+      onNo();
     });
     yes.addEventListener("click", () => {
       ask.remove();
-      remove(item, reminder);
+      onYes();
     });
+  }
+
+  function askRemove(item, reminder) {
+    const named = `“${reminder.text}”`;
+    askFirst(item.querySelector(".actions"), named, named, "It will not ring.",
+      () => remove(item, reminder), () => item.querySelector(".delete").focus());
   }
 
   async function remove(item, reminder) {
@@ -1115,7 +1121,7 @@
   const memberText = (m) => `${m.member} (${m.role}${m.state === "invited" ? ", invited" : ""})`;
 
   /** One list: its members, its pending reminders and whom each is for, and what this
-   * member may do (accept, leave, invite, remind the list). */
+   * member may do (accept, leave, invite, remind the list, and an owner delete it). */
   async function listItem(shared) {
     const me = shared.members.find((m) => m.member === state.owner);
     const joined = me && me.state === "joined";
@@ -1138,8 +1144,28 @@
     if (me) actions.append(listAction("Leave", `Leave ${shared.name}`, "DELETE", `/members/${encodeURIComponent(me.member)}`, shared, error));
     if (joined && me.role !== "viewer") item.append(remindForm(shared, error));
     if (joined && me.role === "owner") item.append(inviteForm(shared, error));
+    if (joined && me.role === "owner") {
+      const deleting = button("Delete list", `Delete ${shared.name}`);
+      deleting.addEventListener("click", () => askDeleteList(shared, actions, error));
+      actions.append(deleting);
+    }
     item.append(actions, error);
     return item;
+  }
+
+  /** Deleting a list asks first, as a reminder's delete does: its reminders stop ringing. */
+  function askDeleteList(shared, actions, error) {
+    const deleteList = async () => {
+      try {
+        await api("DELETE", `/v1/lists/${encodeURIComponent(shared.id)}`);
+        say(`Deleted ${shared.name}; its reminders are cancelled.`);
+        await loadLists();
+      } catch (failure) {
+        actions.hidden = false;
+        tell(error, `Not deleted: ${failure.message}.`, true);
+      }
+    };
+    askFirst(actions, shared.name, shared.name, "Its reminders will not ring for anyone.", deleteList, () => {});
   }
 
   async function listReminders(shared) {

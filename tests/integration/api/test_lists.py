@@ -29,6 +29,21 @@ async def _list(client: httpx.AsyncClient, headers: dict[str, str], **body: Any)
     return found
 
 
+async def _household(
+    client: httpx.AsyncClient, store: Store
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Ana's list, with Ben an editor and Cy a viewer who joined it; Dan's token, on none;
+    the tokens of ana, ben, cy and dan."""
+    tokens = await _tokens(store, "ana", "ben", "cy", "dan")
+    ana, ben, cy, _ = tokens
+    shared = await _list(client, ana)
+    path = f"/v1/lists/{shared['id']}"
+    for member, role, token in (("ben", "editor", ben), ("cy", "viewer", cy)):
+        await client.put(f"{path}/members/{member}", json={"role": role}, headers=ana)
+        await client.post(f"{path}/members/{member}/accept", headers=token)
+    return tokens, shared
+
+
 def _members(shared: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {m["member"]: (m["role"], m["state"]) for m in shared["members"]}
 
@@ -75,12 +90,8 @@ async def test_a_list_is_made_shared_and_left(client: httpx.AsyncClient, store: 
 async def test_a_lists_reminders_follow_each_members_role(
     client: httpx.AsyncClient, store: Store
 ) -> None:
-    ana, ben, cy, dan = await _tokens(store, "ana", "ben", "cy", "dan")
-    shared = await _list(client, ana)
+    (ana, ben, cy, dan), shared = await _household(client, store)
     path = f"/v1/lists/{shared['id']}"
-    for member, role, token in (("ben", "editor", ben), ("cy", "viewer", cy)):
-        await client.put(f"{path}/members/{member}", json={"role": role}, headers=ana)
-        await client.post(f"{path}/members/{member}/accept", headers=token)
     await client.put(f"{path}/members/dan", json={"role": "editor"}, headers=ana)  # invited
 
     body = {**AT, "list": shared["id"]}
@@ -203,9 +214,13 @@ async def test_bad_lists_and_members_are_refused_naming_the_field_and_nothing_is
         assert fields(refused.json()) == expected, (extra, refused.text)
     alone = await client.post("/v1/reminders", json={**AT, "assignee": "ana"}, headers=ana)
     assert fields(alone.json()) == ["assignee"]
-    batch = await client.post("/v1/reminders:batch", json={"items": [body]}, headers=ana)
-    assert batch.status_code == 200
-    assert fields(batch.json()["items"][0]["problem"]) == ["items.0.list"]
+    items = [body | extra for extra, _ in refusals]
+    batch = await client.post("/v1/reminders:batch", json={"items": items}, headers=ana)
+    assert (batch.status_code, batch.json()["created"]) == (200, 0), batch.text
+    in_batch = [fields(item["problem"]) for item in batch.json()["items"]]
+    assert in_batch == [
+        [f"items.{n}.{f}" for f in expected] for n, (_, expected) in enumerate(refusals)
+    ]
     assert await store.list_reminders(made["owner"]) == []
     assert await store.list_reminders("ana") == []
     listed = await client.get("/v1/reminders?list=a%00", headers=ana)
@@ -279,3 +294,87 @@ async def test_an_edit_reassigns_a_lists_reminder_or_gives_it_to_everyone(
         f"/v1/reminders/{own.json()['id']}", json={"assignee": "ben"}, headers=ben | etag
     )
     assert fields(alone.json()) == ["assignee"]
+
+
+async def test_a_batch_saves_a_lists_reminders_as_a_create_would_each_item_on_its_own(
+    client: httpx.AsyncClient, store: Store
+) -> None:
+    (_, ben, cy, dan), shared = await _household(client, store)
+    listed = {**AT, "list": shared["id"]}
+    items = [
+        listed | {"assignee": "ana", "text": "Bins out"},
+        AT | {"owner": "ben", "text": "His own"},
+        listed | {"text": "Everyone"},
+        listed | {"assignee": "zed"},
+        listed | {"channel": "inapp"},
+        listed | {"list": "06h46pkr2a7jv1nkr0gn"},
+        listed | {"repeat": "every blue moon"},
+    ]
+    batch = await client.post("/v1/reminders:batch", json={"items": items}, headers=ben)
+    assert batch.status_code == 200, batch.text
+    answer = batch.json()
+    assert (answer["created"], answer["invalid"]) == (3, 4)
+    saved = [item["id"] for item in answer["items"][:3]]
+    assert [item["status"] for item in answer["items"][:3]] == ["created"] * 3
+    assert [fields(item["problem"]) for item in answer["items"][3:]] == [
+        ["items.3.assignee"],
+        ["items.4.channel"],
+        ["items.5.list"],
+        ["items.6.repeat"],
+    ]
+    in_list = await store.list_reminders(shared["owner"])
+    assert sorted(r.id for r in in_list) == sorted([saved[0], saved[2]])
+    assert [r.id for r in await store.list_reminders("ben")] == [saved[1]]
+    assert await store.assignees_of(saved) == {saved[0]: "ana"}
+    shown = (await client.get(f"/v1/reminders/{saved[0]}", headers=cy)).json()
+    assert (shown["list"], shown["assignee"], shown["text"]) == (shared["id"], "ana", "Bins out")
+
+    # The same checks as a create: a viewer is refused (403), someone not on it too (422),
+    # item by item, and nothing of theirs is saved.
+    viewer = await client.post("/v1/reminders:batch", json={"items": [listed]}, headers=cy)
+    problem = viewer.json()["items"][0]["problem"]
+    assert (problem["status"], problem["type"]) == (403, "urn:tocsin:problem:viewer")
+    assert fields(problem) == ["items.0.list"]
+    outsider = await client.post("/v1/reminders:batch", json={"items": [listed]}, headers=dan)
+    assert fields(outsider.json()["items"][0]["problem"]) == ["items.0.list"]
+    assert len(await store.list_reminders(shared["owner"])) == 2
+
+
+async def test_deleting_a_list_cancels_its_reminders_and_takes_only_an_owner(
+    client: httpx.AsyncClient, store: Store, clock: FakeClock
+) -> None:
+    ana, ben, cy = await _tokens(store, "ana", "ben", "cy")
+    other = bearer(await add_key(store, "other"))
+    shared = await _list(client, ana)
+    path = f"/v1/lists/{shared['id']}"
+    await client.put(f"{path}/members/ben", json={"role": "editor"}, headers=ana)
+    await client.post(f"{path}/members/ben/accept", headers=ben)
+    body = {**AT, "list": shared["id"]}
+    one_off = (await client.post("/v1/reminders", json=body, headers=ben)).json()
+    series = {**body, "at": None, "repeat": "every day at 9:00", "assignee": "ben"}
+    daily = (await client.post("/v1/reminders", json=series, headers=ben)).json()
+    rung = (await client.post("/v1/reminders", json=body | {"text": "rung"}, headers=ben)).json()
+    on_its_way = await ring(store, clock, rung["id"])  # claimed before the delete
+    own = (await client.post("/v1/reminders", json=AT, headers=ana)).json()
+
+    assert (await client.delete(path, headers=ben)).status_code == 403  # an editor
+    for outsider in (cy, other):
+        assert (await client.delete(path, headers=outsider)).status_code == 404
+    assert (await client.delete(path, headers=ana)).status_code == 204
+
+    assert (await client.get(path, headers=ana)).status_code == 404
+    assert (await client.get("/v1/lists", headers=ben)).json() == {"lists": []}
+    for made in (one_off, daily):
+        found = await store.get_reminder(made["id"], now=clock.now())
+        assert found is not None
+        assert (found.status.value, found.due_at) == ("cancelled", None)
+    found = await store.get_reminder(rung["id"], now=clock.now())
+    assert found is not None
+    assert found.last_firing is not None
+    assert found.last_firing.id == on_its_way.id  # its ring goes as claimed
+    mine = await store.get_reminder(own["id"], now=clock.now())
+    assert mine is not None
+    assert mine.status.value == "pending"
+    assert (await client.delete(path, headers=ana)).status_code == 404
+    late = await client.post("/v1/reminders", json=body, headers=ana)
+    assert fields(late.json()) == ["list"]

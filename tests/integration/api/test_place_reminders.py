@@ -211,3 +211,40 @@ async def test_a_place_reminder_takes_no_early_alerts_and_no_nags(
     assert made.json()["next_occurrence"] is None
     assert edited.status_code == 422
     assert [e["field"] for e in edited.json()["errors"]] == ["alerts"]
+
+
+async def test_a_once_ever_reminder_reads_fired_after_its_one_ring_and_rings_no_more(
+    client: httpx.AsyncClient,
+) -> None:
+    home = await _place(client)
+    ever = await create(client, _at_place(home, once="ever"))
+    plain = await create(client, _at_place(home))
+    tag = (await client.get(f"/v1/reminders/{ever['id']}")).headers["etag"]
+
+    crossed = await _cross(client, home, ARRIVED)
+    assert {r["reminder"] for r in crossed.json()["rang"]} == {ever["id"], plain["id"]}
+    shown = (await client.get(f"/v1/reminders/{ever['id']}")).json()
+    firing = f"{ever['id']}.{int((NOW - timedelta(minutes=1)).timestamp())}"
+    assert (shown["status"], shown["next"], shown["last_firing"]["id"]) == ("fired", None, firing)
+    assert shown["on"]["once"] == "ever"
+    assert (await client.get(f"/v1/reminders/{plain['id']}")).json()["status"] == "pending"
+    fired = (await client.get("/v1/reminders?owner=ana&status=fired")).json()["reminders"]
+    assert [r["id"] for r in fired] == [ever["id"]]
+
+    # An edit read before its ring loses; a cancel finds it rang (its ring is queued here).
+    stale = await client.patch(
+        f"/v1/reminders/{ever['id']}", json={"text": "late"}, headers={"If-Match": tag}
+    )
+    assert stale.status_code == 412, stale.text
+    cancel = await client.delete(f"/v1/reminders/{ever['id']}")
+    assert (cancel.status_code, cancel.json()["type"]) == (409, "urn:tocsin:problem:ringing")
+
+    # A later crossing (past the flap window) rings the plain one alone; the fired one is
+    # not armed any more.
+    after_flap = format_utc(NOW + timedelta(minutes=4, seconds=30))
+    later = (await _cross(client, home, {"event": "arrive", "at": after_flap})).json()
+    assert [r["reminder"] for r in later["rang"]] == [plain["id"]]
+    assert ever["id"] not in {p["reminder"] for p in later["passed"]}
+    # Not in use either: only the plain one keeps its place from being deleted.
+    refused = (await client.delete(f"/v1/owners/ana/places/{home}")).json()
+    assert refused["reminders"] == [plain["id"]]

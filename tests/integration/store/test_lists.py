@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from tests.integration.store.factories import NOW, reminder
-from tocsin.domain import Member, Role, SharedList
-from tocsin.errors import CapReached
+from tests.integration.store.factories import NOW, claim, reminder
+from tocsin.domain import Member, ReminderStatus, Role, SharedList
+from tocsin.errors import CapReached, ListGone
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.store import Store
 
@@ -21,6 +21,14 @@ def shared_list(name: str = "Household", source: str | None = None) -> SharedLis
     return SharedList(
         id=list_id, name=name, source=source, created_at=NOW, updated_at=NOW, members=(first,)
     )
+
+
+async def two_lists(store: Store) -> tuple[SharedList, SharedList]:
+    """Two lists saved, Ana the owner of each."""
+    shared, other = shared_list(), shared_list("Team")
+    await store.add_list(shared)
+    await store.add_list(other)
+    return shared, other
 
 
 def invited(shared: SharedList, member: str, role: Role = Role.EDITOR) -> Member:
@@ -65,9 +73,7 @@ async def test_a_list_reads_back_with_its_members_as_they_change(store: Store) -
 async def test_a_lists_rings_go_to_the_members_who_joined_or_the_assignee_alone(
     store: Store,
 ) -> None:
-    shared, other = shared_list(), shared_list("Team")
-    await store.add_list(shared)
-    await store.add_list(other)
+    shared, other = await two_lists(store)
     for member in ("ben", "cy"):
         await store.save_member(invited(shared, member))
     await store.join_list(shared.id, "ben", NOW)  # cy stays invited
@@ -105,3 +111,48 @@ async def test_an_assignee_is_not_saved_without_its_reminder(store: Store) -> No
     with pytest.raises(CapReached):
         await store.add_reminders([second], cap=1, assignees={second.id: "ana"})
     assert await store.assignees_of([first.id, second.id]) == {first.id: "ana"}
+
+
+async def test_a_lists_delete_takes_back_what_waits_and_no_save_in_it_comes_after(
+    store: Store,
+) -> None:
+    shared, other = await two_lists(store)
+    await store.save_member(invited(shared, "ben"))
+    series = reminder(shared.owner, rule="FREQ=DAILY;BYHOUR=10;BYMINUTE=0")
+    one_off, elsewhere = reminder(shared.owner), reminder(other.owner)
+    await store.add_reminders([series, one_off, elsewhere])
+    assert series.due_at is not None
+    # The series' occurrence was claimed first: its next one waits, and is what goes.
+    following = series.due_at + timedelta(days=1)
+    [rung] = await store.claim(
+        [claim(series, next_due_at=following)],
+        sender="w",
+        now=series.due_at,
+        lease=timedelta(minutes=1),
+    )
+
+    assert await store.delete_list(shared.id, now=NOW) == 2
+    assert await store.get_list(shared.id) is None
+    assert await store.member_lists("ben") == []
+    for gone in (series, one_off):
+        found = await store.get_reminder(gone.id, now=NOW)
+        assert found is not None
+        assert (found.status, found.due_at) == (ReminderStatus.CANCELLED, None)
+    found = await store.get_reminder(series.id, now=NOW)
+    assert found is not None
+    assert found.last_firing is not None
+    assert found.last_firing.id == rung.id  # claimed before: it goes
+    kept = await store.get_reminder(elsewhere.id, now=NOW)
+    assert kept is not None
+    assert kept.status is ReminderStatus.PENDING
+
+    late = reminder(shared.owner)
+    with pytest.raises(ListGone):
+        await store.add_reminders([late])
+    with pytest.raises(ListGone):
+        await store.add_reminders([late, reminder(other.owner)], assignees={late.id: "ana"})
+    with pytest.raises(ListGone):
+        await store.snooze_firing(rung.id, late)
+    assert await store.list_reminders(shared.owner, status=ReminderStatus.PENDING) == []
+    assert len(await store.list_reminders(other.owner)) == 1  # the batch saved nothing
+    assert await store.delete_list(shared.id, now=NOW) is None

@@ -92,6 +92,33 @@ async def rename_list(
     return render.JSON(render.shared_list(await context.lists.rename(caller, list_id, item.name)))
 
 
+@router.delete(
+    "/{list_id}",
+    status_code=204,
+    summary="Delete a list and cancel its reminders",
+    description="A list owner's token, or a key of its app. In one transaction the list and "
+    "its members go and every pending reminder of the list is cancelled, each ring still to "
+    "come taken back as a cancel takes it back: once this answered 204, no ring of the list "
+    "due after it rings. A ring claimed before (due at that instant, on its way) may still "
+    "arrive, to the members whose contacts its send had already worked out; one not yet on "
+    "its way finds no member and fails. The cancelled reminders stay readable by the list's "
+    "app (status `cancelled`) until retention removes them.",
+    operation_id="deleteList",
+    responses=openapi.problems(
+        403,
+        409,
+        notes={
+            **_MANAGE,
+            409: "Claims kept ringing one of its reminders while deleting it: nothing was "
+            "deleted, retry.",
+        },
+    ),
+)
+async def delete_list(list_id: ListId, context: Context, caller: Caller) -> Response:
+    await context.lists.delete(caller, list_id)
+    return Response(status_code=204)
+
+
 @router.put(
     "/{list_id}/members/{member}",
     response_model=ListOut,

@@ -35,6 +35,17 @@ class ListStore(Protocol):
         """Rename the list; False when there is none."""
 
     @abstractmethod
+    async def delete_list(self, list_id: str, *, now: datetime) -> int | None:
+        """Delete the list with its members and cancel its reminders, in one transaction: each
+        pending one's occurrence that waits is taken back as `cancel_reminder` takes it back
+        (a claim that decided it first rang it, and a series' next occurrence is taken back
+        instead), so once this returns no occurrence of the list's waits to ring; a ring
+        claimed before may still go. A list reminder saved at the same time either commits
+        first (and is cancelled here) or finds the list gone (`ListGone`). How many reminders
+        were cancelled; None when there is no such list. `ListKeptRinging` (nothing deleted)
+        when claims kept deciding one reminder's occurrences first."""
+
+    @abstractmethod
     async def save_member(self, member: Member) -> None:
         """Invite `member` (as given: invited, or joined), or change the role of one on the
         list already (whether he joined is kept)."""

@@ -45,7 +45,10 @@ class ReminderStore(Protocol):
         already. Wakes `listen_due` listeners for pending ones due soon. With a `cap`, one
         reminder (the API's single create) is saved only while its (owner, app) pair keeps
         fewer than `cap` pending, checked in the same statement, else `CapReached` (saving
-        nothing); a batch's caller checks first (`pending_counts`)."""
+        nothing); a batch's caller checks first (`pending_counts`). A list's reminder is
+        saved only while its list is there, held in the same transaction until it commits
+        (`delete_list` waits for it, or it for the delete), else `ListGone` (saving
+        nothing)."""
 
     @abstractmethod
     async def pending_counts(
@@ -119,7 +122,8 @@ class ReminderStore(Protocol):
         the id the firing is snoozed by once this is done, decided with the mark itself:
         `reminder.id` when this call marked it; the earlier one's when it was snoozed
         already, and None when no such firing is written (a ring on its way on PostgreSQL,
-        before its first try is recorded) — both saving nothing."""
+        before its first try is recorded) — both saving nothing. A list's one-off is saved
+        only while its list is there, as `add_reminders` saves one, else `ListGone`."""
 
     @abstractmethod
     async def mark_done(self, firing_id: str, now: datetime) -> Firing | None:

@@ -13,6 +13,7 @@ import asyncpg
 from asyncpg import Record
 
 from tocsin.domain import (
+    LIST_OWNER,
     PRIORITY_RANKS,
     App,
     Armed,
@@ -40,8 +41,9 @@ from tocsin.domain import (
     RingMinute,
     SharedList,
     WorkerState,
+    lists_of,
 )
-from tocsin.errors import CapReached, StoreError
+from tocsin.errors import CapReached, ListGone, ListKeptRinging, StoreError
 from tocsin.ids import SHARDS, firing_id, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import batches, codec
@@ -114,6 +116,52 @@ _SEALED_QUERIES = {
 
 class _NothingSaved(Exception):
     """Rolls back a statement's transaction that saved nothing (`_all_or_nothing`)."""
+
+
+def _cancel_args(current: Reminder, now: datetime) -> tuple[object, ...]:
+    """CANCEL_REMINDER's parameters: take back the occurrence that waits as `current` reads."""
+    assert current.due_at is not None
+    waiting = current.due_at
+    return (
+        current.id,
+        now,
+        current.version,
+        waiting,
+        codec.bucket_of(waiting),
+        _on_its_way(current),
+    )
+
+
+async def _cancel_in(connection: asyncpg.Connection, reminder_id: str, now: datetime) -> bool:
+    """Cancel a pending reminder in the caller's transaction, as `cancel_reminder` does: each
+    try read again (a claim may take the occurrence between the read and the cancel: then a
+    series' next one waits instead) and rolled back to its savepoint when a claim decided the
+    occurrence first. Whether it was cancelled (False: nothing waited to ring);
+    `ListKeptRinging` after as many tries as a cancel makes."""
+    for _ in range(_RETRIES):
+        row = await connection.fetchrow(q.GET_REMINDER, reminder_id, now)
+        current = None if row is None else reminder_from(row, _as_is)
+        if current is None or current.due_at is None:
+            return False
+        try:
+            async with connection.transaction():  # a savepoint
+                if await connection.fetchrow(q.CANCEL_REMINDER, *_cancel_args(current, now)):
+                    return True
+                raise _NothingSaved
+        except _NothingSaved:
+            continue
+    raise ListKeptRinging(f"claims kept ringing reminder {reminder_id} while it was cancelled")
+
+
+async def _hold_lists(connection: asyncpg.Connection, wanted: Sequence[str]) -> None:
+    """Hold every list of `wanted` until the caller's transaction ends (HOLD_LISTS), or
+    `ListGone` when one was deleted."""
+    if not wanted:
+        return
+    there = {row["id"] for row in await connection.fetch(q.HOLD_LISTS, list(wanted))}
+    for list_id in wanted:
+        if list_id not in there:
+            raise ListGone(list_id)
 
 
 def _on_its_way(reminder: Reminder) -> datetime | None:
@@ -255,7 +303,8 @@ class PostgresStore(Store):
     ) -> None:
         args = _add_args(reminders, idempotency)
         triggers = [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
-        if assignees or triggers:  # a list's assignee, a place's trigger: in one transaction
+        held = lists_of(r.owner for r in reminders)
+        if assignees or held or triggers:  # a list held, its assignee, a place's trigger
             await self._transaction(
                 lambda c: self._add_with(c, reminders, args, cap, assignees or {}, triggers)
             )
@@ -278,9 +327,10 @@ class PostgresStore(Store):
         assignees: Mapping[str, str],
         triggers: list[dict[str, Any]],
     ) -> None:
-        """`add_reminders` for reminders with more than their row: a list reminder's
-        assignee, a place reminder's trigger, in the transaction of their save (a plain
-        reminder's create stays one statement)."""
+        """`add_reminders` for reminders with more than their row: a list reminder's list
+        held and its assignee, a place reminder's trigger, in the transaction of their save
+        (a plain reminder's create stays one statement)."""
+        await _hold_lists(connection, lists_of(r.owner for r in reminders))
         if len(reminders) != 1:
             await connection.execute(q.ADD_REMINDERS, *args)
         elif not await connection.fetchval(q.ADD_REMINDER, *_one(args), cap):
@@ -392,15 +442,7 @@ class PostgresStore(Store):
             current = await self.get_reminder(reminder_id, now=now)
             if current is None or current.due_at is None:
                 return None
-            row = await self._all_or_nothing(
-                q.CANCEL_REMINDER,
-                reminder_id,
-                now,
-                current.version,
-                current.due_at,
-                codec.bucket_of(current.due_at),
-                _on_its_way(current),
-            )
+            row = await self._all_or_nothing(q.CANCEL_REMINDER, *_cancel_args(current, now))
             if row is not None:
                 return reminder_from(row, _as_is)
         return None
@@ -432,6 +474,7 @@ class PostgresStore(Store):
         self, firing_id: str, reminder: Reminder, *, assignee: str | None = None
     ) -> str | None:
         async def work(connection: asyncpg.Connection) -> str | None:
+            await _hold_lists(connection, lists_of([reminder.owner]))
             snoozed_by: str | None = await connection.fetchval(
                 q.MARK_SNOOZED, reminder.id, firing_id
             )
@@ -674,6 +717,19 @@ class PostgresStore(Store):
     async def remove_member(self, list_id: str, member: str) -> bool:
         removed = q.shared.REMOVE_MEMBER.bind(list_id=list_id, member=member)
         return await self._fetchrow(*removed) is not None
+
+    async def delete_list(self, list_id: str, *, now: datetime) -> int | None:
+        async def work(connection: asyncpg.Connection) -> int | None:
+            await connection.execute(*q.shared.DELETE_MEMBERS.bind(id=list_id))
+            # The list's row locked by its delete: a save in the list waits for it (HOLD_LISTS)
+            # or is waited for here; its reminder is then among those read next.
+            if await connection.fetchrow(*q.shared.DELETE_LIST.bind(id=list_id)) is None:
+                return None
+            owner = q.shared.PENDING_OF_OWNER.bind(owner=LIST_OWNER + list_id)
+            pending = [row["id"] for row in await connection.fetch(*owner)]
+            return sum([await _cancel_in(connection, one, now) for one in pending])
+
+        return await self._transaction(work)
 
     async def list_rings(
         self, rings: Sequence[tuple[str, str]]

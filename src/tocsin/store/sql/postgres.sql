@@ -377,7 +377,9 @@ SELECT * FROM place_triggers WHERE reminder_id = ANY($1::text[])
 -- window), today for `once: day`, or ever — and its firing written `queued` for any sender
 -- now ($10) as INSERT_PLACE_RING writes it, identity $9, deadline $6. Two takers of one
 -- crossing update the same trigger row: the second waits for the first, re-reads the row
--- and finds it rung. Answers the firings written.
+-- and finds it rung. A `once: ever` reminder that rings here rang its one ring: its
+-- occurrence at LATEST goes and its row is `fired` at a new version, as PLACE_DUE_GONE and
+-- FIRED_AT_PLACE (sqlite.sql) do, so readers show it fired. Answers the firings written.
 WITH ring AS (
     SELECT * FROM unnest(
         $1::text[], $2::integer[], $3::text[], $4::text[], $5::timestamptz[],
@@ -397,7 +399,19 @@ WITH ring AS (
       AND (t.rang_at IS NULL OR (
           coalesce(t.once, '') <> 'ever' AND t.rang_at <= ring.flap_since
           AND (t.once IS NULL OR t.rang_day < ring.day)))
-    RETURNING t.reminder_id
+    RETURNING t.reminder_id, t.once
+), once_gone AS (
+    DELETE FROM due AS d
+    USING marked, reminders AS r
+    WHERE marked.once = 'ever' AND r.id = marked.reminder_id
+      AND (d.lane, d.rank, d.bucket, d.due_at, d.reminder_id, d.version)
+        = (r.shard / 64, coalesce(r.priority, 0), r.bucket, r.due_at, r.id, r.version)
+), fired AS (
+    UPDATE reminders AS r
+    SET status = 'fired', due_at = NULL, bucket = NULL, version = r.version + 1,
+        updated_at = $10
+    FROM marked
+    WHERE marked.once = 'ever' AND r.id = marked.reminder_id
 )
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
@@ -410,6 +424,13 @@ JOIN ring ON ring.reminder_id = marked.reminder_id
 JOIN reminders AS r ON r.id = marked.reminder_id
 ON CONFLICT (id) DO NOTHING
 RETURNING id
+
+-- name: HOLD_LISTS
+-- The lists of $1 that are there, each held (FOR SHARE, in id order) until the transaction
+-- that saves a reminder in it ends: a delete of the list (DELETE_LIST) waits for the save,
+-- and then finds its reminder to cancel; a save that comes second waits for the delete and
+-- then finds no list.
+SELECT id FROM lists WHERE id = ANY($1::text[]) ORDER BY id FOR SHARE
 
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs ($1, $2), each pair an

@@ -297,6 +297,20 @@ RETURNING member
 -- name: REMOVE_MEMBER
 DELETE FROM list_members WHERE list_id = :list_id AND member = :member RETURNING member
 
+-- name: DELETE_MEMBERS
+-- Every member of a list taken off it (the list is being deleted).
+DELETE FROM list_members WHERE list_id = :id
+
+-- name: DELETE_LIST
+-- A list deleted, once its members are (DELETE_MEMBERS); its row's lock, taken here, is what a
+-- list reminder's save waits for (HOLD_LISTS).
+DELETE FROM lists WHERE id = :id RETURNING id
+
+-- name: PENDING_OF_OWNER
+-- The ids of an owner's reminders whose row is pending (a range of reminders_owner): a
+-- list's, which its delete cancels.
+SELECT id FROM reminders WHERE owner = :owner AND status = 'pending' ORDER BY id
+
 -- name: RENAME_LIST
 UPDATE lists SET name = :name, updated_at = :now WHERE id = :id RETURNING id
 

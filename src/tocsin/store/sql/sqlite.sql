@@ -282,7 +282,7 @@ WHERE reminder_id = :reminder_id AND place_id = :place_id AND event = :event
   AND (rang_at IS NULL OR (
       coalesce(once, '') <> 'ever' AND rang_at <= :flap_since
       AND (once IS NULL OR rang_day < :day)))
-RETURNING reminder_id
+RETURNING reminder_id, once
 
 -- name: INSERT_PLACE_RING
 -- A crossing's ring of a reminder, handed to the delivery queue as a firing `queued` for any
@@ -299,6 +299,30 @@ SELECT :id, r.id, r.owner, r.shard, :due_at, :deadline, r.channel, r.text, r.met
 FROM reminders AS r WHERE r.id = :reminder_id
 ON CONFLICT (id) DO NOTHING
 RETURNING id
+
+-- name: HOLD_LISTS
+-- The lists of a JSON array of ids that are there, read in a reminder's save's write
+-- transaction (one writer: no delete of the list comes between it and the save).
+SELECT id FROM lists WHERE id IN (SELECT value FROM json_each(?))
+
+-- name: PLACE_DUE_GONE
+-- A `once: ever` reminder whose one ring a crossing just wrote (INSERT_PLACE_RING, in the
+-- same write transaction) waits no more: its occurrence at LATEST goes (a row of `due` that
+-- nothing loads, deleted as TAKEN_BACK deletes one). Then FIRED_AT_PLACE.
+DELETE FROM due
+WHERE (lane, rank, bucket, due_at, reminder_id, version) = (
+    SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version
+    FROM reminders
+    WHERE id = :reminder_id AND status = 'pending'
+)
+
+-- name: FIRED_AT_PLACE
+-- The row of a `once: ever` reminder that rang its one ring (PLACE_DUE_GONE): `fired` at a new
+-- version, as a one-off whose ring went, so readers show it so, a cancel is refused (it
+-- rang), an edit read before loses (412), and a later crossing finds it not pending.
+UPDATE reminders
+SET status = 'fired', due_at = NULL, bucket = NULL, version = version + 1, updated_at = :now
+WHERE id = :reminder_id AND status = 'pending'
 
 -- name: DESTINATIONS
 -- Where rings go: the enabled contacts of many (owner, kind) pairs (a JSON array of pairs),

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import orjson
 
 from tocsin.domain import (
+    LIST_OWNER,
     PRIORITY_RANKS,
     App,
     Armed,
@@ -41,8 +42,9 @@ from tocsin.domain import (
     RingMinute,
     SharedList,
     WorkerState,
+    lists_of,
 )
-from tocsin.errors import CapReached, DuplicateIdempotencyKey, StoreError
+from tocsin.errors import CapReached, DuplicateIdempotencyKey, ListGone, StoreError
 from tocsin.ids import SHARDS, firing_id, lanes_of
 from tocsin.keyring import Keyring
 from tocsin.store import batches, codec
@@ -182,7 +184,10 @@ class SqliteStore(Store):
         rows = [_reminder_params(reminder) for reminder in reminders]
         assigned = [{"reminder_id": r, "assignee": a} for r, a in (assignees or {}).items()]
 
+        held = lists_of(r.owner for r in reminders)
+
         def work(connection: sqlite3.Connection) -> None:
+            _hold_lists(connection, held)
             if cap and len(reminders) == 1:
                 one = reminders[0]
                 params = {"owner": one.owner, "source": one.source, "limit": CAP_READS * cap}
@@ -290,22 +295,7 @@ class SqliteStore(Store):
         return saved
 
     async def cancel_reminder(self, reminder_id: str, *, now: datetime) -> Reminder | None:
-        read = {"id": reminder_id, "now": _us(now)}
-
-        def work(connection: sqlite3.Connection) -> Row | None:
-            # Read and cancelled in one write transaction: no claim comes between the two.
-            current = connection.execute(q.GET_REMINDER, read).fetchone()
-            if current is None or current["now_due"] is None:
-                return None  # nothing waits to ring
-            version, waiting = current["version"], _utc(current["now_due"])
-            if not _take_back(connection, _taken(reminder_id, version, waiting)):
-                return None
-            cancel = {"id": reminder_id, "version": version, "now": read["now"]}
-            connection.execute(q.CANCEL_REMINDER, cancel)
-            row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
-            return row
-
-        row = await self._db.write(work)
+        row = await self._db.write(lambda connection: _cancel(connection, reminder_id, now))
         return None if row is None else reminder_from(row, _utc)
 
     async def snooze_firing(
@@ -315,6 +305,7 @@ class SqliteStore(Store):
         assigned = {"reminder_id": reminder.id, "assignee": assignee}
 
         def work(connection: sqlite3.Connection) -> str | None:
+            _hold_lists(connection, lists_of([reminder.owner]))
             row = connection.execute(q.MARK_SNOOZED, (reminder.id, firing_id)).fetchone()
             snoozed_by: str | None = None if row is None else row[0]
             if snoozed_by == reminder.id:
@@ -528,11 +519,16 @@ class SqliteStore(Store):
                 if connection.execute(q.HOLD_PENDING, held).fetchone() is None:
                     continue
                 mark, firing = place_ring_values(ring, _us, now)
-                if connection.execute(q.MARK_PLACE_RING, mark).fetchone() is None:
+                marked = connection.execute(q.MARK_PLACE_RING, mark).fetchone()
+                if marked is None:
                     continue
                 row = connection.execute(q.INSERT_PLACE_RING, firing).fetchone()
                 if row is not None:
                     written.append(row[0])
+                if marked["once"] == "ever":  # its one ring: it rang
+                    fired = {"reminder_id": ring.reminder_id, "now": firing["now"]}
+                    connection.execute(q.PLACE_DUE_GONE, fired)
+                    connection.execute(q.FIRED_AT_PLACE, fired)
             return written
 
         return await self._db.write(work)
@@ -614,6 +610,18 @@ class SqliteStore(Store):
 
     async def remove_member(self, list_id: str, member: str) -> bool:
         return await self._written(q.REMOVE_MEMBER, {"list_id": list_id, "member": member})
+
+    async def delete_list(self, list_id: str, *, now: datetime) -> int | None:
+        def work(connection: sqlite3.Connection) -> int | None:
+            # One write transaction: no claim, and no save in the list, comes in between.
+            connection.execute(q.DELETE_MEMBERS, {"id": list_id})
+            if connection.execute(q.DELETE_LIST, {"id": list_id}).fetchone() is None:
+                return None
+            owner = {"owner": LIST_OWNER + list_id}
+            pending = [row[0] for row in connection.execute(q.PENDING_OF_OWNER, owner)]
+            return sum(_cancel(connection, one, now) is not None for one in pending)
+
+        return await self._db.write(work)
 
     async def _written(self, statement: str, params: dict[str, Any]) -> bool:
         """Whether `statement` (one with RETURNING) wrote a row."""
@@ -1352,6 +1360,34 @@ def _saved_at() -> int:
     """When an API write saves an occurrence, by the host's real clock (never an injected
     one), which the sweep reads by (`load_saved`)."""
     return time.time_ns() // 1000
+
+
+def _cancel(connection: sqlite3.Connection, reminder_id: str, now: datetime) -> Row | None:
+    """Cancel a pending reminder in the caller's write transaction (read and cancelled in it:
+    no claim comes between the two) by taking back the occurrence that waits; the reminder
+    as it is then, None when nothing waited to ring."""
+    read = {"id": reminder_id, "now": _us(now)}
+    current = connection.execute(q.GET_REMINDER, read).fetchone()
+    if current is None or current["now_due"] is None:
+        return None  # nothing waits to ring
+    version, waiting = current["version"], _utc(current["now_due"])
+    if not _take_back(connection, _taken(reminder_id, version, waiting)):
+        return None
+    cancel = {"id": reminder_id, "version": version, "now": read["now"]}
+    connection.execute(q.CANCEL_REMINDER, cancel)
+    row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
+    return row
+
+
+def _hold_lists(connection: sqlite3.Connection, wanted: Sequence[str]) -> None:
+    """`ListGone` unless every list of `wanted` is there, read in the caller's write
+    transaction (one writer: no delete of the list comes before its save)."""
+    if not wanted:
+        return
+    there = {row[0] for row in connection.execute(q.HOLD_LISTS, (_ids(wanted),))}
+    for list_id in wanted:
+        if list_id not in there:
+            raise ListGone(list_id)
 
 
 def _take_back(connection: sqlite3.Connection, taken: dict[str, Any]) -> bool:
