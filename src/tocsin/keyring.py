@@ -15,6 +15,13 @@ A ring holds one or more keys: the first seals, every one opens. A stored value 
 `v1:` prefix is a secret written before encryption (`whsec_…`, or URL-safe base64 for the
 owner-token secret: neither has a colon) and is handed back as it is until
 `tocsin keys rotate-secrets` seals it.
+
+The ring also signs what Tocsin hands out and reads back later (the Done and Snooze links of
+a ring, `tocsin.actions`): each key gives a MAC key of its own for each purpose, derived
+with HKDF-SHA256 under the purpose's label, so that an AES key is never used as an HMAC key
+and one purpose's tags never pass for another's. The first key signs and every one checks,
+as with sealing, so a rotation leaves the links already sent working while the older key
+stays on the ring.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from tocsin.errors import SecretKeyError, SecretKeyMissing, SecretUnreadable
 
@@ -63,6 +72,7 @@ def is_sealed(stored: str) -> bool:
 class _Key:
     id: str
     cipher: AESGCM
+    secret: bytes
 
 
 class Keyring:
@@ -71,11 +81,12 @@ class Keyring:
     `SecretKeyMissing`."""
 
     def __init__(self, keys: Sequence[bytes]) -> None:
-        ring = [_Key(key_id(key), AESGCM(key)) for key in keys]
+        ring = [_Key(key_id(key), AESGCM(key), key) for key in keys]
         if len({key.id for key in ring}) != len(ring):
             raise SecretKeyError(f"{SETTING} lists the same key twice")
         self._keys = ring
         self._by_id = {key.id: key for key in ring}
+        self._macs: dict[tuple[str, bytes], bytes] = {}
 
     @classmethod
     def locked(cls) -> Keyring:
@@ -131,6 +142,24 @@ class Keyring:
         if self.is_current(stored):
             return None
         return self.seal(self.open(stored))
+
+    def mac_key(self, purpose: bytes) -> tuple[str, bytes]:
+        """The id of the first key and the MAC key it gives for `purpose`: what signs."""
+        first = self._first()
+        return first.id, self._derived(first, purpose)
+
+    def mac_key_of(self, kid: str, purpose: bytes) -> bytes | None:
+        """The MAC key for `purpose` of the key `kid`, or None when the ring does not hold
+        it (a tag made with a key since dropped)."""
+        key = self._by_id.get(kid)
+        return None if key is None else self._derived(key, purpose)
+
+    def _derived(self, key: _Key, purpose: bytes) -> bytes:
+        derived = self._macs.get((key.id, purpose))
+        if derived is None:  # HKDF costs a few µs: once per key and purpose
+            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose)
+            derived = self._macs[(key.id, purpose)] = hkdf.derive(key.secret)
+        return derived
 
     def _first(self) -> _Key:
         if not self._keys:

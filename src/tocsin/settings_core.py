@@ -12,9 +12,10 @@ from __future__ import annotations
 import ssl
 import stat
 from datetime import timedelta
-from ipaddress import IPv4Network, IPv6Network, ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -105,6 +106,12 @@ class CoreSettings(BaseSettings):
         default=None,
         repr=False,
         description="Signs owner tokens; made once and kept in the database when unset.",
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="Where people reach this server (`https://tocsin.example.com`): the "
+        "address of the Done and Snooze links a ring's email or push carries. Unset, a "
+        "server on loopback uses `http://<host>:<port>`, and elsewhere rings carry no links.",
     )
     secret_key: SecretStr | None = Field(
         default=None,
@@ -259,6 +266,18 @@ class CoreSettings(BaseSettings):
                 raise ValueError(f"there is no directory {path.parent} for the database file")
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_an_origin(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http or https URL (https://tocsin.example.com)")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError("must be a plain address, without a query, fragment or credentials")
+        return value.strip().rstrip("/")
+
     @field_validator("parts")
     @classmethod
     def _parts_divide_shards(cls, value: int) -> int:
@@ -296,6 +315,23 @@ class CoreSettings(BaseSettings):
     @classmethod
     def _header_names_any_case(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @property
+    def links_base_url(self) -> str | None:
+        """Where the action links of rings point: `public_url`, else this server's own
+        address when it listens on loopback only (`make run`), else None (no links)."""
+        if self.public_url is not None:
+            return self.public_url
+        if self.host == "localhost":
+            return f"http://localhost:{self.port}"
+        try:
+            address = ip_address(self.host.strip("[]"))
+        except ValueError:
+            return None
+        if not address.is_loopback:
+            return None
+        host = f"[{address}]" if address.version == 6 else str(address)
+        return f"http://{host}:{self.port}"
 
     @property
     def is_postgres(self) -> bool:

@@ -118,7 +118,17 @@ async def rings_on_time_and_is_sent(ring: Deployment) -> None:
         assert page.retry == 3000
         firing = await ring.state(made["id"], "sent", within=5)
         assert event.id == firing["id"]
-        assert event.json() == {
+        data = event.json()
+        # The ring's Done and Snooze links, at the address of the API that wrote the event.
+        actions = data.pop("actions")
+        assert [(a["action"], a["title"]) for a in actions] == [
+            ("done", "Done"),
+            ("snooze", "Snooze 10 min"),
+        ]
+        for offered in actions:
+            link = f"{ring.client.base_url}/v1/actions/{offered['action']}.{firing['id']}."
+            assert offered["url"].startswith(link), offered
+        assert data == {
             "id": firing["id"],
             "reminder_id": made["id"],
             "owner": "ana",

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -51,6 +52,15 @@ const RealNotification = window.Notification;
 window.Notification = class extends RealNotification {
   constructor(title, options) { super(title, options); window.rang.notes.push(options.body); }
 };
+window.rang.actions = [];
+if (window.ServiceWorkerRegistration) {  // the page's notifications with actions go this way
+  const show = ServiceWorkerRegistration.prototype.showNotification;
+  ServiceWorkerRegistration.prototype.showNotification = function (title, options) {
+    window.rang.notes.push(options.body);
+    window.rang.actions.push((options.actions || []).map((offered) => offered.title));
+    return show.call(this, title, options);
+  };
+}
 """
 
 
@@ -521,19 +531,29 @@ def test_a_list_is_made_shared_and_reminded_for_one_member(page: Page, server: S
     expect(page.locator(".shared-list", has_text="Household")).to_have_count(0)
 
 
-def test_a_ring_is_marked_done_in_its_history_and_its_nags_stop(page: Page) -> None:
-    at = (datetime.now(ZoneInfo("UTC")) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    saved = page.evaluate(
-        """async (at) => (await fetch('/v1/reminders', {method: 'POST', body: JSON.stringify({
-            text: 'Evening pills', zone: 'Europe/Paris', at, channel: 'inapp',
-            until_done: '5m'}), headers: {'Content-Type': 'application/json',
+# A reminder's rings, read with the page's token.
+RINGS = """async (id) => (await (await fetch(`/v1/reminders/${id}/firings`, {headers:
+    {Authorization: `Bearer ${localStorage.getItem('tocsin.token')}`}})).json()).firings"""
+
+
+def nagging(page: Page, text: str, *, seconds: int) -> dict[str, Any]:
+    """An in-app one-off saved with the page's token, ringing in `seconds` and every 5
+    minutes after until done (the page's own box does not set `until_done`)."""
+    at = (datetime.now(ZoneInfo("UTC")) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    saved: dict[str, Any] = page.evaluate(
+        """async ([text, at]) => (await fetch('/v1/reminders', {method: 'POST', body:
+            JSON.stringify({text, zone: 'Europe/Paris', at, channel: 'inapp', until_done: '5m'}),
+            headers: {'Content-Type': 'application/json',
             Authorization: `Bearer ${localStorage.getItem('tocsin.token')}`}})).json()""",
-        at,
+        [text, at],
     )
+    return saved
+
+
+def test_a_ring_is_marked_done_in_its_history_and_its_nags_stop(page: Page) -> None:
+    saved = nagging(page, "Evening pills", seconds=2)
     assert saved["until_done"] == "5m", saved
-    rung = """async (id) => (await (await fetch(`/v1/reminders/${id}/firings`, {headers:
-        {Authorization: `Bearer ${localStorage.getItem('tocsin.token')}`}})).json()).firings"""
-    page.wait_for_function(f"({rung})('{saved['id']}').then((f) => f.length > 0)", polling=300)
+    page.wait_for_function(f"({RINGS})('{saved['id']}').then((f) => f.length > 0)", polling=300)
     page.reload()
     pills = reminder(page, "Evening pills")
     expect(pills.locator(".nags")).to_have_text(" · again every 5m until done")
@@ -551,6 +571,26 @@ def test_a_ring_is_marked_done_in_its_history_and_its_nags_stop(page: Page) -> N
     pills = reminder(page, "Evening pills")
     pills.get_by_label("History of “Evening pills”").click()
     expect(pills.locator(".firings")).to_contain_text("· done")
+
+
+def test_a_live_ring_is_marked_done_and_its_nags_stop(page: Page) -> None:
+    expect(page.locator("body")).to_have_attribute("data-feed", "open")
+    saved = nagging(page, "Morning vitamins", seconds=3)
+    ring = page.locator(".ring", has_text="Morning vitamins")
+    expect(ring).to_be_visible(timeout=60_000)
+    expect(ring.get_by_role("button")).to_have_text(["Done", "Snooze 10 min", "Dismiss"])
+    # Its browser notification, shown by the page's service worker, offers them too.
+    assert page.evaluate("window.rang.actions") == [["Done", "Snooze 10 min"]]
+    ring.screenshot(path=IMAGES / "page-ring-actions.png")
+
+    ring.get_by_role("button", name="Mark “Morning vitamins” done").click()
+
+    expect(page.locator("#status")).to_have_text("Marked “Morning vitamins” done.")
+    expect(ring).to_have_count(0)
+    firings = page.evaluate(RINGS, saved["id"])
+    assert [f["done_at"] is not None for f in firings] == [True]
+    # Done before its first nag: nothing left to ring, so it leaves what is coming up.
+    expect(reminder(page, "Morning vitamins")).to_have_count(0)
 
 
 def test_sign_out_and_in_with_a_token(page: Page, server: Server) -> None:

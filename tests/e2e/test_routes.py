@@ -11,13 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.e2e.test_channels import add_contact, final_firings, serving, soon
-from tests.integration.channels.push_support import server_certificate, write_pem
+from tests.integration.channels.push_support import local_apns
 from tests.integration.engine.support import Receiver, receiver
 from tests.support.peers.apns import ApnsPeer
-from tests.support.peers.apns import serving as apns_serving
 from tests.support.peers.smtp import SmtpPeer, smtp_peer
 
 pytestmark = pytest.mark.slow
@@ -39,31 +37,14 @@ class Peers:
 @asynccontextmanager
 async def peers(folder: Path) -> AsyncIterator[Peers]:
     """The three peers, and the settings that point `tocsin serve` at them."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    apns = ApnsPeer(
-        public_key=key.public_key(),
-        key_id="ABC123DEFG",
-        team_id="DEF123GHIJ",
-        topics=frozenset({TOPIC}),
-    )
-    certificate = server_certificate(folder)
-    served = apns_serving(
-        apns, certfile=str(certificate.cert_file), keyfile=str(certificate.key_file)
-    )
-    async with served as apns_url, smtp_peer("none") as smtp:
+    async with local_apns(folder, TOPIC) as (apns, apns_settings), smtp_peer("none") as smtp:
         with receiver("--keep-bodies") as sink:
             yield Peers(
                 apns=apns,
                 smtp=smtp,
                 sink=sink,
                 settings={
-                    "TOCSIN_APNS_KEY_FILE": str(write_pem(key, folder / "AuthKey.p8")),
-                    "TOCSIN_APNS_KEY_ID": apns.key_id,
-                    "TOCSIN_APNS_TEAM_ID": apns.team_id,
-                    "TOCSIN_APNS_TOPIC": TOPIC,
-                    "TOCSIN_APNS_BASE_URL": apns_url,
-                    "TOCSIN_APNS_SANDBOX_BASE_URL": apns_url,
-                    "TOCSIN_APNS_CA_FILE": str(certificate.ca_file),
+                    **apns_settings,
                     "TOCSIN_SMTP_HOST": "127.0.0.1",
                     "TOCSIN_SMTP_PORT": str(smtp.port),
                     "TOCSIN_SMTP_TLS": "none",

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tocsin import __version__
+from tocsin.actions import action_links
 from tocsin.api import docs, metrics, openapi, problems
 from tocsin.api.arrivals import ArrivalService
 from tocsin.api.body import BodyGuard
@@ -23,6 +24,7 @@ from tocsin.api.places import PlaceService
 from tocsin.api.proxies import ClientAddress, TrustedProxies
 from tocsin.api.quiet import QuietHoursService
 from tocsin.api.routes import (
+    actions,
     channels,
     contacts,
     feed,
@@ -97,6 +99,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
             heartbeat=settings.feed_heartbeat_seconds,
             auth=auth,
             max_per_owner=settings.max_feed_connections_per_owner,
+            links=action_links(settings.links_base_url, store.keyring),
         ),
     )
     problems.install(app)
@@ -110,6 +113,7 @@ def create_app(*, store: Store, settings: Settings, clock: Clock) -> FastAPI:
     app.include_router(quiet.router)
     app.include_router(lists.router)
     app.include_router(feed.router)
+    app.include_router(actions.router)
     app.include_router(page.router)
     app.include_router(docs.router)
     app.state.status_board = Board(

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from tocsin.actions import ActionLinks
 from tocsin.api import sse
 from tocsin.api.collector import CollectorPause
 from tocsin.api.problems import Problem
@@ -99,7 +100,7 @@ class Subscription:
             return
         self.remember(firing.id)
         try:
-            rest = writer.write_now(_event(firing))
+            rest = writer.write_now(_event(firing, self._feed.links))
         except Exception as error:  # the connection broke under the write: as a disconnect
             logger.debug("writing to a feed of %s failed: %s", self.owner, error)
             self.close()
@@ -180,8 +181,10 @@ class Feed:
         heartbeat: float,
         auth: Authenticator,
         max_per_owner: int = 0,
+        links: ActionLinks | None = None,
     ) -> None:
         self._store = store
+        self.links = links  # the Done and Snooze of each ring written
         self._clock = clock
         self.heartbeat = heartbeat
         self._auth = auth
@@ -334,7 +337,7 @@ class Feed:
                     if not subscription.wants(firing, self.now()):
                         continue
                     subscription.remember(firing.id)
-                    if not await writer.write(_event(firing)):
+                    if not await writer.write(_event(firing, self.links)):
                         return
                     self.received(firing)
                 rings = await self._next(subscription, writer)
@@ -397,18 +400,19 @@ def _too_many_connections(owner: str, held: int) -> Problem:
 _INSTANTS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS
 
 
-def _event(firing: Firing) -> bytes:
-    """The firing as one event: its identity as the `id`, its JSON as the data."""
-    data = orjson.dumps(
-        {
-            "id": firing.id,
-            "reminder_id": firing.reminder_id,
-            "owner": firing.owner,
-            "text": firing.text,
-            "due": firing.due_at,
-            "deadline": firing.deadline,
-            "metadata": firing.metadata,
-        },
-        option=_INSTANTS,
-    )
+def _event(firing: Firing, links: ActionLinks | None) -> bytes:
+    """The firing as one event: its identity as the `id`, its JSON as the data (with the
+    actions it offers, when this server makes links)."""
+    fields: dict[str, Any] = {
+        "id": firing.id,
+        "reminder_id": firing.reminder_id,
+        "owner": firing.owner,
+        "text": firing.text,
+        "due": firing.due_at,
+        "deadline": firing.deadline,
+        "metadata": firing.metadata,
+    }
+    if links is not None:
+        fields["actions"] = links.of(firing).offered()
+    data = orjson.dumps(fields, option=_INSTANTS)
     return sse.event(firing.id, data)

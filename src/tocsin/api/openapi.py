@@ -117,6 +117,7 @@ _PROBLEMS: dict[int, tuple[str, dict[str, Any]]] = {
     ),
     404: ("Not found, or not visible to this caller: ids leak nothing (`not-found`).", {}),
     409: ("The reminder's state does not allow it: the `type` and `detail` say why.", {}),
+    410: ("No longer there: a ring's action link past its expiry (`action-link-expired`).", {}),
     412: ("`If-Match` names an old version: the `ETag` header is the current one.", _ETAG),
     413: (f"The body is over {_body_kib} KiB (a batch: {_batch_mib} MiB).", {}),
     415: ("The body is not sent as JSON (`unsupported-media-type`).", {}),

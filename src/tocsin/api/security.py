@@ -59,6 +59,9 @@ class Principal:
 
 
 ANONYMOUS = Principal(scope="anonymous", dev_only=True)
+# Who follows a ring's action link (`tocsin.actions`): the link is the authority, for the
+# one ring it names, so it acts as whoever may change any reminder, on that ring alone.
+LINK_HOLDER = Principal(scope="action-link", admin=True)
 
 
 class Authenticator:

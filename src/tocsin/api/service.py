@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
+from tocsin.actions import SNOOZE, Action, SignedAction
 from tocsin.api import changes, render, saying
 from tocsin.api.caps import ReminderCap
 from tocsin.api.expansion import (
@@ -32,7 +33,7 @@ from tocsin.api.owned import owner_for, visible
 from tocsin.api.problems import FieldError, Problem, field_errors, invalid
 from tocsin.api.reach import Reach
 from tocsin.api.routing import check_configured, fields_of
-from tocsin.api.security import Principal
+from tocsin.api.security import LINK_HOLDER, Principal
 from tocsin.clock import Clock
 from tocsin.domain import (
     LIST_OWNER,
@@ -561,6 +562,15 @@ class ReminderService:
                 409, "conflict", "the reminder kept ringing while stopping its nags; retry"
             )
         return marked
+
+    async def act(self, signed: SignedAction) -> tuple[int, Firing | Reminder]:
+        """What a ring's action link asks, done as the API does it: a done as `done` (200,
+        the ring; a second keeps the first instant), a snooze as `snooze` of ten minutes
+        (200 moved, 201 a new one-off; a repeat is `already-snoozed`), so every race those
+        answer holds for a link too."""
+        if signed.action is Action.DONE:
+            return 200, await self.done(LINK_HOLDER, signed.firing_id)
+        return await self.snooze(LINK_HOLDER, signed.reminder_id, SnoozeIn(snooze=SNOOZE))
 
     async def snooze(
         self, principal: Principal, reminder_id: str, asked: SnoozeIn

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from tocsin.actions import ActionLinks
 from tocsin.channels import apns, apprise, email, fcm, sms, webpush
 from tocsin.channels.apns import ApnsSettings
 from tocsin.channels.apprise import AppriseSettings
@@ -95,12 +96,14 @@ def build_channels(
     *,
     null: bool = False,
     announce: Announce | None = None,
+    links: ActionLinks | None = None,
 ) -> Channels:
     """The channels this deployment can use. With `null`, every channel only counts (for
     benchmarks of the engine without a peer). A channel whose settings are there only in part
     raises ValueError naming what is missing: better not to start than to fail every ring.
     `announce` (the store's `announce_feed`) is how in-app rings reach the API processes;
-    the in-app channel is always there, but sends only with it."""
+    the in-app channel is always there, but sends only with it. `links` makes the Done and
+    Snooze links of each ring, for the channels that can carry them."""
     if null:
         return Channels(dict.fromkeys(Channel, NullSender()), null=True)
     senders: dict[Channel, DestinationSender] = {
@@ -110,11 +113,12 @@ def build_channels(
             max_connections=settings.delivery_concurrency,
             allow_private=settings.allow_private_urls,
             clock=clock,
+            links=links,
         ),
         Channel.INAPP: InappSender(announce),
     }
     for module in CONTACT_MODULES:
-        sender = module.build(settings, clock)
+        sender = module.build(settings, clock, links)
         if sender is not None:
             senders[module.KIND] = sender
     logger.info("channels: %s", ", ".join(sorted(c.value for c in senders)))

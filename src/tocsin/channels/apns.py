@@ -25,9 +25,11 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from pydantic import Field
 
 from tocsin import __version__
+from tocsin.actions import ActionLinks, RingLinks
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.http2 import Header, HTTP2Error, Origin, Unique
 from tocsin.channels.push import (
+    CATEGORY,
     alert_title,
     contact_strings,
     deadline_epoch,
@@ -121,8 +123,11 @@ class ApnsSettings(CoreSettings):
     )
 
 
-def build(settings: ApnsSettings, clock: Clock) -> ApnsSender | None:
-    """The APNs sender, or None unless the key file, key id and team id are all set."""
+def build(
+    settings: ApnsSettings, clock: Clock, links: ActionLinks | None = None
+) -> ApnsSender | None:
+    """The APNs sender, or None unless the key file, key id and team id are all set. With
+    `links`, each alert offers its ring's Done and Snooze (`CATEGORY`)."""
     if not (settings.apns_key_file and settings.apns_key_id and settings.apns_team_id):
         return None
     token = ProviderToken(
@@ -137,6 +142,7 @@ def build(settings: ApnsSettings, clock: Clock) -> ApnsSender | None:
         topic=settings.apns_topic,
         tls=tls_context(settings.apns_ca_file),
         timeout=settings.apns_timeout_seconds,
+        links=links,
     )
 
 
@@ -227,8 +233,10 @@ class ApnsSender(DestinationSender):
         topic: str | None,
         tls: ssl.SSLContext,
         timeout: float,
+        links: ActionLinks | None = None,
     ) -> None:
         self._token = token
+        self._links = links
         self._origins = {name: Origin(url, tls) for name, url in base_urls.items()}
         self._topic = topic
         self._timeout = timeout
@@ -245,7 +253,7 @@ class ApnsSender(DestinationSender):
         origin = self._origins[address.get("environment", PRODUCTION)]
         path = f"/3/device/{address['token']}"
         headers = _headers(firing, topic)
-        body = payload(firing)
+        body = payload(firing, self._links.of(firing) if self._links is not None else None)
         try:
             async with asyncio.timeout(min(time_limit, self._timeout)):
                 answer = await self._post(origin, path, headers, body)
@@ -299,24 +307,24 @@ def _headers(firing: Firing, topic: str) -> list[Header]:
     ]
 
 
-def payload(firing: Firing) -> bytes:
+def payload(firing: Firing, links: RingLinks | None = None) -> bytes:
     """The alert: the title, the reminder's text as the body (cut to keep the payload within
-    Apple's 4 KiB), the default sound, and Tocsin's ids for the app."""
+    Apple's 4 KiB), the default sound, and Tocsin's ids for the app; with `links`, the
+    category whose Done and Snooze the app registered (`CATEGORY`) and the URL each posts
+    to."""
     text = firing.text
+    aps: dict[str, Any] = {"sound": "default"}
+    ours: dict[str, str] = {
+        "id": firing.id,
+        "reminder_id": firing.reminder_id,
+        "due": utc_text(firing.due_at),
+    }
+    if links is not None:
+        aps["category"] = CATEGORY
+        ours |= {"done_url": links.done, "snooze_url": links.snooze}
     while True:
-        body = orjson.dumps(
-            {
-                "aps": {
-                    "alert": {"title": alert_title(firing), "body": text},
-                    "sound": "default",
-                },
-                "tocsin": {
-                    "id": firing.id,
-                    "reminder_id": firing.reminder_id,
-                    "due": utc_text(firing.due_at),
-                },
-            }
-        )
+        alert = {"title": alert_title(firing), "body": text}
+        body = orjson.dumps({"aps": {"alert": alert, **aps}, "tocsin": ours})
         excess = len(body) - MAX_PAYLOAD
         if excess <= 0 or not text:
             return body

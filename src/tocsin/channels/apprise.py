@@ -28,6 +28,7 @@ from urllib.parse import unquote
 import apprise
 from pydantic import Field
 
+from tocsin.actions import ActionLinks
 from tocsin.channels import apprise_reach
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
@@ -105,8 +106,12 @@ class AppriseSettings(CoreSettings):
     )
 
 
-def build(settings: AppriseSettings, clock: Clock) -> AppriseSender | None:
-    """The sender when TOCSIN_APPRISE_ENABLED is true, else None."""
+def build(
+    settings: AppriseSettings, clock: Clock, links: ActionLinks | None = None
+) -> AppriseSender | None:
+    """The sender when TOCSIN_APPRISE_ENABLED is true, else None. Its notifications carry
+    no action links, `links` or not: each service shows (or drops) them its own way
+    (docs/channels.md#apprise)."""
     if not settings.apprise_enabled:
         return None
     # Apprise loads its ~150 plugins on first use (~0.4 s): here at startup, not in a send.

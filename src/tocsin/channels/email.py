@@ -27,6 +27,7 @@ import aiosmtplib
 from email_validator import EmailNotValidError, validate_email
 from pydantic import Field, SecretStr
 
+from tocsin.actions import ActionLinks, RingLinks
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.clock import Clock
 from tocsin.domain import Channel, Firing
@@ -127,8 +128,11 @@ class EmailSettings(CoreSettings):
     )
 
 
-def build(settings: EmailSettings, clock: Clock) -> EmailSender | None:
-    """The email sender, or None without TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM.
+def build(
+    settings: EmailSettings, clock: Clock, links: ActionLinks | None = None
+) -> EmailSender | None:
+    """The email sender, or None without TOCSIN_SMTP_HOST and TOCSIN_SMTP_FROM; with
+    `links`, each message carries its ring's Done and Snooze links.
 
     Raises ValueError for a half-done configuration (one of the two without the other, a
     user name without a password, an unusable sender address), so a server does not start
@@ -146,6 +150,7 @@ def build(settings: EmailSettings, clock: Clock) -> EmailSender | None:
         pool=ConnectionPool(server.connect, size=settings.smtp_pool),
         sender=sender_identity(settings.smtp_from),
         timeout=settings.smtp_timeout_seconds,
+        links=links,
     )
 
 
@@ -287,10 +292,18 @@ class ConnectionPool:
 class EmailSender(DestinationSender):
     """Sends each ring to one address as one message, through the connection pool."""
 
-    def __init__(self, *, pool: ConnectionPool, sender: Sender, timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        pool: ConnectionPool,
+        sender: Sender,
+        timeout: float,
+        links: ActionLinks | None = None,
+    ) -> None:
         self._pool = pool
         self._sender = sender
         self._timeout = timeout
+        self._links = links
 
     async def send(
         self, firing: Firing, destination: Destination, *, time_limit: float
@@ -301,7 +314,8 @@ class EmailSender(DestinationSender):
         recipient = envelope_address(address)
         if recipient is None:
             return DeliveryResult.failed(f"not a deliverable address: {address!r}")
-        message = render(firing, self._sender, recipient)
+        links = self._links.of(firing) if self._links is not None else None
+        message = render(firing, self._sender, recipient, links)
         limit = min(time_limit, self._timeout)
         try:
             async with asyncio.timeout(limit):
@@ -314,8 +328,8 @@ class EmailSender(DestinationSender):
         await self._pool.close()
 
 
-def render(firing: Firing, sender: Sender, recipient: str) -> bytes:
-    """The message as sent: the same firing always gives the same bytes.
+def render(firing: Firing, sender: Sender, recipient: str, links: RingLinks | None = None) -> bytes:
+    """The message as sent: the same firing always gives the same bytes (its links too).
 
     One fixed shape (multipart/alternative, a text and an HTML part), so it is written from
     a template, with the stdlib's encoders for what needs encoding: the Subject (RFC 2047,
@@ -334,8 +348,8 @@ def render(firing: Firing, sender: Sender, recipient: str) -> bytes:
         date=email.utils.format_datetime(firing.due_at.astimezone(UTC)),
         id=firing.id,
         domain=sender.domain,
-        text=_quoted_printable(text_body(firing)),
-        html=_quoted_printable(html_body(firing)),
+        text=_quoted_printable(text_body(firing, links)),
+        html=_quoted_printable(html_body(firing, links)),
     ).encode("ascii")
 
 
@@ -369,16 +383,25 @@ def subject(text: str) -> str:
     return line if len(line) <= SUBJECT_LENGTH else line[: SUBJECT_LENGTH - 1] + "…"
 
 
-def text_body(firing: Firing) -> str:
-    return f"{firing.text}\n\nDue {_due(firing)}.\n"
+def text_body(firing: Firing, links: RingLinks | None = None) -> str:
+    body = f"{firing.text}\n\nDue {_due(firing)}.\n"
+    if links is None:
+        return body
+    return f"{body}\nDone: {links.done}\nSnooze 10 minutes: {links.snooze}\n"
 
 
-def html_body(firing: Firing) -> str:
+def html_body(firing: Firing, links: RingLinks | None = None) -> str:
     # Everything from the reminder is escaped: its text is the app's, not markup.
     text = html.escape(firing.text).replace("\n", "<br>\n")
+    actions = ""
+    if links is not None:  # links, not forms: a mail client posts nothing (the link's page does)
+        actions = (
+            f'<p><a href="{html.escape(links.done)}">Done</a> &middot; '
+            f'<a href="{html.escape(links.snooze)}">Snooze 10 minutes</a></p>\n'
+        )
     return (
         '<!DOCTYPE html>\n<html><body>\n<p style="font-size:1.25em">'
-        f"{text}</p>\n<p>Due {html.escape(_due(firing))}.</p>\n</body></html>\n"
+        f"{text}</p>\n<p>Due {html.escape(_due(firing))}.</p>\n{actions}</body></html>\n"
     )
 
 

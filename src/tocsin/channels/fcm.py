@@ -25,8 +25,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from pydantic import Field
 
+from tocsin.actions import ActionLinks, RingLinks
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.push import (
+    CATEGORY,
     alert_title,
     contact_strings,
     deadline_epoch,
@@ -93,8 +95,11 @@ class FcmSettings(CoreSettings):
     )
 
 
-def build(settings: FcmSettings, clock: Clock) -> FcmSender | None:
-    """The FCM sender, or None unless a service account file is set."""
+def build(
+    settings: FcmSettings, clock: Clock, links: ActionLinks | None = None
+) -> FcmSender | None:
+    """The FCM sender, or None unless a service account file is set. With `links`, each
+    message carries its ring's Done and Snooze URLs (`message`)."""
     if settings.fcm_service_account_file is None:
         return None
     account = load_service_account(settings.fcm_service_account_file)
@@ -110,6 +115,7 @@ def build(settings: FcmSettings, clock: Clock) -> FcmSender | None:
         timeout=settings.fcm_timeout_seconds,
         max_connections=settings.delivery_concurrency,
         tls=trusting(settings.fcm_ca_file),
+        links=links,
     )
 
 
@@ -254,8 +260,10 @@ class FcmSender(DestinationSender):
         timeout: float,
         max_connections: int,
         tls: ssl.SSLContext | None = None,
+        links: ActionLinks | None = None,
     ) -> None:
         self._token = token
+        self._links = links
         self._send_url = send_url
         self._clock = clock
         self._timeout = timeout
@@ -271,7 +279,8 @@ class FcmSender(DestinationSender):
     async def send(
         self, firing: Firing, destination: Destination, *, time_limit: float
     ) -> DeliveryResult:
-        body = orjson.dumps({"message": message(firing, destination, self._clock.now())})
+        links = self._links.of(firing) if self._links is not None else None
+        body = orjson.dumps({"message": message(firing, destination, self._clock.now(), links)})
         try:
             async with asyncio.timeout(min(time_limit, self._timeout)):
                 answer = await self._post(body)
@@ -313,29 +322,41 @@ class FcmSender(DestinationSender):
             self._session = None
 
 
-def message(firing: Firing, destination: Destination, now: datetime) -> dict[str, Any]:
+def message(
+    firing: Firing, destination: Destination, now: datetime, links: RingLinks | None = None
+) -> dict[str, Any]:
     """The v1 `message`: the notification, Tocsin's ids as data (strings only, as FCM
-    requires), and on each platform the deadline and the reminder as the collapse key."""
+    requires), and on each platform the deadline and the reminder as the collapse key. With
+    `links`: the Done and Snooze URLs as data too (`done_url`, `snooze_url`), the click
+    action an Android app's activity filters for and the category an iOS app registered
+    (both `CATEGORY`)."""
+    data = {
+        "tocsin_id": firing.id,
+        "reminder_id": firing.reminder_id,
+        "due": utc_text(firing.due_at),
+    }
+    android: dict[str, Any] = {
+        "ttl": f"{seconds_left(firing, now)}s",  # FCM's default would be four weeks
+        "collapse_key": firing.reminder_id,
+        "priority": "high",  # wakes the device: a reminder is due now
+    }
+    apns: dict[str, Any] = {
+        "headers": {
+            "apns-expiration": str(deadline_epoch(firing)),
+            "apns-collapse-id": firing.reminder_id,
+            "apns-priority": "10",
+        }
+    }
+    if links is not None:
+        data |= {"done_url": links.done, "snooze_url": links.snooze}
+        android["notification"] = {"click_action": CATEGORY}
+        apns["payload"] = {"aps": {"category": CATEGORY}}
     return {
         "token": destination.address["token"],
         "notification": {"title": alert_title(firing), "body": firing.text},
-        "data": {
-            "tocsin_id": firing.id,
-            "reminder_id": firing.reminder_id,
-            "due": utc_text(firing.due_at),
-        },
-        "android": {
-            "ttl": f"{seconds_left(firing, now)}s",  # FCM's default would be four weeks
-            "collapse_key": firing.reminder_id,
-            "priority": "high",  # wakes the device: a reminder is due now
-        },
-        "apns": {
-            "headers": {
-                "apns-expiration": str(deadline_epoch(firing)),
-                "apns-collapse-id": firing.reminder_id,
-                "apns-priority": "10",
-            }
-        },
+        "data": data,
+        "android": android,
+        "apns": apns,
     }
 
 

@@ -15,6 +15,10 @@ from tocsin.errors import InvalidInput
 
 DEFAULT_TITLE = "Reminder"
 MAX_TITLE = 100  # a lock screen shows a line or two; longer titles are cut by the phone anyway
+# What a ring that offers Done and Snooze names, for the app to show them: the notification
+# category an iOS app registers (APNs `aps.category`) with two actions whose identifiers are
+# `done` and `snooze`, and the click action an Android app's activity filters for (FCM).
+CATEGORY = "TOCSIN_RING"
 
 
 def alert_title(firing: Firing) -> str:

@@ -20,6 +20,7 @@ import orjson
 from pydantic import Field, SecretStr
 
 from tocsin import __version__
+from tocsin.actions import ActionLinks
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import trusting
 from tocsin.channels.webhook import parse_retry_after
@@ -90,8 +91,12 @@ class SmsSettings(CoreSettings):
     )
 
 
-def build(settings: SmsSettings, clock: Clock) -> SmsSender | None:
-    """The SMS sender, or None when no TOCSIN_SMS_* credential is set.
+def build(
+    settings: SmsSettings, clock: Clock, links: ActionLinks | None = None
+) -> SmsSender | None:
+    """The SMS sender, or None when no TOCSIN_SMS_* credential is set. A text carries no
+    action links, `links` or not: a link would take most of the one segment a ring is
+    (docs/channels.md#sms).
 
     Raises ValueError for a half-done configuration (a SID without its token, no sender),
     so a server does not start believing it can send texts it cannot.

@@ -12,11 +12,13 @@ import email.utils
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import aiohttp
 import orjson
 from pydantic import Field, model_validator
 
+from tocsin.actions import ActionLinks
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import http_session
 from tocsin.channels.signing import secret_key, sign
@@ -73,8 +75,10 @@ class WebhookSender(DestinationSender):
         max_connections: int,
         allow_private: bool = False,
         clock: Clock | None = None,
+        links: ActionLinks | None = None,
     ) -> None:
         self._clock = clock or SystemClock()
+        self._links = links
         self._timeout = timeout
         self._max_connections = max_connections
         self._allow_private = allow_private
@@ -94,7 +98,7 @@ class WebhookSender(DestinationSender):
         refused = refused_url(url, allow_private=self._allow_private, what="webhook URL")
         if refused is not None:
             return DeliveryResult.failed(refused)
-        body = _body(firing)
+        body = _body(firing, self._links)
         timestamp = int(self._clock.now().timestamp())
         headers = {
             "content-type": "application/json",
@@ -153,20 +157,21 @@ def _classify(status: int, headers: Mapping[str, str], answer: bytes) -> Deliver
     return DeliveryResult.failed(error)
 
 
-def _body(firing: Firing) -> bytes:
-    return orjson.dumps(
-        {
-            "type": "reminder.due",
-            "id": firing.id,
-            "reminder_id": firing.reminder_id,
-            "owner": firing.owner,
-            "text": firing.text,
-            "due": _utc(firing.due_at),
-            "deadline": _utc(firing.deadline),
-            "metadata": firing.metadata,
-            "attempt": firing.attempts + 1,
-        }
-    )
+def _body(firing: Firing, links: ActionLinks | None = None) -> bytes:
+    body: dict[str, Any] = {
+        "type": "reminder.due",
+        "id": firing.id,
+        "reminder_id": firing.reminder_id,
+        "owner": firing.owner,
+        "text": firing.text,
+        "due": _utc(firing.due_at),
+        "deadline": _utc(firing.deadline),
+        "metadata": firing.metadata,
+        "attempt": firing.attempts + 1,
+    }
+    if links is not None:  # for a receiver that shows the ring to a person (a chat bot)
+        body["actions"] = links.of(firing).offered()
+    return orjson.dumps(body)
 
 
 def _utc(instant: datetime) -> str:

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid.jwt import sign as sign_jwt
 from pydantic import Field, SecretStr, field_validator
 
+from tocsin.actions import ActionLinks
 from tocsin.channels.base import DeliveryResult, Destination, DestinationSender
 from tocsin.channels.sessions import http_session, trusting
 from tocsin.channels.webhook import parse_retry_after
@@ -272,9 +273,12 @@ class WebPushSettings(CoreSettings):
         return value
 
 
-def build(settings: WebPushSettings, clock: Clock) -> WebPushSender | None:
+def build(
+    settings: WebPushSettings, clock: Clock, links: ActionLinks | None = None
+) -> WebPushSender | None:
     """The sender, or None when no VAPID key is set; a key without a subject (or two keys)
-    is a mistake and raises ValueError naming the settings."""
+    is a mistake and raises ValueError naming the settings. With `links`, each push offers
+    its ring's Done and Snooze."""
     if settings.vapid_private_key is not None and settings.vapid_private_key_file is not None:
         raise ValueError("set TOCSIN_VAPID_PRIVATE_KEY or TOCSIN_VAPID_PRIVATE_KEY_FILE, not both")
     if settings.vapid_private_key is not None:
@@ -296,6 +300,7 @@ def build(settings: WebPushSettings, clock: Clock) -> WebPushSender | None:
         max_connections=settings.delivery_concurrency,
         allow_private=settings.allow_private_urls,
         tls=trusting(settings.webpush_ca_file, also_the_systems=True),
+        links=links,
     )
 
 
@@ -315,8 +320,10 @@ class WebPushSender(DestinationSender):
         max_connections: int,
         allow_private: bool = False,
         tls: ssl.SSLContext | None = None,
+        links: ActionLinks | None = None,
     ) -> None:
         self._key = key
+        self._links = links
         self._public_key = application_server_key(key)
         self._subject = subject
         self._clock = clock
@@ -346,7 +353,7 @@ class WebPushSender(DestinationSender):
         now = self._clock.now()
         try:
             body = encrypt(
-                _payload(firing),
+                _payload(firing, self._links),
                 p256dh=b64decode(destination.address["p256dh"]),
                 auth=b64decode(destination.address["auth"]),
             )
@@ -445,18 +452,20 @@ def audience(endpoint: str) -> str:
     return f"{parts.scheme}://{host}{port}"
 
 
-def _payload(firing: Firing) -> bytes:
-    """The JSON the page's service worker reads, its text shortened to fit one record."""
+def _payload(firing: Firing, links: ActionLinks | None = None) -> bytes:
+    """The JSON the page's service worker reads (`src/tocsin/web/worker.js`), its text
+    shortened to fit one record; with `links`, the actions it offers, each with the URL its
+    click posts to."""
     text = firing.text
+    fields: dict[str, Any] = {
+        "id": firing.id,
+        "reminder_id": firing.reminder_id,
+        "due": firing.due_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if links is not None:
+        fields["actions"] = links.of(firing).offered()
     while True:
-        payload = orjson.dumps(
-            {
-                "id": firing.id,
-                "reminder_id": firing.reminder_id,
-                "text": text,
-                "due": firing.due_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
-        )
+        payload = orjson.dumps({**fields, "text": text})
         excess = len(payload) - MAX_PLAINTEXT
         if excess <= 0:
             return payload

@@ -10,6 +10,7 @@ import signal
 import sys
 from typing import Any
 
+from tocsin.actions import action_links
 from tocsin.channels import build_channels
 from tocsin.cli.startup import StartupError, open_ready_store, run_async
 from tocsin.clock import DatabaseClock
@@ -99,7 +100,11 @@ async def _work(settings: Settings, args: argparse.Namespace) -> None:
     try:
         clock = DatabaseClock()  # rings by the database's clock, which judges the leases
         channels = build_channels(
-            settings, clock, null=args.null_channels, announce=store.announce_feed
+            settings,
+            clock,
+            null=args.null_channels,
+            announce=store.announce_feed,
+            links=action_links(settings.links_base_url, store.keyring),
         )
         worker_id = args.worker_id or new_worker_id()
         engine = Engine(store, settings, clock, worker_id=worker_id, channels=channels)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from tocsin.actions import action_links
 from tocsin.channels import Channels, build_channels
 from tocsin.clock import Clock, DatabaseClock, SystemClock
 from tocsin.delivery import Delivery, DeliveryTuning, RetryPolicy
@@ -255,5 +256,6 @@ def make_engine(store: Store, settings: Settings, clock: Clock) -> Engine:
     beside the API. A real clock is kept in step with the database's (`DatabaseClock`)."""
     if isinstance(clock, SystemClock):
         clock = DatabaseClock()
-    channels = build_channels(settings, clock, announce=store.announce_feed)
+    links = action_links(settings.links_base_url, store.keyring)
+    channels = build_channels(settings, clock, announce=store.announce_feed, links=links)
     return Engine(store, settings, clock, worker_id=new_worker_id(), channels=channels)

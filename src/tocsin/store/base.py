@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from tocsin.keyring import Keyring
 from tocsin.store.ports import (
     AppStore,
     ContactStore,
@@ -79,3 +80,9 @@ class Store(
     @abstractmethod
     async def close(self) -> None:
         """Release connections and listeners. The store is unusable afterwards."""
+
+    @property
+    @abstractmethod
+    def keyring(self) -> Keyring:
+        """The key ring this store seals and opens its secrets with; it also signs what the
+        service hands out to read back later (a ring's action links, `tocsin.actions`)."""

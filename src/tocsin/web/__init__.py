@@ -37,6 +37,7 @@ ASSETS = {
     "page.css": "text/css; charset=utf-8",
     "page.js": "text/javascript; charset=utf-8",
     "words.js": "text/javascript; charset=utf-8",
+    "worker.js": "text/javascript; charset=utf-8",  # the service worker (its scope: /web/)
     "icon.svg": "image/svg+xml",
     "manifest.webmanifest": "application/manifest+json",
 }

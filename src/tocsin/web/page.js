@@ -42,6 +42,7 @@
     previewRound: 0,
     previewTimer: 0,
     seen: new Set(),
+    worker: null, // the service worker's registration (worker.js), once registered
     places: new Map(), // the owner's places by id, for the reminders that ring at one
     audio: null,
     channels: null, // what `GET /v1/channels` said this server rings (null: not known)
@@ -221,8 +222,21 @@
     due.textContent = ` due ${Words.instant(event.due, zoneOfBrowser())}`;
     const answer = document.createElement("p");
     answer.className = "answer";
+    // The ring's own actions (the feed's event lists them): Done, then Snooze 10 min. The page
+    // takes them through the API with its token, as the rest of the page does.
+    const done = button("Done", `Mark “${event.text}” done`);
     const snooze = button("Snooze 10 min", `Snooze “${event.text}” 10 minutes`);
     const dismiss = button("Dismiss", `Dismiss “${event.text}”`);
+    done.addEventListener("click", async () => {
+      try {
+        await api("POST", `/v1/firings/${encodeURIComponent(event.id)}/done`);
+        say(`Marked “${event.text}” done.`);
+        dismissRing(item);
+        reloadReminders();
+      } catch (error) {
+        tell(answer, `Not marked done: ${error.message}.`, true);
+      }
+    });
     snooze.addEventListener("click", async () => {
       try {
         const { data } = await api("POST", `/v1/reminders/${event.reminder_id}/snooze`, { snooze: "10m" });
@@ -234,7 +248,7 @@
       }
     });
     dismiss.addEventListener("click", () => dismissRing(item));
-    item.append(text, due, document.createElement("br"), snooze, dismiss, answer);
+    item.append(text, due, document.createElement("br"), done, snooze, dismiss, answer);
     $("rings").prepend(item);
     $("ringing").hidden = false;
     sound();
@@ -272,7 +286,26 @@
 
   function notify(event) {
     if (!("Notification" in window) || Notification.permission !== "granted") return;
+    // Through the service worker when it runs: only its notifications can offer the ring's
+    // actions (Done, Snooze 10 min), which it posts when tapped (worker.js).
+    if (state.worker && state.worker.active && event.actions) {
+      const actions = event.actions.map(({ action, title }) => ({ action, title }));
+      const data = { id: event.id, actions: event.actions };
+      state.worker.showNotification("Tocsin", { body: event.text, tag: event.id, data, actions });
+      return;
+    }
     new Notification("Tocsin", { body: event.text, tag: event.id });
+  }
+
+  /** Registers the service worker (worker.js), which shows rings with their actions; a
+   * browser without one (or a page not served over https or from loopback) does without. */
+  async function registerWorker() {
+    if (!("serviceWorker" in navigator)) return;
+    try {
+      state.worker = await navigator.serviceWorker.register("/web/worker.js", { scope: "/web/" });
+    } catch {
+      state.worker = null;
+    }
   }
 
   function showNotifyButton() {
@@ -1305,6 +1338,7 @@
 
   function start() {
     wire();
+    registerWorker();
     $("new-zone").value = zoneOfBrowser();
     $("quiet-zone").value = zoneOfBrowser();
     fillZones();

@@ -14,6 +14,7 @@ from tocsin.api import create_app
 from tocsin.api.routes import health, reminders
 from tocsin.clock import FakeClock
 from tocsin.errors import StoreUnavailable
+from tocsin.keyring import Keyring
 from tocsin.store import Store
 
 
@@ -93,6 +94,10 @@ class _Unreachable:
 
         return fail
 
+    @property
+    def keyring(self) -> Keyring:  # the process's own, not the database's: still there
+        return self._store.keyring
+
 
 @pytest.fixture
 async def down(store: Store, clock: FakeClock) -> Any:
@@ -164,11 +169,15 @@ async def test_openapi_names_each_operation_and_who_may_call_it(client: httpx.As
     assert "to_" in scheme["description"]
     for name, operation in operations.items():
         public = name in ("health", "ready", "metrics")
-        assert ("security" not in operation) is public, name
+        # An action link is its own credential, and refused links are rate-limited.
+        linked = name in ("actionLinkPage", "followActionLink")
+        assert ("security" not in operation) is (public or linked), name
         assert ("429" not in operation["responses"]) is public, name
+        # A browser following an action link is answered a page: it asks for HTML.
+        refusals = ["application/problem+json", *(["text/html"] if linked else [])]
         for status, response in operation["responses"].items():
             if status >= "400":
-                assert list(response["content"]) == ["application/problem+json"], (name, status)
+                assert list(response["content"]) == refusals, (name, status)
 
 
 async def test_a_405_names_every_method_of_the_path(client: httpx.AsyncClient) -> None:

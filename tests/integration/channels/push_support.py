@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import trustme
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
+from tests.support.peers.apns import ApnsPeer
+from tests.support.peers.apns import serving as apns_serving
 from tocsin.domain import JSON, Channel, Firing, FiringState, one
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -84,3 +89,33 @@ def write_pem(key: PrivateKeyTypes, path: Path) -> Path:
         )
     )
     return path
+
+
+@asynccontextmanager
+async def local_apns(folder: Path, topic: str) -> AsyncIterator[tuple[ApnsPeer, dict[str, str]]]:
+    """An APNs over TLS on loopback that trusts a fresh signing key and takes `topic`, and
+    the settings (`TOCSIN_APNS_…`) that point a running Tocsin at it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    peer = ApnsPeer(
+        public_key=key.public_key(),
+        key_id="ABC123DEFG",
+        team_id="DEF123GHIJ",
+        topics=frozenset({topic}),
+    )
+    certificate = server_certificate(folder)
+    served = apns_serving(
+        peer, certfile=str(certificate.cert_file), keyfile=str(certificate.key_file)
+    )
+    async with served as url:
+        yield (
+            peer,
+            {
+                "TOCSIN_APNS_KEY_FILE": str(write_pem(key, folder / "AuthKey.p8")),
+                "TOCSIN_APNS_KEY_ID": peer.key_id,
+                "TOCSIN_APNS_TEAM_ID": peer.team_id,
+                "TOCSIN_APNS_TOPIC": topic,
+                "TOCSIN_APNS_BASE_URL": url,
+                "TOCSIN_APNS_SANDBOX_BASE_URL": url,
+                "TOCSIN_APNS_CA_FILE": str(certificate.ca_file),
+            },
+        )

@@ -199,6 +199,10 @@ class PostgresStore(Store):
         self._wakeups = Wakeups(lambda: pool.hosts.connect(timeout=CONNECT_TIMEOUT))
         self._claims = ClaimLedger()  # this process's claims not settled yet
 
+    @property
+    def keyring(self) -> Keyring:
+        return self._keyring
+
     @classmethod
     async def connect(
         cls, url: str, *, keyring: Keyring, acquire_timeout: float | None = None

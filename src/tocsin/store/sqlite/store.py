@@ -143,6 +143,10 @@ class SqliteStore(Store):
         self._feed_listeners: list[FeedListener] = []
         self._revocation_listeners: list[Callable[[str], None]] = []
 
+    @property
+    def keyring(self) -> Keyring:
+        return self._keyring
+
     @classmethod
     async def connect(cls, url: str, *, keyring: Keyring) -> SqliteStore:
         """Open (creating it when missing) the file named by `sqlite:///path/to/file.db`;
