@@ -83,6 +83,9 @@ class Destination:
     kind: Channel
     address: Mapping[str, str]
     secret: str | None = None
+    # Whose contact it is (a list's ring goes to its members'); None for an app's webhook
+    # endpoint or the deployment's, which are no person's.
+    owner: str | None = None
 
 
 class DestinationSender(ABC):

@@ -13,6 +13,7 @@ from tocsin.channels import Channels, DeliveryResult, Destination, DestinationSe
 from tocsin.clock import Clock
 from tocsin.delivery.destinations import Destinations, Nowhere
 from tocsin.delivery.isolation import Isolation, provider
+from tocsin.delivery.quiet import MemberHold
 from tocsin.delivery.retry import SENT, Decision, RetryPolicy
 from tocsin.domain import (
     Attempt,
@@ -22,6 +23,7 @@ from tocsin.domain import (
     FiringState,
     Outcome,
     Priority,
+    list_of,
 )
 from tocsin.errors import StoreError
 from tocsin.metrics import instruments
@@ -116,22 +118,28 @@ class Deliverer:
                 return await self._deliver_route(firing, settled)
             channel = firing.channel.single
             sender, destinations = await self._where(firing, channel)
+            targets = [(channel, sender, d) for d in destinations if d.id not in settled]
+            open_, hold = await self._held(firing, targets, now)
         except Nowhere as nowhere:
             return self._unsent(firing, FiringState.FAILED, str(nowhere))
         except StoreError as error:
             return self._lookup_failed(firing, now, error)
-        open_ = [(channel, sender, d) for d in destinations if d.id not in settled]
         results = await self._send_all(firing, open_, now)
         if results and all(result is HELD_BACK for result in results):
             return self.hand_back(firing)
-        return self._round(firing, now, open_, results, settled)
+        return self._round(firing, now, open_, results, settled, hold)
 
     async def _quiet_hours(self, firing: Firing, now: datetime) -> AttemptResult | None:
         """A bulk ring inside its owner's quiet hours: `queued` until they end, untried (no
         attempt is recorded), or `expired` now when they end after its last try; None for a
         ring they do not hold (an urgent one never; nor a ring for the in-app feed alone, which
-        an open page takes: someone is looking)."""
-        if firing.priority is not Priority.BULK or firing.channel.single is Channel.INAPP:
+        an open page takes: someone is looking). A list's ring is held member by member, in
+        its round (`_held`): the list has no quiet hours of its own."""
+        if (
+            firing.priority is not Priority.BULK
+            or firing.channel.single is Channel.INAPP
+            or list_of(firing.owner) is not None
+        ):
             return None
         try:
             until = await self._destinations.quiet_until(firing, now)
@@ -146,6 +154,21 @@ class Deliverer:
         ENGINE.retried(firing.channel, instruments.RETRY_QUIET_HOURS)
         held = f"{QUIET_HELD} {until:%Y-%m-%dT%H:%M:%SZ}"
         return self._unsent(firing, FiringState.QUEUED, held, until)
+
+    async def _held(
+        self, firing: Firing, targets: list[Target], now: datetime
+    ) -> tuple[list[Target], MemberHold | None]:
+        """A list's bulk ring's open `targets` less those of the members inside their quiet
+        hours at `now` (neither tried nor recorded), and the hold on those members; None
+        when none is held. An endpoint's destination is no one's, and is never held."""
+        if firing.priority is not Priority.BULK or list_of(firing.owner) is None:
+            return targets, None
+        members = sorted({d.owner for _, _, d in targets if d.owner is not None})
+        quiet = await self._destinations.quiet_members(firing, members, now)
+        if not quiet:
+            return targets, None
+        last = self._policy.last_try(due=firing.due_at, deadline=firing.deadline)
+        return [t for t in targets if t[2].owner not in quiet], MemberHold.of(quiet, last)
 
     def hand_back(self, firing: Firing) -> AttemptResult | None:
         """A firing whose hold has no send left in it, untried: `queued` again at once for
@@ -205,12 +228,14 @@ class Deliverer:
         now = self._clock.now()
         try:
             targets = await self._targets(firing, step, settled, trail, now)
+            open_, hold = await self._held(
+                firing, [target for target in targets if target[2].id not in settled], now
+            )
         except StoreError as error:
             retry = DeliveryResult.retry(
                 f"could not look the destinations up: {outside_text(error)}"
             )
             return self._decide(retry, firing, now)
-        open_ = [target for target in targets if target[2].id not in settled]
         results = await self._send_all(firing, open_, now)
         for (channel, _, destination), result in zip(open_, results, strict=True):
             if result is not HELD_BACK:  # not tried: no attempt to record
@@ -219,6 +244,8 @@ class Deliverer:
             settled.get(target[2].id) is Outcome.SENT for target in targets
         )
         decision = self._firing_decision(firing, now, results, accepted)
+        if hold is not None:  # a step whose members wait is not failed: the chain waits too
+            decision = hold.decide(decision, reached=accepted, route=firing.channel)
         retrying = any(r.outcome is Outcome.RETRY for r in results)
         if decision.state is FiringState.FAILED and not accepted and not retrying:
             return None
@@ -335,6 +362,7 @@ class Deliverer:
         targets: Sequence[Target],
         results: Sequence[DeliveryResult],
         settled: Mapping[str, Outcome],
+        hold: MemberHold | None = None,
     ) -> AttemptResult:
         first = firing.attempts + 1
         made = [
@@ -352,6 +380,8 @@ class Deliverer:
         decision = self._firing_decision(firing, now, results, accepted)
         if len(attempts) == 1 and attempts[0].error != decision.error:
             attempts[0] = attempts[0]._replace(error=decision.error)  # what the policy made of it
+        if hold is not None:
+            decision = hold.decide(decision, reached=accepted, route=firing.channel)
         # By position, in the order of AttemptResult's fields: one is built per ring.
         return AttemptResult(
             firing.id,

@@ -24,14 +24,15 @@ Contacts are looked up in batches: the lookups of every firing being sent in one
 event loop go to the database as one query (an index lookup per (owner, kind)), so a burst
 costs a query per batch, not one per ring. Apps are kept for `APP_CACHE_SECONDS`. A list's
 rings are known by their owner alone, so the lookup of their members (one query a batch,
-too) is made for them only: a ring of no list reads nothing more than before.
+too) is made for them only: a ring of no list reads nothing more than before. A list's bulk
+ring reads the quiet hours of the members it goes to (`quiet_members`), not the list's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
@@ -118,7 +119,7 @@ class Destinations:
         else:  # a list's: every member's lookup in the one batch of this turn
             looked_up = await asyncio.gather(*(self._contacts.get((o, channel)) for o in owners))
         found.extend(
-            Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret)
+            Destination(id=c.id, kind=c.kind, address=c.address, secret=c.secret, owner=c.owner)
             for contacts in looked_up
             for c in contacts
             if c.takes_rings_of(firing.source)
@@ -151,12 +152,31 @@ class Destinations:
         caller asks for those alone."""
         if self._null:  # the benchmarks' counter: it reads no owner's settings
             return None
-        spans = await self._quiet.get(firing.owner)
-        applying = [span for span in spans if span.source in (None, firing.source)]
-        until = quiet_until(applying, now)
+        until = await self._until(firing.owner, firing, now)
         if until is None or await self._ignoring.get(firing.reminder_id):
             return None
         return until
+
+    async def quiet_members(
+        self, firing: Firing, members: Collection[str], now: datetime
+    ) -> dict[str, datetime]:
+        """Those of `members` (whom a list's bulk ring goes to) inside their quiet hours at
+        `now`, each with when they end; none when its reminder ignores them. A member's are
+        his own and those the reminder's app saved for him, every member's looked up in the
+        one batch of this turn, with every other ring's."""
+        if self._null or not members:
+            return {}
+        ends = await asyncio.gather(*(self._until(member, firing, now) for member in members))
+        quiet = {m: until for m, until in zip(members, ends, strict=True) if until is not None}
+        if quiet and await self._ignoring.get(firing.reminder_id):
+            return {}
+        return quiet
+
+    async def _until(self, owner: str, firing: Firing, now: datetime) -> datetime | None:
+        """When `owner`'s quiet hours that apply to `firing` (his own, its app's) and hold
+        `now` end; None when none does."""
+        spans = await self._quiet.get(owner)
+        return quiet_until([span for span in spans if span.source in (None, firing.source)], now)
 
     async def _ignoring_quiet_hours(self, reminder_ids: list[str]) -> dict[str, list[bool]]:
         """The reminders that ring through quiet hours, as they are now (an edit after the

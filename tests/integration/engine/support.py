@@ -17,7 +17,7 @@ import httpx
 
 from tocsin.channels import Channels, build_channels
 from tocsin.clock import Clock
-from tocsin.domain import JSON, Channel, Firing, Reminder, ReminderStatus, Route, one
+from tocsin.domain import JSON, Channel, Contact, Firing, Reminder, ReminderStatus, Route, one
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.scheduler import Engine, EngineTuning, LoadTuning
 from tocsin.settings import Settings
@@ -84,6 +84,36 @@ def reminder(
         created_at=now,
         updated_at=now,
     )
+
+
+async def add_contact(
+    store: Store,
+    owner: str,
+    kind: Channel,
+    address: dict[str, str],
+    *,
+    now: datetime,
+    secret: str | None = None,
+) -> str:
+    """Save an enabled contact of `owner`'s, the owner's own (no app's); return its id."""
+    shard = shard_of(owner)
+    contact_id = new_reminder_id(shard, now)
+    await store.add_contact(
+        Contact(
+            id=contact_id,
+            owner=owner,
+            shard=shard,
+            kind=kind,
+            address=address,
+            label=None,
+            secret=secret,
+            disabled_reason=None,
+            disabled_at=None,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    return contact_id
 
 
 @asynccontextmanager

@@ -12,6 +12,7 @@ import pytest
 
 from tests.integration.engine.support import (
     Receiver,
+    add_contact,
     eventually,
     firings_of,
     receiver,
@@ -21,8 +22,7 @@ from tests.integration.engine.support import (
 )
 from tests.support.peers.smtp import SmtpPeer, smtp_peer
 from tocsin.clock import SystemClock
-from tocsin.domain import Channel, Contact, Firing, FiringState, Outcome, Reminder, Route
-from tocsin.ids import new_reminder_id, shard_of
+from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder, Route
 from tocsin.settings import Settings
 from tocsin.store import Store
 
@@ -55,21 +55,8 @@ async def peers(tmp_path: Path) -> AsyncIterator[Peers]:
 
 
 async def email_contact(store: Store, owner: str) -> None:
-    now, shard = clock.now(), shard_of(owner)
-    await store.add_contact(
-        Contact(
-            id=new_reminder_id(shard, now),
-            owner=owner,
-            shard=shard,
-            kind=Channel.EMAIL,
-            address={"address": f"{owner}@example.org"},
-            label=None,
-            secret=None,
-            disabled_reason=None,
-            disabled_at=None,
-            created_at=now,
-            updated_at=now,
-        )
+    await add_contact(
+        store, owner, Channel.EMAIL, {"address": f"{owner}@example.org"}, now=clock.now()
     )
 
 
