@@ -111,7 +111,9 @@ class CoreSettings(BaseSettings):
         default=None,
         description="Where people reach this server (`https://tocsin.example.com`): the "
         "address of the Done and Snooze links a ring's email or push carries. Unset, a "
-        "server on loopback uses `http://<host>:<port>`, and elsewhere rings carry no links.",
+        "server on loopback uses `http://<host>:<port>`, and elsewhere rings carry no links. "
+        "Set it for `tocsin worker` too: the workers write the links (a worker has no address "
+        "of its own: on loopback it assumes port 8000).",
     )
     secret_key: SecretStr | None = Field(
         default=None,
