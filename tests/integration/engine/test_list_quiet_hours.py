@@ -93,7 +93,7 @@ async def decided(store: Store, reminders: list[Reminder]) -> list[Firing]:
         found = [await newest(store, one) for one in reminders]
         return all(f is not None and f.state is not FiringState.SENDING for f in found)
 
-    await eventually(done, within=20)
+    await eventually(done, within=90)
     return [f for one in reminders if (f := await newest(store, one)) is not None]
 
 
@@ -175,7 +175,7 @@ async def test_a_lists_bulk_ring_waits_for_each_member_s_quiet_hours_to_end(
                 found = [await newest(store, one) for one in (bulk, chain)]
                 return all(f is not None and f.state is FiringState.SENT for f in found)
 
-            await eventually(sent, within=20)
+            await eventually(sent, within=90)
         rang = await newest(store, bulk)
         assert rang is not None
         assert reached(rang) == {contact["ben"]: due, contact["cy"]: ends}

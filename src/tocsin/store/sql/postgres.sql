@@ -1330,7 +1330,12 @@ SET LOCAL lock_timeout = '1s'
 -- partition that fall in it, and attach it. Made apart and attached (ATTACH takes a SHARE
 -- UPDATE EXCLUSIVE lock of `due`, where CREATE TABLE … PARTITION OF takes an ACCESS EXCLUSIVE
 -- one); its CHECK constraint spares ATTACH a scan of the new table, and the default partition
--- is scanned for rows of the month, none once they moved.
+-- is scanned for rows of the month, none once they moved. `due` itself is locked against
+-- writes first (SHARE ROW EXCLUSIVE, for the moment the month takes): an insert routed to the
+-- default partition before the month was attached, and let through once it was, failed the
+-- default partition's new constraint ("violates partition constraint"); waiting for the lock
+-- instead, it is routed with the month in place.
+LOCK TABLE due IN SHARE ROW EXCLUSIVE MODE;
 CREATE TABLE {month} (LIKE due INCLUDING DEFAULTS INCLUDING INDEXES);
 ALTER TABLE {month} ADD CONSTRAINT {month}_bucket CHECK (bucket >= {first} AND bucket < {after});
 WITH moved AS (
