@@ -23,7 +23,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.e2e.service import iso, service
+from tests.e2e.service import acreate, afirings, iso, service
 from tests.e2e.test_channels import add_contact
 from tests.integration.channels.push_support import local_apns
 from tests.integration.channels.test_fcm import EMAIL, PROJECT, service_account_file
@@ -54,19 +54,13 @@ def local(base: str, link: str) -> str:
     return base + urlsplit(link).path
 
 
-async def first_ring(client: httpx.AsyncClient, reminder_id: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = (await client.get(f"/v1/reminders/{reminder_id}/firings")).json()[
-        "firings"
-    ]
-    return found[-1]
-
-
 async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
-    body = {"owner": "ana", "text": "Call mom", "zone": "Europe/Paris", "at": soon()}
-    answer = await client.post("/v1/reminders", json=body | fields)
-    assert answer.status_code == 201, answer.text
-    made: dict[str, Any] = answer.json()
-    return made
+    """Ana's reminder due in a few seconds, on Paris's clock."""
+    return await acreate(client, text="Call mom", zone="Europe/Paris", at=soon(), **fields)
+
+
+async def first_ring(client: httpx.AsyncClient, made: dict[str, Any]) -> dict[str, Any]:
+    return (await afirings(client, made))[-1]
 
 
 @pytest.mark.timeout(120)
@@ -100,11 +94,11 @@ async def test_an_emailed_done_link_marks_the_ring_done_only_when_posted(
                 done = local(base, links["Done"])
 
                 scanned = await client.get(done, headers={"Accept": "text/html"})
-                after_scan = await first_ring(client, made["id"])
+                after_scan = await first_ring(client, made)
                 forged = await client.post(done[:-1] + ("A" if done[-1] != "A" else "B"))
                 first = await client.post(done)
                 again = await client.post(done)
-                read_back = await first_ring(client, made["id"])
+                read_back = await first_ring(client, made)
 
     assert set(links) == {"Done", "Snooze 10 minutes"}
     assert f'href="{links["Done"]}"' in html.get_content()
@@ -172,7 +166,7 @@ async def test_push_payloads_offer_done_and_snooze_and_their_urls_act(
                 snoozed = await client.post(local(base, actions["snooze"]["url"]))
                 repeated = await client.post(local(base, aps["tocsin"]["snooze_url"]))
                 done = await client.post(local(base, message["data"]["done_url"]))
-                ring = await first_ring(client, made["id"])
+                ring = await first_ring(client, made)
 
     assert [a["action"] for a in web["actions"]] == ["done", "snooze"]
     assert [a["title"] for a in web["actions"]] == ["Done", "Snooze 10 min"]
