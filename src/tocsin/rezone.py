@@ -121,6 +121,7 @@ def _moves(rows: list[PendingTime], report: RezoneReport) -> list[Move]:
                     version=row.version,
                     was=row.due_at,
                     due_at=due,
+                    rang=row.rang,
                 )
             )
     return moves

@@ -36,6 +36,16 @@ FREQUENCY: dict[str, Frequency] = {
 # A UTC UNTIL is compared with instants; the local series is cut a day after its wall time so
 # that a fold or gap next to it cannot hide an occurrence that still rings before it.
 _UNTIL_SLACK = timedelta(days=1)
+# How long one period of each frequency lasts at most: `latest_rings` looks back over as
+# many as it wants rings (and one more) first, which holds them unless the rule skips periods.
+_PERIOD: dict[int, timedelta] = {
+    dr.YEARLY: timedelta(days=366),
+    dr.MONTHLY: timedelta(days=31),
+    dr.WEEKLY: timedelta(days=7),
+    dr.DAILY: timedelta(days=1),
+    dr.HOURLY: timedelta(hours=1),
+    dr.MINUTELY: timedelta(minutes=1),
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -347,6 +357,39 @@ def next_after(schedule: Schedule, instant: datetime) -> datetime | None:
     """
     with expansion_budget(DEFAULT_SECONDS):
         return next(rings(schedule, _aware(instant, "instant"), strict=True), None)
+
+
+def latest_rings(schedule: Schedule, start: datetime, upto: datetime, count: int) -> list[datetime]:
+    """The schedule's last `count` rings from `start` to `upto` (both included), newest first.
+
+    A reader finds a reminder's newest ring among these (`tocsin.store.looking`): its rings
+    are kept in due order, with no index by reminder, so it must know where to look. The
+    search looks back from `upto` over `count` periods of the rule, then a window eight
+    times wider each round while it found fewer, never from the anchor, so a series that has
+    rung for years costs what a young one does.
+
+    Raises ExpansionBudgetExceeded when finding them needs more CPU time than the active
+    budget (at most DEFAULT_SECONDS).
+    """
+    start = _aware(start, "start").astimezone(UTC)
+    upto = _aware(upto, "upto").astimezone(UTC)
+    if count < 1 or upto < start:
+        return []
+    window = upto - start  # a one-off's rings are few: all of them at once
+    if schedule.rule is not None:
+        series = _series(schedule.rule, schedule.anchor, schedule.zone)
+        window = _PERIOD[series.freq] * series.interval * (count + 1)
+    with expansion_budget(DEFAULT_SECONDS):
+        while True:
+            lower = max(start, upto - window)
+            found: deque[datetime] = deque(maxlen=count)
+            for ring in rings(schedule, lower, strict=False):
+                if ring > upto:
+                    break
+                found.append(ring)
+            if len(found) == count or lower == start:
+                return list(reversed(found))
+            window *= 8
 
 
 def occurrence_from(schedule: Schedule, instant: datetime) -> datetime | None:

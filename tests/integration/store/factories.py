@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import orjson
 
@@ -27,6 +28,7 @@ from tocsin.ids import new_reminder_id, shard_of
 from tocsin.store import Store, codec
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+PARIS = ZoneInfo("Europe/Paris")
 LEASE = timedelta(seconds=30)
 
 
@@ -44,14 +46,17 @@ def reminder(
 ) -> Reminder:
     """A reminder of `owner`; a series when `rule` is given."""
     shard = shard_of(owner) if shard is None else shard
-    anchor = (due_at or NOW).replace(tzinfo=None) if rule else (due_at or NOW)
+    # A series' anchor is its first ring's wall time in its zone, so that its timeline (where
+    # readers look for its rings: tocsin.store.looking) holds the instants its rings are at.
+    first = due_at or NOW
+    anchor = first.astimezone(PARIS).replace(tzinfo=None) if rule else first
     return Reminder(
         id=new_reminder_id(shard, created_at),
         owner=owner,
         shard=shard,
         text=text,
         channel=one(Channel.WEBHOOK),
-        schedule=Schedule(zone="Europe/Paris", anchor=anchor, rule=rule),
+        schedule=Schedule(zone=PARIS.key, anchor=anchor, rule=rule),
         at=None if rule else (due_at or NOW).isoformat(),
         repeat="daily 10:00" if rule else None,
         status=status,

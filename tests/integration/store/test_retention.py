@@ -243,7 +243,7 @@ async def test_a_series_whose_last_ring_is_on_its_way_stays(store: Store) -> Non
     """Its old rings go; the series waits for its last ring's record (on PostgreSQL not
     written yet while it is being sent)."""
     series = await _series(
-        store, (CUTOFF - DAY, FiringState.SENT), (NOW - timedelta(minutes=1), FiringState.SENDING)
+        store, (CUTOFF - DAY, FiringState.SENT), (NOW - DAY, FiringState.SENDING)
     )
 
     assert await _prune(store) == _pruned(firings=1)

@@ -108,7 +108,7 @@ async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
         plans["PRUNE_IDEMPOTENCY_KEYS"] = _sqlite_plan(
             connection, lite.PRUNE_IDEMPOTENCY_KEYS, params
         )
-        batch = {"firings": '["a.1", "b.2"]', "reminders": '["a", "b"]'}
+        batch = {"firings": '["a.1", "b.2"]', "reminders": '["a", "b"]', "starts": '{"a": [1]}'}
         by_ring = _sqlite_plan(connection, lite.FINISHED_BY_RING, params | batch)
         deletes = {
             name: _sqlite_plan(connection, getattr(lite, name), batch)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tocsin.domain import Schedule
 from tocsin.errors import InvalidInput
 from tocsin.time import load_zone, next_after, occurrences, zone_names
-from tocsin.time.expand import naive_rings, rings
+from tocsin.time.expand import latest_rings, naive_rings, rings
 from tocsin.time.probe import check_can_ring
 from tocsin.time.rules import WEEKDAYS, Rule, UntilKind, format_rule, parse_rrule
 
@@ -172,3 +172,39 @@ def test_public_functions_agree(
 def test_weekday_names_are_rfc_order() -> None:
     assert WEEKDAYS == ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
     assert UntilKind.UTC.value == "utc"
+
+
+@SETTINGS
+@given(rule=rules(), zone=st.sampled_from(ODD + ZONES[::5]), anchor=anchors,
+       alerts=st.sampled_from([(), (900,), (86400, 3600)]),
+       nags=st.sampled_from([(0, 0), (300, 3)]),
+       count=st.integers(1, 12), data=st.data())  # fmt: skip
+def test_latest_rings_are_the_plain_expansions_last(
+    rule: Rule,
+    zone: str,
+    anchor: datetime,
+    alerts: tuple[int, ...],
+    nags: tuple[int, int],
+    count: int,
+    data: st.DataObject,
+) -> None:
+    """A reader's look back from now (`latest_rings`) finds exactly the last rings the plain
+    expansion from the anchor has up to then, alerts and nags included, however far back."""
+    plain = schedule_for(rule, zone, anchor)
+    if plain is None:
+        return
+    schedule = replace(plain, alerts=alerts, nag=nags[0], nags=nags[1])
+    reach = timedelta(days=REACH[rule.freq])
+    tz = load_zone(zone)
+    horizon = (anchor + reach - timedelta(days=2)).replace(tzinfo=tz).astimezone(UTC)
+    everything = list(rings(schedule, anchor.replace(tzinfo=tz) - timedelta(days=30),
+                            strict=False, cap=anchor + reach))  # fmt: skip
+    everything = [at for at in everything if at <= horizon]
+    if not everything:
+        return
+    start = data.draw(st.sampled_from(everything[: max(1, len(everything) // 3)]))
+    upto = data.draw(st.sampled_from(everything)) + timedelta(
+        seconds=data.draw(st.sampled_from([0, 1, 59]))
+    )
+    want = [at for at in everything if start <= at <= upto][-count:][::-1]
+    assert latest_rings(schedule, start, upto, count) == want

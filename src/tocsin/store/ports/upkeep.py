@@ -39,6 +39,7 @@ class PendingTime:
     schedule: Schedule
     due_at: datetime
     version: int
+    rang: datetime | None = None  # its last ring, as readers show it
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -59,6 +60,7 @@ class Move:
     version: int  # the row's version when read
     was: datetime  # its due time then
     due_at: datetime  # its new due time
+    rang: datetime | None = None  # its last ring then: readers of the new version show it
 
 
 class UpkeepStore(Protocol):

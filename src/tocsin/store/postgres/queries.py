@@ -50,23 +50,28 @@ def ring_content(table: str) -> str:
     return _TEXT["_RING_CONTENT"].format(table=table)
 
 
-def _ring_state(table: str, now: str) -> str:
-    return _TEXT["_RING_STATE"].format(table=table, now=now)
+def _ring_state(table: str, now: str, starts: str, *, places: bool = True) -> str:
+    place = _TEXT["_PLACE_RANG"].format(table=table) if places else "NULL"
+    return _TEXT["_RING_STATE"].format(table=table, now=now, starts=starts, place=place)
+
+
+# An API write's new version has not rung: its walk starts at the occurrence it scheduled.
+_NOT_RUNG = "'{}'::timestamptz[]"
 
 
 ADD_REMINDER = _TEXT["ADD_REMINDER"].format(waiting=_TEXT["_WAITING"])
 PENDING_COUNTS = _TEXT["PENDING_COUNTS"].format(waiting=_TEXT["_WAITING"])
 RING_CONTENTS = _TEXT["RING_CONTENTS"].format(content=ring_content("r"))
-GET_REMINDER = _TEXT["GET_REMINDER"].format(ring_state=_ring_state("r", "$2"))
-LIST_REMINDERS = _TEXT["LIST_REMINDERS"].format(ring_state=_ring_state("r", "$6"))
+REMINDERS_NOW = _TEXT["REMINDERS_NOW"].format(
+    ring_state=_ring_state("r", "$3", "wanted.starts::timestamptz[]")
+)
 UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(
-    ring_state=_ring_state("saved", "$16"), take_back=_TEXT["_TAKE_BACK"]
+    ring_state=_ring_state("saved", "$16", _NOT_RUNG), take_back=_TEXT["_TAKE_BACK"]
 )
 CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(
-    ring_state=_ring_state("cancelled", "$2"), take_back=_TEXT["_TAKE_BACK"]
+    ring_state=_ring_state("cancelled", "$2", _NOT_RUNG), take_back=_TEXT["_TAKE_BACK"]
 )
 RESCHEDULE = _TEXT["RESCHEDULE"].format(take_back=_TEXT["_TAKE_BACK"])
-PENDING_IN_ZONES = _TEXT["PENDING_IN_ZONES"].format(ring_state=_ring_state("r", "NULL"))
 # The bucket of LATEST, where a reminder that rings at a place waits: no load reads it.
 NEVER_BUCKET = bucket_of(LATEST)
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
@@ -97,7 +102,8 @@ RECORD_ATTEMPTS = _TEXT["RECORD_ATTEMPTS"].format(
     result_fields=select_list(batches.POSTGRES_RESULTS, "r"), earlier=_EARLIER
 )
 PRUNE_FIRINGS = _TEXT["_PRUNE_FIRINGS"].format(
-    owed=_TEXT["_OWED"], ring_state=_ring_state("r", "NULL")
+    owed=_TEXT["_OWED"],
+    ring_state=_ring_state("r", "NULL", "ARRAY[gone.due_at]", places=False),
 )
 PRUNE_REMINDERS = _TEXT["_PRUNE_REMINDERS"].format(owed=_TEXT["_OWED"])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
@@ -58,6 +58,7 @@ from tocsin.store.base import (
     Store,
     ZonePage,
 )
+from tocsin.store.looking import Looking, pick
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
 from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.postgres import months
@@ -128,7 +129,7 @@ def _cancel_args(current: Reminder, now: datetime) -> tuple[object, ...]:
         current.version,
         waiting,
         codec.bucket_of(waiting),
-        _on_its_way(current),
+        _last_ring(current),
     )
 
 
@@ -139,8 +140,7 @@ async def _cancel_in(connection: asyncpg.Connection, reminder_id: str, now: date
     occurrence first. Whether it was cancelled (False: nothing waited to ring);
     `ListKeptRinging` after as many tries as a cancel makes."""
     for _ in range(_RETRIES):
-        row = await connection.fetchrow(q.GET_REMINDER, reminder_id, now)
-        current = None if row is None else reminder_from(row, _as_is)
+        current = await _reminder_now(connection, reminder_id, now)
         if current is None or current.due_at is None:
             return False
         try:
@@ -164,11 +164,39 @@ async def _hold_lists(connection: asyncpg.Connection, wanted: Sequence[str]) -> 
             raise ListGone(list_id)
 
 
-def _on_its_way(reminder: Reminder) -> datetime | None:
-    """The due instant of the reminder's ring on its way (claimed, its firing not written),
-    as read: an API write that starts a new version keeps it for readers."""
+def _last_ring(reminder: Reminder) -> datetime | None:
+    """The due instant of the reminder's last ring as read (its firing written, or on its
+    way): an API write that starts a new version keeps it for readers (`rang_due_at`)."""
     last = reminder.last_firing
-    return last.due_at if last is not None and last.state is FiringState.SENDING else None
+    return None if last is None else last.due_at
+
+
+def _starts_text(instants: list[datetime]) -> str:
+    """Instants as the text of a timestamptz[] (REMINDERS_NOW's)."""
+    return "{" + ",".join(instant.isoformat() for instant in instants) + "}"
+
+
+async def _reminders_now(
+    connection: asyncpg.Connection, rows: Sequence[Record], now: datetime | None
+) -> list[Record]:
+    """The reminders of `rows` (as their rows are) as they are now, judged at `now` (else the
+    database's clock): their rings looked for where `looking` says (REMINDERS_NOW)."""
+    search = Looking(rows, now=now or datetime.now(UTC), instant=_as_is)
+    while not search.done:
+        ids, starts = search.ask()
+        answers = await connection.fetch(
+            q.REMINDERS_NOW, ids, [_starts_text(each) for each in starts], now
+        )
+        search.take(answers)
+    return search.found()
+
+
+async def _reminder_now(
+    connection: asyncpg.Connection, reminder_id: str, now: datetime | None
+) -> Reminder | None:
+    row = await connection.fetchrow(q.GET_REMINDER, reminder_id)
+    found = [] if row is None else await _reminders_now(connection, [row], now)
+    return reminder_from(found[0], _as_is) if found else None
 
 
 def _first_results(results: Sequence[AttemptResult]) -> list[AttemptResult]:
@@ -371,8 +399,9 @@ class PostgresStore(Store):
     async def get_reminder(
         self, reminder_id: str, *, now: datetime | None = None
     ) -> Reminder | None:
-        row = await self._fetchrow(q.GET_REMINDER, reminder_id, now)
-        return None if row is None else reminder_from(row, _as_is)
+        with boundary():
+            async with self._pool.acquire() as connection:
+                return await _reminder_now(connection, reminder_id, now)
 
     async def list_reminders(
         self,
@@ -385,10 +414,22 @@ class PostgresStore(Store):
         now: datetime | None = None,
     ) -> list[Reminder]:
         status_value = None if status is None else status.value
-        rows = await self._fetch(
-            q.LIST_REMINDERS, owner, after_id or "", status_value, limit, source, now
-        )
-        return [reminder_from(row, _as_is) for row in rows]
+        listed: list[Reminder] = []
+        after = after_id or ""
+        with boundary():
+            async with self._pool.acquire() as connection:
+                while len(listed) < limit:
+                    # A page of rows that may be of `status`, then as they are now: a page
+                    # whose pending rows rang their last is followed by the next one.
+                    rows = await connection.fetch(
+                        q.LIST_REMINDERS, owner, after, status_value, limit, source
+                    )
+                    found = pick(await _reminders_now(connection, rows, now), status_value)
+                    listed += [reminder_from(row, _as_is) for row in found]
+                    if len(rows) < limit:
+                        break
+                    after = rows[-1]["id"]
+        return listed[:limit]
 
     async def update_reminder(
         self,
@@ -419,7 +460,7 @@ class PostgresStore(Store):
             codec.stored_priority(reminder.priority),
             waiting,
             None if waiting is None else codec.bucket_of(waiting),
-            _on_its_way(reminder),
+            _last_ring(reminder),
             codec.stored_flag(reminder.ignore_quiet_hours),
             stored_alerts(reminder.schedule.alerts),
             reminder.schedule.nag or None,
@@ -1178,7 +1219,9 @@ class PostgresStore(Store):
                     rows = await connection.fetch(
                         q.PENDING_IN_ZONES, after_id, last_id, list(zones)
                     )
-        return ZonePage(rows=[_pending_time(row) for row in rows], last_id=last_id)
+                    rows = await _reminders_now(connection, rows, None)
+        pending = [row for row in rows if row["now_due"] is not None]
+        return ZonePage(rows=[_pending_time(row) for row in pending], last_id=last_id)
 
     async def reschedule(self, moves: Sequence[Move], *, now: datetime) -> list[str]:
         if not moves:
@@ -1194,6 +1237,7 @@ class PostgresStore(Store):
             now,
             wake,
             [codec.bucket_of(move.was) for move in ordered],
+            [move.rang for move in ordered],
         )
 
         async def work(connection: asyncpg.Connection) -> list[Record]:
@@ -1398,6 +1442,7 @@ def _pending_time(row: Record) -> PendingTime:
         reminder_id=row["id"],
         shard=row["shard"],
         schedule=codec.schedule_of_row(row),
-        due_at=row["due_at"],
+        due_at=row["now_due"],
         version=row["version"],
+        rang=row["last_due_at"],
     )

@@ -134,47 +134,51 @@ mine.status = 'pending' AND (mine.rule IS NOT NULL OR mine.alerts IS NOT NULL OR
 ))
 
 -- What a reminder is now, worked out from its rings (a template: `queries._ring_state` fills
--- in {table}, the row's alias, and {now}, the parameter of the caller's clock, else the
--- database's). A claim leaves the reminder's row as its last API write made it (`due_at` the
--- occurrence that write scheduled, at `version`); each ring of that version is a row of
--- `rings` naming the occurrence after it (`next_due`, NULL after the last). So the reader
--- starts at the newest of the reminder's written firings (a probe of firings_pkey, `<id>.`
--- to `<id>/`) when it rang at this version (a version rings from its own occurrence on, so
--- that firing is never before it), else at the occurrence the write scheduled, and
--- follows `next_due` through `rings` (a probe of rings_pkey a step) to the last ring of the
--- version, the one whose next occurrence has no ring: two or three probes, more only while
--- rings of it are claimed and their firings not written yet (retention keeps what a reader
--- starts from and walks through: PRUNE_FIRINGS). `next_due` is always later than its ring,
--- so the walk ends.
+-- in {table}, the row's alias, {now}, the parameter of the caller's clock, else the
+-- database's, {starts}, the instants where the version's newest ring may be, and {place},
+-- `_PLACE_RANG` where the last ring a place rang is shown, else NULL). A claim
+-- leaves the reminder's row as its last API write made it (`due_at` the occurrence that write
+-- scheduled, at `version`); each ring of that version is a row of `rings` naming the
+-- occurrence after it (`next_due`, NULL after the last). Rings are kept in due order, with no
+-- index by reminder, so the reader is told where to look: {starts} are the latest instants of
+-- the version's timeline up to now (`tocsin.store.looking`: worked out from its schedule, a
+-- few of them), and the newest of them that rang (a probe of rings_pkey each) is where the
+-- walk starts; when none did, it starts at the occurrence the write scheduled. It follows
+-- `next_due` through `rings` (a probe a step) to the last ring of the version, the one whose
+-- next occurrence has no ring: a step or two past the start, more only while rings claimed
+-- since are ahead of the instants given. `next_due` is always later than its ring, so the
+-- walk ends. Retention keeps the version's newest ring and what follows it (PRUNE_FIRINGS).
 -- Its columns:
 -- - `now_status`: the row's own status when it is not `pending` (cancelled; `fired` or
 --   `ended` as claims of an earlier release wrote them); else `pending` while an occurrence
 --   waits, `fired` (a one-off) or `ended` (a series) after the last ring;
 -- - `now_due`: the occurrence that waits, if any;
--- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest written firing, or
---   a ring claimed after it whose firing is not written yet (shown `sending` until its
---   deadline: by then its sender or recovery wrote it): the last of the version's rings,
---   or the one an earlier version left on its way, which the API write that ended that
---   version kept in `rang_due_at` (as claims of an earlier release did);
--- - `last_rung`: the due instant of the version's last ring, written or not.
+-- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest of the version's last
+--   ring, the last ring of the versions before as the API write that ended them read it
+--   (`rang_due_at`), and the last a place rang (`place_triggers.rang_at`), with its firing
+--   (a probe of firings_pkey); a ring claimed whose firing is not written yet is shown
+--   `sending` until its deadline (by then its sender or recovery wrote it);
+-- - `last_rung`: the due instant of the version's last ring, written or not;
+-- - `lost`: no ring of the version was found, neither at an instant given nor at the
+--   occurrence the write scheduled: nothing of it rang yet (that occurrence waits), or, when
+--   the instants given were not all of the version's up to now, its rings before them were
+--   pruned and none rang since (an outage as long as they span): the reader asks again with
+--   more (`looking`).
 
 -- name: _RING_STATE
 LEFT JOIN LATERAL (
-    SELECT id, due_at, state FROM firings
-    WHERE id > {table}.id || '.' AND id < {table}.id || '/' ORDER BY id DESC LIMIT 1
-) AS written ON true
+    SELECT max(s.at) AS at FROM unnest({starts}) AS s (at)
+    WHERE EXISTS (
+        SELECT 1 FROM rings AS g
+        WHERE (g.due_at, g.reminder_id, g.version) = (s.at, {table}.id, {table}.version)
+    )
+) AS newest ON {table}.status = 'pending'
 LEFT JOIN LATERAL (
     WITH RECURSIVE chain (due_at, repeat, next_due) AS (
-        (SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
-         WHERE (g.due_at, g.reminder_id, g.version)
-             = (written.due_at, {table}.id, {table}.version)
-           AND {table}.status = 'pending'
-         UNION ALL
-         SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
-         WHERE (g.due_at, g.reminder_id, g.version)
-             = ({table}.due_at, {table}.id, {table}.version)
-           AND {table}.status = 'pending'
-         LIMIT 1)
+        SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
+        WHERE (g.due_at, g.reminder_id, g.version)
+            = (coalesce(newest.at, {table}.due_at), {table}.id, {table}.version)
+          AND {table}.status = 'pending'
         UNION ALL
         SELECT g.due_at, g.repeat, g.next_due
         FROM chain JOIN rings AS g
@@ -188,6 +192,13 @@ LEFT JOIN LATERAL (
     )
 ) AS rung ON true
 CROSS JOIN LATERAL (
+    SELECT greatest(rung.due_at, {table}.rang_due_at, {place}) AS shown
+) AS last
+LEFT JOIN LATERAL (
+    SELECT f.id, f.due_at, f.state FROM firings AS f
+    WHERE f.id = {table}.id || '.' || floor(extract(epoch FROM last.shown))::bigint
+) AS written ON true
+CROSS JOIN LATERAL (
     SELECT
         CASE
             WHEN {table}.status <> 'pending' OR rung.due_at IS NULL
@@ -200,37 +211,49 @@ CROSS JOIN LATERAL (
             WHEN rung.due_at IS NULL THEN {table}.due_at
             ELSE rung.next_due
         END AS now_due,
-        CASE WHEN claimed THEN {table}.id || '.' || floor(extract(epoch FROM ringing))::bigint
+        CASE WHEN claimed THEN {table}.id || '.' || floor(extract(epoch FROM last.shown))::bigint
             ELSE written.id END AS last_id,
-        CASE WHEN claimed THEN ringing ELSE written.due_at END AS last_due_at,
+        CASE WHEN claimed THEN last.shown ELSE written.due_at END AS last_due_at,
         CASE WHEN claimed THEN 'sending' ELSE written.state END AS last_state,
-        rung.due_at AS last_rung
+        rung.due_at AS last_rung,
+        {table}.status = 'pending' AND newest.at IS NULL AND rung.due_at IS NULL AS lost
     FROM (
-        SELECT ringing > coalesce(written.due_at, '-infinity')
-            AND ringing + make_interval(secs => {table}.freshness)
-                > coalesce({now}::timestamptz, clock_timestamp()) AS claimed, ringing
-        FROM (
-            SELECT greatest(CASE WHEN NOT rung.repeat THEN rung.due_at END,
-                {table}.rang_due_at) AS ringing
-        ) AS latest
+        SELECT written.id IS NULL
+            AND last.shown + make_interval(secs => {table}.freshness)
+                > coalesce({now}::timestamptz, clock_timestamp()) AS claimed
     ) AS unwritten
 ) AS now
 
+-- name: _PLACE_RANG
+-- {place} of `_RING_STATE`: when the reminder {table} rang at a place last (a probe of
+-- place_triggers_pkey).
+(SELECT t.rang_at FROM place_triggers AS t WHERE t.reminder_id = {table}.id)
+
 -- name: GET_REMINDER
--- One reminder as it is now (`_RING_STATE`), judged at $2 (else the database's clock).
-SELECT r.*, now.* FROM reminders AS r
-{ring_state}
-WHERE r.id = $1
+-- One reminder's row as its last API write left it (`reminders_now` then works out what its
+-- rings say).
+SELECT * FROM reminders WHERE id = $1
 
 -- name: LIST_REMINDERS
--- An owner's reminders after a given id, in id order (index reminders_owner), each as it is
--- now, optionally of one status as it is now ($3) or saved by one app ($5).
-SELECT r.*, now.* FROM reminders AS r
-{ring_state}
+-- An owner's reminders after a given id, in id order (index reminders_owner), saved by one
+-- app when $5, as their rows are: those that may be of status $3 as they are now (a row that
+-- is not pending is as it says; a pending one may have rung its last since), all when NULL.
+-- `reminders_now` works out the rest.
+SELECT * FROM reminders AS r
 WHERE r.owner = $1 AND r.id > $2 AND ($5::text IS NULL OR r.source = $5)
-  AND ($3::text IS NULL OR now.now_status = $3)
+  AND ($3::text IS NULL OR r.status = $3 OR r.status = 'pending')
 ORDER BY r.id
 LIMIT $4
+
+-- name: REMINDERS_NOW
+-- The reminders $1 as they are now (`_RING_STATE`), each looked for from its instants $2 (an
+-- array's text each), judged at $3 (else the database's clock), in the order asked; a
+-- reminder no longer there is left out.
+SELECT r.*, now.*
+FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS wanted (id, starts, n)
+JOIN reminders AS r ON r.id = wanted.id
+{ring_state}
+ORDER BY wanted.n
 
 -- name: UPDATE_REMINDER
 -- Replace a reminder's mutable fields while its version is $2 and, when $18 names the
@@ -238,9 +261,11 @@ LIMIT $4
 -- (`_TAKE_BACK`: a claim that decided it first rang it, and the edit is refused: the caller
 -- read a reminder that is no longer so). The new version's occurrence, if any, waits in `due`. Return the
 -- reminder as it is now, announcing it ($15: zero or one payload) when it is due soon.
--- $17: priority; $21: whether it ignores quiet hours; $22: its alerts; $23, $24: its nags; $20: the reminder's ring on its way as the caller read it, if any, kept in
--- `rang_due_at` for readers (`_RING_STATE`). Run in a transaction that rolls back when
--- nothing was saved.
+-- $17: priority; $21: whether it ignores quiet hours; $22: its alerts; $23, $24: its nags;
+-- $20: the reminder's last ring as the caller read it (its firing written, or on its way), if
+-- any, kept in `rang_due_at`: readers of the new version show it until the version rings
+-- (`_RING_STATE`), and find no ring of the version before without it. Run in a transaction
+-- that rolls back when nothing was saved.
 WITH removed AS (
     DELETE FROM due AS d
     USING reminders AS r
@@ -254,7 +279,7 @@ WITH removed AS (
         status = $10, due_at = $11, bucket = $12, freshness = $13, metadata = $14::json,
         version = $2 + 1, updated_at = $16, priority = $17, ignore_quiet = $21,
         alerts = $22, nag = $23, nags = $24,
-        rang_due_at = coalesce($20::timestamptz, rang_due_at)
+        rang_due_at = greatest($20::timestamptz, rang_due_at)
     WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT reminder_id FROM taken))
     RETURNING *
 ), waiting AS (
@@ -272,7 +297,7 @@ FROM saved
 -- name: CANCEL_REMINDER
 -- Cancel a reminder at version $3 by taking back the occurrence that waits, $4 at minute $5
 -- (as UPDATE_REMINDER: a claim that decided it first rang it, and the cancel finds nothing
--- to take back), keeping its ring on its way ($6, as UPDATE_REMINDER's $20); return it as it
+-- to take back), keeping its last ring ($6, as UPDATE_REMINDER's $20); return it as it
 -- is now. In a transaction that rolls back when nothing was
 -- cancelled.
 WITH removed AS (
@@ -285,7 +310,7 @@ WITH removed AS (
 ), {take_back}, cancelled AS (
     UPDATE reminders
     SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
-        updated_at = $2, rang_due_at = coalesce($6::timestamptz, rang_due_at)
+        updated_at = $2, rang_due_at = greatest($6::timestamptz, rang_due_at)
     WHERE id IN (SELECT reminder_id FROM taken) AND version = $3 AND status = 'pending'
     RETURNING *
 )
@@ -1200,21 +1225,27 @@ SELECT count(*) FROM sent
 -- firings_due from its old end; a ring still being delivered is never old enough, and one a
 -- statement holds is skipped, never waited for), their attempts, by primary key, the
 -- reminders their rings finished, by primary key, and as many old rows of `rings`.
--- A reminder that still waits to ring keeps its newest firing when a ring of its version is
--- there: readers start from it ({ring_state}, `_RING_STATE`, judged for each candidate).
+-- A firing stays while it is the last ring of a version that waits to ring again (its
+-- reminder pending at the ring's version, and the occurrence after it, `next_due`, not
+-- decided: a probe of rings_pkey): readers show it as the reminder's last ring.
 -- A reminder goes with the last of its firings once its rings ended it (`fired`, `ended`,
--- the last ring due before $1; or, rung by a release before, a row that is not pending,
--- due before $1) and no other firing is left (a probe of firings_pkey, `<id>.` to `<id>/`,
--- which still shows the firings this statement deletes: a statement does not see its own
--- changes, so they are named). The delete checks the row again as it is when it gets to
--- it: an edit since wins. It waits for a reminder an edit holds rather than skipping it:
--- skipped, it would have no firing left to go with. The rings of a reminder a claim kept
--- since before $1 names stay, with it, until recovery forgot the claim ({owed}: a whole
--- fleet stopped longer than retention keeps, back with claims whose holds ran out long ago).
--- A row of `rings` due before $1 goes once no reader starts from it or walks through it:
--- its reminder is gone (this statement's included) or at another version, or a firing of
--- its version due later is written and stays (readers start there); the oldest first, a
--- range scan of rings_pkey (bounded below as well, as {owed} is, for the generic plan).
+-- the last ring due before $1, walked to from the ring of the firing deleted, {ring_state};
+-- or, rung by a release before, a row that is not pending, due before $1) and no other
+-- firing is left (a probe of
+-- firings_pkey, `<id>.` to `<id>/`, which still shows the firings this statement deletes: a
+-- statement does not see its own changes, so they are named). The delete checks the row
+-- again as it is when it gets to it: an edit since wins. It waits for a reminder an edit
+-- holds rather than skipping it: skipped, it would have no firing left to go with. The
+-- rings of a reminder a claim kept since before $1 names stay, with it, until recovery
+-- forgot the claim ({owed}: a whole fleet stopped longer than retention keeps, back with
+-- claims whose holds ran out long ago).
+-- A row of `rings` due before $1 goes once no reader starts from it or walks through it: a
+-- later ring of its version is there (the one at its `next_due`: readers look for a
+-- version's newest ring, `looking`, and walk on from it) and its firing is gone (this
+-- statement's stays until the next: the reminder it may finish is found from its ring), or
+-- its reminder is gone (this statement's included) or at another version; the oldest first, a range scan of
+-- rings_pkey (bounded below as well, as {owed} is, for the generic plan). A version's last
+-- ring stays with its reminder.
 WITH gone AS (
     DELETE FROM firings
     WHERE id = ANY(ARRAY(
@@ -1223,12 +1254,13 @@ WITH gone AS (
           AND f.reminder_id NOT IN ({owed})
           AND NOT EXISTS (
               SELECT 1 FROM reminders AS r
-              {ring_state}
-              WHERE r.id = f.reminder_id AND now.now_status = 'pending'
-                AND now.last_id IS NOT DISTINCT FROM f.id
-                AND EXISTS (
-                    SELECT 1 FROM rings AS g
-                    WHERE (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
+              JOIN rings AS g
+                  ON (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
+              WHERE r.id = f.reminder_id AND r.status = 'pending' AND g.next_due IS NOT NULL
+                AND NOT EXISTS (
+                    SELECT 1 FROM rings AS h
+                    WHERE (h.due_at, h.reminder_id, h.version) = (g.next_due, r.id, r.version)
+                    OFFSET 0  -- a probe a row (as below)
                 )
           )
         ORDER BY f.due_at
@@ -1239,12 +1271,11 @@ WITH gone AS (
 ), attempts_gone AS (
     DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), finished AS (
-    SELECT r.id FROM reminders AS r
+    SELECT r.id FROM gone JOIN reminders AS r ON r.id = gone.reminder_id
     {ring_state}
-    WHERE r.id = ANY(ARRAY(SELECT reminder_id FROM gone))
-      AND ((r.status <> 'pending' AND r.due_at < $1)
-           OR (r.status = 'pending' AND now.now_status IN ('fired', 'ended')
-               AND now.last_rung < $1))
+    WHERE (r.status <> 'pending' AND r.due_at < $1)
+       OR (r.status = 'pending' AND now.now_status IN ('fired', 'ended')
+           AND now.last_rung < $1)
 ), reminders_gone AS (
     DELETE FROM reminders AS r
     WHERE id = ANY(ARRAY(SELECT id FROM finished))
@@ -1258,20 +1289,22 @@ WITH gone AS (
     WHERE ctid = ANY(ARRAY(
         SELECT g.ctid FROM rings AS g
         WHERE g.due_at >= '-infinity' AND g.due_at < $1
-          AND NOT EXISTS (
-              SELECT 1 FROM reminders AS r
-              WHERE r.id = g.reminder_id AND r.version = g.version
-                AND r.id NOT IN (SELECT id FROM reminders_gone)
-                AND NOT EXISTS (
-                    SELECT 1 FROM firings AS later
-                    WHERE later.id > r.id || '.' || floor(extract(epoch FROM g.due_at))::bigint
-                      AND later.id < r.id || '/' AND later.id NOT IN (SELECT id FROM gone)
-                      AND EXISTS (
-                          SELECT 1 FROM rings AS h
-                          WHERE (h.due_at, h.reminder_id, h.version)
-                              = (later.due_at, later.reminder_id, r.version)
-                      )
-                )
+          AND (
+              EXISTS (
+                  SELECT 1 FROM rings AS h
+                  WHERE (h.due_at, h.reminder_id, h.version)
+                      = (g.next_due, g.reminder_id, g.version)
+                  OFFSET 0  -- a probe a row, never a hash of the table (see _LOAD_LANE)
+              ) AND NOT EXISTS (
+                  SELECT 1 FROM firings AS f
+                  WHERE f.id = g.reminder_id || '.' || floor(extract(epoch FROM g.due_at))::bigint
+                  OFFSET 0  -- a probe a row (as above)
+              )
+              OR NOT EXISTS (
+                  SELECT 1 FROM reminders AS r
+                  WHERE r.id = g.reminder_id AND r.version = g.version
+                    AND r.id NOT IN (SELECT id FROM reminders_gone)
+              )
           )
         ORDER BY g.due_at
         LIMIT $2
@@ -1445,26 +1478,24 @@ SELECT $1, zone, digest FROM unnest($2::text[], $3::text[]) AS given (zone, dige
 ON CONFLICT (version, zone) DO NOTHING
 
 -- name: PENDING_IN_ZONES
--- The pending reminders with ids in ($1, $2] whose zone is one of $3, each with the
--- occurrence that waits (`_RING_STATE`, judged at the database's clock).
-SELECT r.id, r.shard, r.zone, r.anchor, r.rule, r.alerts, r.nag, r.nags, now.now_due AS due_at,
-    r.version
-FROM reminders AS r
-{ring_state}
-WHERE r.id > $1 AND r.id <= $2 AND r.zone = ANY($3::text[]) AND now.now_due IS NOT NULL
-ORDER BY r.id
+-- The pending reminders with ids in ($1, $2] whose zone is one of $3, as their rows are
+-- (`reminders_now` then finds the occurrence that waits).
+SELECT * FROM reminders
+WHERE id > $1 AND id <= $2 AND zone = ANY($3::text[]) AND status = 'pending'
+ORDER BY id
 
 -- name: RESCHEDULE
 -- Move reminders to new due times, each only by taking back the occurrence that waited as it
 -- was read (`was`, `_TAKE_BACK`: a claim, edit or cancel since then decided it first, and
 -- wins) at the version it was read with; the new occurrence waits in `due`. Announce
--- the wake-ups ($7) when any moved. $8: the minute of each `was`. In a transaction with the
+-- the wake-ups ($7) when any moved. $8: the minute of each `was`; $9: each one's last ring as
+-- it was read, kept for readers (as UPDATE_REMINDER's $20). In a transaction with the
 -- caller's check that every occurrence taken back was moved.
 WITH m AS (
     SELECT * FROM unnest(
         $1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[],
-        $8::integer[]
-    ) AS m (id, version, was, due_at, bucket, was_bucket)
+        $8::integer[], $9::timestamptz[]
+    ) AS m (id, version, was, due_at, bucket, was_bucket, rang)
 ), keyed AS MATERIALIZED (
     SELECT m.*, r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank
     FROM m JOIN reminders AS r ON r.id = m.id
@@ -1477,7 +1508,7 @@ WITH m AS (
 ), {take_back}, moved AS (
     UPDATE reminders AS r
     SET due_at = m.due_at, bucket = m.bucket, version = r.version + 1,
-        updated_at = $6
+        updated_at = $6, rang_due_at = greatest(m.rang, r.rang_due_at)
     FROM taken JOIN m ON m.id = taken.reminder_id
     WHERE r.id = taken.reminder_id AND r.version = taken.version AND r.status = 'pending'
     RETURNING r.id, r.shard, r.priority, r.bucket, r.due_at, r.version

@@ -67,21 +67,23 @@ FROM (
 -- Reminders as they are now, worked out from their rings as PostgreSQL's _RING_STATE does
 -- (it says how; the reads are the same): a claim leaves the reminder's row as its last API
 -- write made it, and each ring of that version is a row of `rings` naming the occurrence
--- after it. The reader starts at the newest of the reminder's written firings (a probe of
--- the firings' key, `<id>.` to `<id>/`) when it rang at this version, else at the
--- occurrence the write scheduled, and follows `next_due` through `rings` (a probe of its key
--- a step) to the last ring of the version, the one whose next occurrence has no ring. Each
--- row of `reminders` comes with:
+-- after it. The reader is told where to look (`tocsin.store.looking`): :starts, a JSON object
+-- of the latest instants of each version's timeline by reminder id, of which the newest that
+-- rang is where the walk starts (else the occurrence the write scheduled); it follows
+-- `next_due` through `rings` (a probe of its key a step) to the last ring of the version,
+-- the one whose next occurrence has no ring. Each row of `reminders` comes with:
 -- - `now_status`: the row's own status when it is not `pending` (cancelled; `fired` or
 --   `ended` as claims of an earlier release wrote them); else `pending` while an occurrence
 --   waits, `fired` (a one-off) or `ended` (a series) after the last ring;
 -- - `now_due`: the occurrence that waits, if any;
--- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest written firing, or the
---   version's last ring when it came after it and its firing is not there (shown `sending`
---   until its deadline, judged at :now). SQLite's claim writes the firing of each ring it
---   rings, so only retention leaves one out, and an API write never leaves a ring on its
---   way behind (PostgreSQL keeps those in `rang_due_at`);
--- - `last_rung`: the due instant of the version's last ring.
+-- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest of the version's last
+--   ring, the last ring of the versions before (`rang_due_at`, kept by the API write that
+--   ended them) and the last a place rang, with its firing (a probe of the firings' key); a
+--   ring whose firing is not there is shown `sending` until its deadline, judged at :now
+--   (SQLite's claim writes the firing of each ring it rings, so only retention leaves one
+--   out);
+-- - `last_rung`: the due instant of the version's last ring;
+-- - `lost`: no ring of the version was found (`looking` says when it asks again).
 -- SQLite has no LATERAL join: the state is one JSON value worked out from `r` and handed to
 -- json_each, whose argument may name the tables before it and is evaluated once a row (a
 -- scalar subquery in the select list would be copied into each column that reads it, the
@@ -92,24 +94,21 @@ FROM (
 -- name: _REMINDERS_NOW
 SELECT r.*, now.value ->> 'now_status' AS now_status, now.value ->> 'now_due' AS now_due,
     now.value ->> 'last_id' AS last_id, now.value ->> 'last_due_at' AS last_due_at,
-    now.value ->> 'last_state' AS last_state, now.value ->> 'last_rung' AS last_rung
+    now.value ->> 'last_state' AS last_state, now.value ->> 'last_rung' AS last_rung,
+    now.value ->> 'lost' AS lost
 FROM reminders AS r
 CROSS JOIN json_each((
-    WITH RECURSIVE written AS (
-        SELECT id, due_at, state FROM firings
-        WHERE id > r.id || '.' AND id < r.id || '/' ORDER BY id DESC LIMIT 1
-    ), chain (due_at, repeat, next_due) AS (
-        SELECT * FROM (
-            SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
-            WHERE (g.due_at, g.reminder_id, g.version)
-                = ((SELECT due_at FROM written), r.id, r.version)
-              AND r.status = 'pending'
-            UNION ALL
-            SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
-            WHERE (g.due_at, g.reminder_id, g.version) = (r.due_at, r.id, r.version)
-              AND r.status = 'pending'
-            LIMIT 1
+    WITH RECURSIVE newest AS (
+        SELECT max(s.value) AS at FROM json_each(:starts, '$."' || r.id || '"') AS s
+        WHERE r.status = 'pending' AND EXISTS (
+            SELECT 1 FROM rings AS g
+            WHERE (g.due_at, g.reminder_id, g.version) = (s.value, r.id, r.version)
         )
+    ), chain (due_at, repeat, next_due) AS (
+        SELECT g.due_at, g.repeat, g.next_due FROM rings AS g
+        WHERE (g.due_at, g.reminder_id, g.version)
+            = (coalesce((SELECT at FROM newest), r.due_at), r.id, r.version)
+          AND r.status = 'pending'
         UNION ALL
         SELECT g.due_at, g.repeat, g.next_due
         FROM chain JOIN rings AS g
@@ -120,13 +119,18 @@ CROSS JOIN json_each((
             SELECT 1 FROM rings AS g
             WHERE (g.due_at, g.reminder_id, g.version) = (chain.next_due, r.id, r.version)
         )
+    ), shown AS (
+        SELECT max(coalesce(rung.due_at, -1), coalesce(r.rang_due_at, -1), coalesce((
+            SELECT t.rang_at FROM place_triggers AS t WHERE t.reminder_id = r.id
+        ), -1)) AS at
+        FROM (SELECT 1) LEFT JOIN rung ON true
     ), last AS (
         SELECT rung.due_at AS rung_due, rung.next_due, written.id, written.due_at,
-            written.state,
-            coalesce(NOT rung.repeat
-                AND (written.due_at IS NULL OR rung.due_at > written.due_at)
-                AND rung.due_at + r.freshness * 1000000 > :now, false) AS claimed
-        FROM (SELECT 1) LEFT JOIN rung ON true LEFT JOIN written ON true
+            written.state, nullif(shown.at, -1) AS shown_at,
+            coalesce(written.id IS NULL AND shown.at >= 0
+                AND shown.at + r.freshness * 1000000 > :now, false) AS claimed
+        FROM shown LEFT JOIN rung ON true
+        LEFT JOIN firings AS written ON written.id = r.id || '.' || (shown.at / 1000000)
     )
     SELECT json_array(json_object(
         'now_status', CASE
@@ -140,26 +144,36 @@ CROSS JOIN json_each((
             WHEN rung_due IS NULL THEN r.due_at
             ELSE next_due
         END,
-        'last_id', CASE WHEN claimed THEN r.id || '.' || (rung_due / 1000000) ELSE id END,
-        'last_due_at', CASE WHEN claimed THEN rung_due ELSE due_at END,
+        'last_id', CASE WHEN claimed THEN r.id || '.' || (shown_at / 1000000) ELSE id END,
+        'last_due_at', CASE WHEN claimed THEN shown_at ELSE due_at END,
         'last_state', CASE WHEN claimed THEN 'sending' ELSE state END,
-        'last_rung', rung_due
+        'last_rung', rung_due,
+        'lost', json(CASE WHEN r.status = 'pending' AND rung_due IS NULL
+            AND (SELECT at FROM newest) IS NULL THEN 'true' ELSE 'false' END)
     ))
     FROM last
 )) AS now
 
 -- name: GET_REMINDER
--- One reminder as it is now (`_REMINDERS_NOW`), judged at :now.
-SELECT * FROM ({reminders_now}) WHERE id = :id
+-- One reminder's row as its last API write left it (`reminders_now` then works out what its
+-- rings say).
+SELECT * FROM reminders WHERE id = :id
 
 -- name: LIST_REMINDERS
--- An owner's reminders after a given id, in id order (index reminders_owner), each as it is
--- now, optionally of one status as it is now (:status) or saved by one app (:source).
-SELECT * FROM ({reminders_now})
+-- An owner's reminders after a given id, in id order (index reminders_owner), saved by one
+-- app when :source, as their rows are: those that may be of status :status as they are now
+-- (a row that is not pending is as it says; a pending one may have rung its last since), all
+-- when NULL.
+SELECT * FROM reminders
 WHERE owner = :owner AND id > :after_id AND (:source IS NULL OR source = :source)
-  AND (:status IS NULL OR now_status = :status)
+  AND (:status IS NULL OR status = :status OR status = 'pending')
 ORDER BY id
 LIMIT :limit
+
+-- name: REMINDERS_NOW
+-- The reminders :ids (a JSON array) as they are now (`_REMINDERS_NOW`), looked for from
+-- :starts, judged at :now.
+SELECT * FROM ({reminders_now}) WHERE id IN (SELECT value FROM json_each(:ids))
 
 -- name: TAKE_BACK
 -- Take back the occurrence that waits to ring at :waiting (minute :waiting_bucket) for
@@ -191,20 +205,24 @@ WHERE (lane, rank, bucket, due_at, reminder_id, version) = (
 
 -- name: UPDATE_REMINDER
 -- Replace a reminder's mutable fields while its version is the expected one (after
--- TAKE_BACK took its occurrence back, when one waited as the caller read it).
+-- TAKE_BACK took its occurrence back, when one waited as the caller read it), keeping its
+-- last ring as the caller read it (:rang) for readers, as PostgreSQL's does.
 UPDATE reminders
 SET text = :text, channel = :channel, zone = :zone, anchor = :anchor, rule = :rule, at = :at,
     repeat = :repeat, status = :status, due_at = :due_at, bucket = :bucket,
     freshness = :freshness, metadata = :metadata, version = :expected_version + 1,
     updated_at = :updated_at, priority = :priority, ignore_quiet = :ignore_quiet,
-    alerts = :alerts, nag = :nag, nags = :nags
+    alerts = :alerts, nag = :nag, nags = :nags,
+    rang_due_at = max(coalesce(:rang, rang_due_at), coalesce(rang_due_at, :rang))
 WHERE id = :id AND version = :expected_version
 
 -- name: CANCEL_REMINDER
--- Cancel a reminder at version :version, whose occurrence TAKE_BACK just took back.
+-- Cancel a reminder at version :version, whose occurrence TAKE_BACK just took back, keeping
+-- its last ring as read (:rang, as UPDATE_REMINDER).
 UPDATE reminders
 SET status = 'cancelled', due_at = NULL, bucket = NULL, version = version + 1,
-    updated_at = :now
+    updated_at = :now,
+    rang_due_at = max(coalesce(:rang, rang_due_at), coalesce(rang_due_at, :rang))
 WHERE id = :id AND version = :version AND status = 'pending'
 
 -- name: MARK_SNOOZED
@@ -781,19 +799,19 @@ ON CONFLICT (firing_id, number) DO NOTHING
 
 -- name: OLD_FIRINGS
 -- One batch of old rings: the oldest final firings due before :before, at most :limit (a
--- range scan of firings_due from its old end), each with its reminder; but a reminder that
--- still waits to ring keeps its newest firing when a ring of its version is there: readers
--- start from it (`_REMINDERS_NOW`, judged at :now for each candidate).
-SELECT f.id, f.reminder_id FROM firings AS f
+-- range scan of firings_due from its old end), each with its reminder and due instant; but
+-- the last ring of a version that waits to ring again keeps its firing (its reminder pending
+-- at the ring's version, the occurrence after it undecided: a probe of the key of `rings`):
+-- readers show it as the reminder's last ring.
+SELECT f.id, f.reminder_id, f.due_at FROM firings AS f
 WHERE f.due_at < :before AND f.state IN ('sent', 'failed', 'expired')
   AND NOT EXISTS (
-      SELECT 1 FROM ({reminders_now}) AS reminder
-      WHERE reminder.id = f.reminder_id AND reminder.now_status = 'pending'
-        AND reminder.last_id IS f.id
-        AND EXISTS (
-            SELECT 1 FROM rings AS g
-            WHERE (g.due_at, g.reminder_id, g.version)
-                = (f.due_at, reminder.id, reminder.version)
+      SELECT 1 FROM reminders AS r
+      JOIN rings AS g ON (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
+      WHERE r.id = f.reminder_id AND r.status = 'pending' AND g.next_due IS NOT NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM rings AS h
+            WHERE (h.due_at, h.reminder_id, h.version) = (g.next_due, r.id, r.version)
         )
   )
 ORDER BY f.due_at
@@ -802,9 +820,10 @@ LIMIT :limit
 -- name: FINISHED_BY_RING
 -- Of the reminders of OLD_FIRINGS' batch (:reminders, a JSON array of ids), by primary key,
 -- those that go with it: their rings ended them (a pending row its last ring made `fired`
--- or `ended`, that ring due before :before; or a row a claim of an earlier release finished,
--- not pending, `due_at` its ring's instant, due before :before: not in reminders_finished),
--- and no firing of theirs is left but the batch's (:firings; a probe of the firings' key).
+-- or `ended`, that ring due before :before, walked to from the batch's rings of it, :starts;
+-- or a row a claim of an earlier release finished, not pending, `due_at` its ring's instant,
+-- due before :before: not in reminders_finished), and no firing of theirs is left but the
+-- batch's (:firings; a probe of the firings' key).
 SELECT reminder.id FROM ({reminders_now}) AS reminder
 WHERE reminder.id IN (SELECT value FROM json_each(:reminders))
   AND ((reminder.status <> 'pending' AND reminder.due_at < :before)
@@ -830,26 +849,27 @@ DELETE FROM reminders WHERE id IN (SELECT value FROM json_each(:reminders))
 
 -- name: PRUNE_RINGS
 -- The oldest rows of `rings` due before :before, at most :limit, that no reader starts from
--- or walks through any more, judged after the batch went: their reminder is gone or at
--- another version, or a firing of it due later is there whose ring is of the reminder's
--- version (readers start there); a range scan of the key of `rings` from its old end.
+-- or walks through any more, judged after the batch went (as PostgreSQL's PRUNE_FIRINGS
+-- says): a later ring of its version is there (at its `next_due`) and its firing is gone,
+-- or its reminder is gone or at another version; a range scan of the key of `rings` from its
+-- old end.
 DELETE FROM rings
 WHERE (0, due_at, reminder_id, version) IN (  -- the whole key: TIDY_DUE says why 0
     SELECT 0, g.due_at, g.reminder_id, g.version FROM rings AS g
     WHERE g.due_at < :before
-      AND NOT EXISTS (
-          SELECT 1 FROM reminders AS r
-          WHERE r.id = g.reminder_id AND r.version = g.version
-            AND NOT EXISTS (
-                SELECT 1 FROM firings AS later
-                WHERE later.id > r.id || '.' || (g.due_at / 1000000)
-                  AND later.id < r.id || '/'
-                  AND EXISTS (
-                      SELECT 1 FROM rings AS h
-                      WHERE (h.due_at, h.reminder_id, h.version)
-                          = (later.due_at, later.reminder_id, r.version)
-                  )
-            )
+      AND (
+          EXISTS (
+              SELECT 1 FROM rings AS h
+              WHERE (h.due_at, h.reminder_id, h.version)
+                  = (g.next_due, g.reminder_id, g.version)
+          ) AND NOT EXISTS (
+              SELECT 1 FROM firings AS f
+              WHERE f.id = g.reminder_id || '.' || (g.due_at / 1000000)
+          )
+          OR NOT EXISTS (
+              SELECT 1 FROM reminders AS r
+              WHERE r.id = g.reminder_id AND r.version = g.version
+          )
       )
     ORDER BY g.due_at
     LIMIT :limit
@@ -924,21 +944,21 @@ SELECT 1 FROM zone_data WHERE version = ? LIMIT 1
 INSERT OR IGNORE INTO zone_data (version, zone, digest) VALUES (?, ?, ?)
 
 -- name: PENDING_IN_ZONES
--- The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON), each
--- with the occurrence that waits (`_REMINDERS_NOW`, judged at :now); the rows' own
--- conditions are tested first, so only a pending row of those zones is walked.
-SELECT id, shard, zone, anchor, rule, alerts, nag, nags, now_due AS due_at, version
-FROM ({reminders_now})
+-- The pending reminders with ids in (:after, :last] whose zone is one of :zones (JSON), as
+-- their rows are (`reminders_now` then finds the occurrence that waits).
+SELECT * FROM reminders
 WHERE id > :after AND id <= :last AND status = 'pending'
-  AND zone IN (SELECT value FROM json_each(:zones)) AND now_due IS NOT NULL
+  AND zone IN (SELECT value FROM json_each(:zones))
 ORDER BY id
 
 -- name: RESCHEDULE
 -- Move a reminder to a new due time (:due_at, minute :bucket) after TAKE_BACK took back the
 -- occurrence that waited as it was read (a claim, edit or cancel since then took it first,
--- and wins); the new occurrence waits in `due` (INSERT_DUE).
+-- and wins), keeping its last ring then (:rang, as UPDATE_REMINDER); the new occurrence
+-- waits in `due` (INSERT_DUE).
 UPDATE reminders
-SET due_at = :due_at, bucket = :bucket, version = version + 1, updated_at = :now
+SET due_at = :due_at, bucket = :bucket, version = version + 1, updated_at = :now,
+    rang_due_at = max(coalesce(:rang, rang_due_at), coalesce(rang_due_at, :rang))
 WHERE id = :id AND version = :version AND status = 'pending'
 
 -- -- the status board ---------------------------------------------------------------------------

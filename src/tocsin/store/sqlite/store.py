@@ -60,6 +60,7 @@ from tocsin.store.base import (
     Store,
     ZonePage,
 )
+from tocsin.store.looking import Looking, pick
 from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
 from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.resealing import reseal
@@ -130,6 +131,46 @@ def _utc(micros: int) -> datetime:
 def _trigger_params(reminders: Sequence[Reminder]) -> list[dict[str, Any]]:
     """SAVE_PLACE_TRIGGER's parameters for those of `reminders` that ring at a place."""
     return [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
+
+
+def _reminders_now(connection: sqlite3.Connection, rows: Sequence[Row], now: datetime) -> list[Row]:
+    """The reminders of `rows` (as their rows are) as they are now, judged at `now`: their
+    rings looked for where `looking` says (REMINDERS_NOW)."""
+    search = Looking(rows, now=now, instant=_utc)
+    while not search.done:
+        ids, starts = search.ask()
+        asked = {
+            "ids": orjson.dumps(ids).decode(),
+            "starts": _starts_json(dict(zip(ids, starts, strict=True))),
+            "now": _us(now),
+        }
+        search.take(connection.execute(q.REMINDERS_NOW, asked).fetchall())
+    return search.found()
+
+
+def _starts_json(starts: Mapping[str, Sequence[datetime]]) -> str:
+    """REMINDERS_NOW's :starts: each reminder's instants to look at, by id."""
+    return orjson.dumps({key: [_us(at) for at in each] for key, each in starts.items()}).decode()
+
+
+def _reminder_now(connection: sqlite3.Connection, reminder_id: str, now: datetime) -> Row | None:
+    row = connection.execute(q.GET_REMINDER, {"id": reminder_id}).fetchone()
+    found = [] if row is None else _reminders_now(connection, [row], now)
+    return found[0] if found else None
+
+
+def _as_saved(connection: sqlite3.Connection, reminder_id: str, now: datetime) -> Row | None:
+    """A reminder as an API write just saved it: a new version, which has not rung."""
+    asked = {"ids": orjson.dumps([reminder_id]).decode(), "starts": "{}", "now": _us(now)}
+    row: Row | None = connection.execute(q.REMINDERS_NOW, asked).fetchone()
+    return row
+
+
+def _last_ring(reminder: Reminder) -> int | None:
+    """The due instant of the reminder's last ring as read, which an API write that starts a
+    new version keeps for readers (`rang_due_at`)."""
+    last = reminder.last_firing
+    return None if last is None else _us(last.due_at)
 
 
 class SqliteStore(Store):
@@ -233,10 +274,8 @@ class SqliteStore(Store):
     async def get_reminder(
         self, reminder_id: str, *, now: datetime | None = None
     ) -> Reminder | None:
-        params = {"id": reminder_id, "now": _us(now or datetime.now(UTC))}
-        row = await self._db.read(
-            lambda connection: connection.execute(q.GET_REMINDER, params).fetchone()
-        )
+        judged = now or datetime.now(UTC)
+        row = await self._db.read(lambda connection: _reminder_now(connection, reminder_id, judged))
         return None if row is None else reminder_from(row, _utc)
 
     async def list_reminders(
@@ -249,17 +288,24 @@ class SqliteStore(Store):
         limit: int = 50,
         now: datetime | None = None,
     ) -> list[Reminder]:
-        params = {
-            "owner": owner,
-            "after_id": after_id or "",
-            "status": None if status is None else status.value,
-            "source": source,
-            "limit": limit,
-            "now": _us(now or datetime.now(UTC)),
-        }
-        rows = await self._db.read(
-            lambda connection: connection.execute(q.LIST_REMINDERS, params).fetchall()
-        )
+        judged = now or datetime.now(UTC)
+        wanted = None if status is None else status.value
+        params = {"owner": owner, "status": wanted, "source": source, "limit": limit}
+
+        def work(connection: sqlite3.Connection) -> list[Row]:
+            # A page of rows that may be of `status`, then as they are now: a page whose
+            # pending rows rang their last is followed by the next one.
+            listed: list[Row] = []
+            after = after_id or ""
+            while len(listed) < limit:
+                rows = connection.execute(q.LIST_REMINDERS, params | {"after_id": after}).fetchall()
+                listed += pick(_reminders_now(connection, rows, judged), wanted)
+                if len(rows) < limit:
+                    break
+                after = rows[-1]["id"]
+            return listed[:limit]
+
+        rows = await self._db.read(work)
         return [reminder_from(row, _utc) for row in rows]
 
     async def update_reminder(
@@ -270,9 +316,11 @@ class SqliteStore(Store):
         waiting: datetime | None,
         assignee: str | Keep | None = KEEP,
     ) -> Reminder | None:
-        params = _reminder_params(reminder) | {"expected_version": expected_version}
+        params = _reminder_params(reminder) | {
+            "expected_version": expected_version,
+            "rang": _last_ring(reminder),
+        }
         taken = None if waiting is None else _taken(reminder.id, expected_version, waiting)
-        read = {"id": reminder.id, "now": _us(reminder.updated_at)}
 
         def work(connection: sqlite3.Connection) -> Row | None:
             # Taken back at the expected version, the row is at that version in this same
@@ -288,8 +336,7 @@ class SqliteStore(Store):
                 if assignee is not None:
                     connection.execute(q.ASSIGN_REMINDER, assigned)
             connection.executemany(q.SAVE_PLACE_TRIGGER, _trigger_params([reminder]))
-            row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
-            return row
+            return _as_saved(connection, reminder.id, reminder.updated_at)
 
         row = await self._db.write(work)
         if row is None:
@@ -1113,7 +1160,14 @@ class SqliteStore(Store):
             old = connection.execute(q.OLD_FIRINGS, batch).fetchall()
             firings = _ids(row["id"] for row in old)
             theirs = _ids({row["reminder_id"] for row in old})
-            judged = batch | {"reminders": theirs, "firings": firings}
+            rang: dict[str, list[datetime]] = {}
+            for row in old:  # where each one's walk starts: the rings of the batch
+                rang.setdefault(row["reminder_id"], []).append(_utc(row["due_at"]))
+            judged = batch | {
+                "reminders": theirs,
+                "firings": firings,
+                "starts": _starts_json(rang),
+            }
             finished = _ids(row["id"] for row in connection.execute(q.FINISHED_BY_RING, judged))
             gone = {"firings": firings, "reminders": finished}
             attempts = connection.execute(q.PRUNE_ATTEMPTS, gone).rowcount
@@ -1185,18 +1239,20 @@ class SqliteStore(Store):
         self, zones: Collection[str], *, after_id: str, scan: int
     ) -> ZonePage:
         wanted = orjson.dumps(sorted(zones)).decode()
-        now = _us(datetime.now(UTC))  # the database's clock is the host's
+        now = datetime.now(UTC)  # the database's clock is the host's
 
         def work(connection: sqlite3.Connection) -> tuple[str | None, list[Row]]:
             page = {"after": after_id, "scan": scan}
             last: str | None = connection.execute(q.ZONE_PAGE_END, page).fetchone()[0]
             if last is None:
                 return None, []
-            params = {"after": after_id, "last": last, "zones": wanted, "now": now}
-            return last, connection.execute(q.PENDING_IN_ZONES, params).fetchall()
+            params = {"after": after_id, "last": last, "zones": wanted}
+            rows = connection.execute(q.PENDING_IN_ZONES, params).fetchall()
+            return last, _reminders_now(connection, rows, now)
 
         last_id, rows = await self._db.read(work)
-        return ZonePage(rows=[_pending_time(row) for row in rows], last_id=last_id)
+        pending = [row for row in rows if row["now_due"] is not None]
+        return ZonePage(rows=[_pending_time(row) for row in pending], last_id=last_id)
 
     async def reschedule(self, moves: Sequence[Move], *, now: datetime) -> list[str]:
         now_us = _us(now)
@@ -1207,6 +1263,7 @@ class SqliteStore(Store):
                 "bucket": codec.bucket_of(move.due_at),
                 "now": now_us,
                 "saved_at": _saved_at(),
+                "rang": _opt_us(move.rang),
             }
 
         def work(connection: sqlite3.Connection) -> list[str]:
@@ -1370,17 +1427,20 @@ def _cancel(connection: sqlite3.Connection, reminder_id: str, now: datetime) -> 
     """Cancel a pending reminder in the caller's write transaction (read and cancelled in it:
     no claim comes between the two) by taking back the occurrence that waits; the reminder
     as it is then, None when nothing waited to ring."""
-    read = {"id": reminder_id, "now": _us(now)}
-    current = connection.execute(q.GET_REMINDER, read).fetchone()
+    current = _reminder_now(connection, reminder_id, now)
     if current is None or current["now_due"] is None:
         return None  # nothing waits to ring
     version, waiting = current["version"], _utc(current["now_due"])
     if not _take_back(connection, _taken(reminder_id, version, waiting)):
         return None
-    cancel = {"id": reminder_id, "version": version, "now": read["now"]}
+    cancel = {
+        "id": reminder_id,
+        "version": version,
+        "now": _us(now),
+        "rang": current["last_due_at"],
+    }
     connection.execute(q.CANCEL_REMINDER, cancel)
-    row: Row | None = connection.execute(q.GET_REMINDER, read).fetchone()
-    return row
+    return _as_saved(connection, reminder_id, now)
 
 
 def _hold_lists(connection: sqlite3.Connection, wanted: Sequence[str]) -> None:
@@ -1461,6 +1521,7 @@ def _pending_time(row: Row) -> PendingTime:
         reminder_id=row["id"],
         shard=row["shard"],
         schedule=codec.schedule_of_row(row),
-        due_at=_utc(row["due_at"]),
+        due_at=_utc(row["now_due"]),
         version=row["version"],
+        rang=None if row["last_due_at"] is None else _utc(row["last_due_at"]),
     )

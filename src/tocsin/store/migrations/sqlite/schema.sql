@@ -179,7 +179,7 @@ CREATE TABLE reminders (
     snoozed_from TEXT,
     version INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL, priority INTEGER CHECK (priority = 1), ignore_quiet INTEGER CHECK (ignore_quiet = 1), alerts text, nag INTEGER CHECK (nag > 0), nags INTEGER CHECK (nags > 0),
+    updated_at INTEGER NOT NULL, priority INTEGER CHECK (priority = 1), ignore_quiet INTEGER CHECK (ignore_quiet = 1), alerts text, nag INTEGER CHECK (nag > 0), nags INTEGER CHECK (nags > 0), rang_due_at INTEGER,
     CHECK (status <> 'pending' OR (due_at IS NOT NULL AND bucket IS NOT NULL))
 );
 
