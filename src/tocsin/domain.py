@@ -260,6 +260,9 @@ class DueRing(NamedTuple):
     # JSON object, `_LOAD_LANE`'s `content`, passed on to the claim as it is; SQLite: None,
     # its claim reads the reminder's row)
     content: str | None = None
+    # The reminder's ring before this occurrence (its occurrence's `prev_due`): a reader of
+    # its firings goes from each ring to the one before (`Store.list_firings`)
+    prev_due: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -486,6 +489,7 @@ class Claim(NamedTuple):
     part: int = 0  # the scheduler part the ring was loaded for (see `Fence`)
     error: str | None = None  # why, for a ring claimed `failed` (its row could not be planned)
     content: str | None = None  # `DueRing.content` of the ring loaded
+    prev_due: datetime | None = None  # `DueRing.prev_due`: the ring before this one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

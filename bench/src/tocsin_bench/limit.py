@@ -272,6 +272,7 @@ def claim_batch(
             "epoch": [1] * size,
             "error": [None] * size,
             "content": [orjson.Fragment(content) for _, content in loaded],
+            "prev_due": [None] * size,  # the first ring of each: none before it
         }
     )
 

@@ -231,6 +231,7 @@ def _claim_args(
             "epoch": [1] * size,
             "error": [None] * size,
             "content": [orjson.Fragment(contents[row["id"]]) for row in rows],
+            "prev_due": [None] * size,  # the first ring of each: none before it
         }
     )
     return (claims, busy, "bench", busy + timedelta(seconds=30), 16, FEED_WAITING)

@@ -116,6 +116,7 @@ def failed(entry: Entry, error: Exception) -> Claim:
         part=entry.part,
         error=reason[:500],
         content=entry.content,
+        prev_due=entry.prev_due,
     )
 
 
@@ -130,4 +131,5 @@ def _claim(entry: Entry, next_due_at: datetime | None, state: FiringState) -> Cl
         entry.part,
         None,
         entry.content,
+        entry.prev_due,
     )

@@ -40,6 +40,7 @@ class Entry(NamedTuple):
     second: int  # the UTC epoch second of `due_at`
     priority: int = 0  # `Priority.rank`: urgent entries are claimed first
     content: str | None = None  # `DueRing.content`: what the claim writes of the ring
+    prev_due: datetime | None = None  # `DueRing.prev_due`: the reminder's ring before it
 
     @classmethod
     def make(
@@ -52,11 +53,22 @@ class Entry(NamedTuple):
         version: int,
         priority: int = 0,
         content: str | None = None,
+        prev_due: datetime | None = None,
     ) -> Entry:
         key = firing_id(reminder_id, due_at)
         second = int(due_at.timestamp())
         return cls(
-            reminder_id, due_at, part, schedule, freshness, version, key, second, priority, content
+            reminder_id,
+            due_at,
+            part,
+            schedule,
+            freshness,
+            version,
+            key,
+            second,
+            priority,
+            content,
+            prev_due,
         )
 
     @classmethod
@@ -70,6 +82,7 @@ class Entry(NamedTuple):
             due.version,
             due.priority,
             due.content,
+            due.prev_due,
         )
 
     def after_claim(self, due_at: datetime) -> Entry:
@@ -84,6 +97,7 @@ class Entry(NamedTuple):
             self.version,
             self.priority,
             self.content,
+            self.due_at,  # this entry's ring comes before it
         )
 
     def order(self) -> tuple[datetime, str]:

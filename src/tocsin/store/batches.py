@@ -118,6 +118,8 @@ class ClaimColumns(NamedTuple):
     # PostgreSQL's: what the ring says and where it goes, the JSON object its load read
     # (`DueRing.content`), passed on as it is (`orjson.Fragment`: not parsed in the worker).
     content: Annotated[list[Any], "jsonb"]
+    # The reminder's ring before this one (`Claim.prev_due`), kept on the ring's row.
+    prev_due: Annotated[list[Any], "timestamptz"]
 
 
 def claim_columns(claims: Sequence[Claim], fence: Fence | None, instant: Instant) -> ClaimColumns:
@@ -138,6 +140,7 @@ def claim_columns(claims: Sequence[Claim], fence: Fence | None, instant: Instant
         content=[
             None if claim.content is None else orjson.Fragment(claim.content) for claim in claims
         ],
+        prev_due=_instants([claim.prev_due for claim in claims], instant),
     )
 
 

@@ -90,12 +90,15 @@ def due_ring(
     version: int,
     priority: int | None,
     content: str | None = None,
+    prev_due: datetime | None = None,
 ) -> DueRing:
     """A `load_due` row as the scheduler holds it: a schedule for a series, or a one-off
     with alerts, only (a plain one-off's claim needs no next ring)."""
     plain = rule is None and alerts is None and nag is None
     schedule = None if plain else schedule_of(zone, anchor, rule, alerts, nag, nags)
-    return DueRing(reminder_id, due_at, freshness, schedule, version, priority or 0, content)
+    return DueRing(
+        reminder_id, due_at, freshness, schedule, version, priority or 0, content, prev_due
+    )
 
 
 def priority_of(stored: int | None) -> Priority:

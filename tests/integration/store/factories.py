@@ -81,8 +81,10 @@ def claim(
     *,
     next_due_at: datetime | None = None,
     state: FiringState = FiringState.SENDING,
+    prev_due: datetime | None = None,
 ) -> Claim:
-    """The claim of `target`'s current due time, as a load of `target` makes it."""
+    """The claim of `target`'s current due time, as a load of `target` makes it (`prev_due`:
+    the ring before it, which the load reads with the occurrence)."""
     assert target.due_at is not None
     return Claim(
         reminder_id=target.id,
@@ -91,6 +93,7 @@ def claim(
         next_due_at=next_due_at,
         state=state,
         content=content_of(target),
+        prev_due=prev_due,
     )
 
 

@@ -145,14 +145,23 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
         shards=ALL, first_bucket=bucket_of(tomorrow), last_bucket=bucket_of(tomorrow), limit=5
     )
     assert moved is not None
-    [last] = await store.claim([claim(moved)], sender="w", now=NOW, lease=LEASE)
+    [last] = await store.claim(
+        [claim(moved, prev_due=series.due_at)], sender="w", now=NOW, lease=LEASE
+    )
     ended = await store.get_reminder(series.id)
     recorded = await store.record_attempts([result(f, sender="w") for f in (first, last)])
 
     assert moved.status is ReminderStatus.PENDING
     assert moved.due_at == tomorrow
     assert [ring._replace(content=None) for ring in due_tomorrow] == [
-        DueRing(moved.id, tomorrow, moved.freshness, moved.schedule, moved.version)
+        DueRing(
+            moved.id,
+            tomorrow,
+            moved.freshness,
+            moved.schedule,
+            moved.version,
+            prev_due=series.due_at,  # the ring before it
+        )
     ]
     assert last.due_at == tomorrow
     assert ended is not None

@@ -5,10 +5,17 @@ the ones before a version's newest. Tested on both backends, through the store's
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
+
+import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder, result
+from tests.support.raw import raw_execute
 from tocsin.domain import FiringState, Reminder, ReminderStatus
-from tocsin.store import Store
+from tocsin.ids import firing_id
+from tocsin.store import Store, codec, open_store
+from tocsin.store.codec import bucket_of
+from tocsin.store.migrations import migrations_for
 
 DAY = timedelta(days=1)
 START = NOW - 40 * DAY
@@ -24,12 +31,25 @@ async def _daily(store: Store, rings: int) -> Reminder:
         current = await store.get_reminder(series.id, now=due)
         assert current is not None
         assert current.due_at == due
-        [firing] = await store.claim(
-            [claim(current, next_due_at=due + DAY)], sender="worker-1", now=due, lease=LEASE
-        )
-        await store.record_attempts([result(firing, at=due)])
-        assert await store.recover_claims(now=due + LEASE + timedelta(seconds=1), limit=9) == 0
+        await _ring(store, current, due)
     return series
+
+
+async def _ring(store: Store, current: Reminder, due: datetime) -> None:
+    """`current`'s ring at `due`, claimed as a load of it makes the claim (with the ring
+    before it, `prev_due`), the series moving on a day; recorded sent."""
+    [loaded] = [
+        ring
+        for ring in await store.load_due(
+            shards=range(1024), first_bucket=0, last_bucket=bucket_of(due), limit=10
+        )
+        if ring.reminder_id == current.id
+    ]
+    assert (loaded.due_at, loaded.version) == (due, current.version)
+    ringing = claim(current, next_due_at=due + DAY, prev_due=loaded.prev_due)
+    [firing] = await store.claim([ringing], sender="worker-1", now=due, lease=LEASE)
+    await store.record_attempts([result(firing, at=due)])
+    assert await store.recover_claims(now=due + LEASE + timedelta(seconds=1), limit=9) == 0
 
 
 async def _prune(store: Store, before: datetime) -> None:
@@ -94,3 +114,102 @@ async def test_an_edit_keeps_the_last_ring_for_readers_of_the_new_version(store:
     assert cancelled is not None
     assert cancelled.status is ReminderStatus.CANCELLED
     assert cancelled.last_firing == rang
+
+
+async def test_a_reminders_firings_are_listed_newest_first_across_its_edits(
+    store: Store,
+) -> None:
+    """Each ring names the ring before it, the first of a version the last one its edit
+    read: the list walks back through both versions, with no index by reminder."""
+    series = await _daily(store, 3)
+    current = await store.get_reminder(series.id, now=START + 3 * DAY)
+    assert current is not None
+    edited_series = await store.update_reminder(
+        edited(current, text="Water the tomatoes", updated_at=START + 3 * DAY),
+        expected_version=current.version,
+        waiting=current.due_at,
+    )
+    assert edited_series is not None
+    for n in (3, 4):
+        now = await store.get_reminder(series.id, now=START + n * DAY)
+        assert now is not None
+        await _ring(store, now, START + n * DAY)
+
+    listed = await store.list_firings(series.id)
+    assert [firing.due_at for firing in listed] == [START + n * DAY for n in (4, 3, 2, 1, 0)]
+    assert [firing.text for firing in listed[:2]] == ["Water the tomatoes"] * 2
+    assert [firing.due_at for firing in await store.list_firings(series.id, limit=2)] == [
+        START + 4 * DAY,
+        START + 3 * DAY,
+    ]
+
+
+def _literal(backend: str, instant: datetime | None) -> str:
+    """An instant as the backend's SQL stores it."""
+    if instant is None:
+        return "NULL"
+    if backend == "sqlite":
+        return str((instant - codec.EPOCH) // timedelta(microseconds=1))
+    return f"'{instant.isoformat()}'::timestamptz"
+
+
+async def test_a_database_of_the_release_before_shows_and_lists_its_rings(
+    db_url: str, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A series edited after two rings, written by the release before readers looked by
+    timeline (its last ring findable only as its newest firing by id, no ring naming the one
+    before it): migrated, it shows its last ring and lists both."""
+    module = f"tocsin.store.{'sqlite' if backend == 'sqlite' else 'postgres'}.store"
+    before = [m for m in migrations_for(backend) if m.version < 32]
+    monkeypatch.setattr(f"{module}.migrations_for", lambda name: before)
+    store = await open_store(db_url)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    monkeypatch.undo()
+    t0, t1, t2 = START, START + DAY, START + 2 * DAY
+    series = reminder(due_at=t0, rule="FREQ=DAILY", created_at=START - DAY)
+    at = partial(_literal, backend)
+    rows = [
+        "INSERT INTO reminders (id, owner, shard, text, channel, zone, anchor, rule, status,"
+        " due_at, bucket, freshness, version, created_at, updated_at) VALUES"
+        f" ('{series.id}', 'ana', {series.shard}, 'Water', 'webhook', 'Europe/Paris',"
+        f" '{codec.anchor_to_text(series.schedule.anchor)}', 'FREQ=DAILY', 'pending',"
+        f" {at(t2)}, {bucket_of(t2)}, 600, 2, {at(t0)}, {at(t1)})",
+        *(
+            "INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text,"
+            f" state, attempts, created_at) VALUES ('{firing_id(series.id, due)}', '{series.id}',"
+            f" 'ana', {series.shard}, {at(due)}, {at(due + DAY)}, 'webhook', 'Water', 'sent', 1,"
+            f" {at(due)})"
+            for due in (t0, t1)
+        ),
+        *(
+            "INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, taken) VALUES"
+            f" ({at(due)}, '{series.id}', 1, {'false' if backend == 'postgres' else 0},"
+            f" {at(following)}, {taken})"
+            for due, following, taken in (
+                (t0, t1, "false" if backend == "postgres" else 0),
+                (t1, t2, "false" if backend == "postgres" else 0),
+                (t2, None, "true" if backend == "postgres" else 1),
+            )
+        ),
+        "INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard) VALUES"
+        f" ({series.shard // 64}, 0, {bucket_of(t2)}, {at(t2)}, '{series.id}', 2,"
+        f" {series.shard})",
+    ]
+    for row in rows:
+        await raw_execute(db_url, row)
+
+    store = await open_store(db_url)
+    try:
+        await store.migrate()
+        now = await store.get_reminder(series.id, now=t2 - timedelta(hours=1))
+        listed = await store.list_firings(series.id)
+    finally:
+        await store.close()
+    assert now is not None
+    assert (now.status, now.due_at, now.version) == (ReminderStatus.PENDING, t2, 2)
+    assert now.last_firing is not None
+    assert (now.last_firing.due_at, now.last_firing.state) == (t1, FiringState.SENT)
+    assert [firing.due_at for firing in listed] == [t1, t0]

@@ -715,6 +715,7 @@ async def _scheduler_batches(
                 "epoch": [1] * size,
                 "error": [None] * size,
                 "content": [orjson.Fragment(contents[row["id"]]) for row in rows],
+                "prev_due": [None] * size,
             }
         ),
         BUSY_MINUTE,

@@ -539,7 +539,13 @@ class PostgresStore(Store):
         return found[0] if found else None
 
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
-        return await self._firings(q.LIST_FIRINGS, reminder_id, limit)
+        with boundary():
+            async with self._pool.acquire() as connection:
+                current = await _reminder_now(connection, reminder_id, None)
+        if current is None or current.last_firing is None:
+            return []
+        last = current.last_firing.due_at
+        return await self._firings(q.LIST_FIRINGS, reminder_id, last, limit)
 
     async def _firings(self, statement: str, *args: object) -> list[Firing]:
         """The firings `statement` answers, each with its attempts, read in its transaction."""

@@ -157,7 +157,8 @@ mine.status = 'pending' AND (mine.rule IS NOT NULL OR mine.alerts IS NOT NULL OR
 --   ring, the last ring of the versions before as the API write that ended them read it
 --   (`rang_due_at`), and the last a place rang (`place_triggers.rang_at`), with its firing
 --   (a probe of firings_pkey); a ring claimed whose firing is not written yet is shown
---   `sending` until its deadline (by then its sender or recovery wrote it);
+--   `sending` (the version's own last ring always: its row stays while the version does; one
+--   of before until its deadline, by when its sender or recovery wrote it);
 -- - `last_rung`: the due instant of the version's last ring, written or not;
 -- - `lost`: no ring of the version was found, neither at an instant given nor at the
 --   occurrence the write scheduled: nothing of it rang yet (that occurrence waits), or, when
@@ -218,9 +219,11 @@ CROSS JOIN LATERAL (
         rung.due_at AS last_rung,
         {table}.status = 'pending' AND newest.at IS NULL AND rung.due_at IS NULL AS lost
     FROM (
-        SELECT written.id IS NULL
-            AND last.shown + make_interval(secs => {table}.freshness)
-                > coalesce({now}::timestamptz, clock_timestamp()) AS claimed
+        SELECT written.id IS NULL AND (
+            (last.shown = rung.due_at AND NOT rung.repeat)
+            OR last.shown + make_interval(secs => {table}.freshness)
+                > coalesce({now}::timestamptz, clock_timestamp())
+        ) AS claimed
     ) AS unwritten
 ) AS now
 
@@ -283,9 +286,9 @@ WITH removed AS (
     WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT reminder_id FROM taken))
     RETURNING *
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due)
     SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
-        clock_timestamp()
+        clock_timestamp(), rang_due_at
     FROM saved
     WHERE status = 'pending'
 )
@@ -349,12 +352,30 @@ UPDATE firings SET snoozed_by = coalesce(snoozed_by, $1) WHERE id = $2 RETURNING
 UPDATE firings SET done_at = coalesce(done_at, $2) WHERE id = $1 RETURNING *
 
 -- name: LIST_FIRINGS
--- A reminder's firings, newest due first. A firing's id is `<reminder id>.<due epoch second>`,
--- so the primary key keeps a reminder's firings together and in due order: the ids between
--- `<reminder id>.` and `<reminder id>/` ('/' follows '.'), the seconds 10 digits wide until
--- 2286. The other queries find a reminder's last firing the same way.
-SELECT * FROM firings WHERE id > $1::text || '.' AND id < $1::text || '/'
-ORDER BY id DESC LIMIT $2
+-- A reminder's ($1) firings, newest due first, $3 at most: from its last ring ($2, as a reader
+-- shows it: `reminders_now`), each ring to the one before it, a probe of rings_pkey (the ring
+-- claimed there, of whichever version: its `prev_due`) or, for a ring at a place, of the
+-- firing's key a step; a firing id is `<reminder id>.<due epoch second>`. A ring whose firing
+-- is not written yet (on its way) is passed, and so is one retention pruned (its row goes
+-- only with its firing, when a later ring is there).
+WITH RECURSIVE walk (at, step) AS (
+    SELECT $2::timestamptz, 1
+    UNION ALL
+    SELECT before.at, walk.step + 1
+    FROM walk CROSS JOIN LATERAL (
+        SELECT coalesce(
+            (SELECT max(g.prev_due) FROM rings AS g
+             WHERE g.due_at = walk.at AND g.reminder_id = $1 AND NOT g.taken),
+            (SELECT f.prev_due FROM firings AS f
+             WHERE f.id = $1 || '.' || floor(extract(epoch FROM walk.at))::bigint)
+        ) AS at
+    ) AS before
+    WHERE before.at < walk.at AND walk.step < 4 * $3
+)
+SELECT f.* FROM walk
+JOIN firings AS f ON f.id = $1 || '.' || floor(extract(epoch FROM walk.at))::bigint
+ORDER BY walk.step
+LIMIT $3
 
 -- name: LIST_ATTEMPTS
 -- The attempts of several firings.
@@ -402,7 +423,9 @@ SELECT * FROM place_triggers WHERE reminder_id = ANY($1::text[])
 -- window), today for `once: day`, or ever — and its firing written `queued` for any sender
 -- now ($10) as INSERT_PLACE_RING writes it, identity $9, deadline $6. Two takers of one
 -- crossing update the same trigger row: the second waits for the first, re-reads the row
--- and finds it rung. A `once: ever` reminder that rings here rang its one ring: its
+-- and finds it rung. The firing names the ring before it (`prev_due`: the trigger's last, or
+-- the last of the reminder's versions before, for `LIST_FIRINGS`), as the trigger was before
+-- this statement. A `once: ever` reminder that rings here rang its one ring: its
 -- occurrence at LATEST goes and its row is `fired` at a new version, as PLACE_DUE_GONE and
 -- FIRED_AT_PLACE (sqlite.sql) do, so readers show it fired. Answers the firings written.
 WITH ring AS (
@@ -416,6 +439,9 @@ WITH ring AS (
     WHERE r.status = 'pending'
     ORDER BY r.id
     FOR SHARE OF r
+), prior AS (
+    SELECT t.reminder_id, t.rang_at FROM place_triggers AS t
+    WHERE t.reminder_id IN (SELECT reminder_id FROM ring)
 ), marked AS (
     UPDATE place_triggers AS t SET rang_at = ring.at, rang_day = ring.day
     FROM ring
@@ -440,13 +466,15 @@ WITH ring AS (
 )
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, created_at, priority
+    attempts, next_attempt_at, created_at, priority, prev_due
 )
 SELECT ring.firing_id, r.id, r.owner, r.shard, ring.at, ring.deadline, r.channel, r.text,
-    r.metadata, r.source, 'queued', 0, $10, $10, r.priority
+    r.metadata, r.source, 'queued', 0, $10, $10, r.priority,
+    greatest(prior.rang_at, r.rang_due_at)
 FROM marked
 JOIN ring ON ring.reminder_id = marked.reminder_id
 JOIN reminders AS r ON r.id = marked.reminder_id
+LEFT JOIN prior ON prior.reminder_id = marked.reminder_id
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 
@@ -600,7 +628,7 @@ RETURNING secrets.name
 -- 121 s; docs/benchmarks.md, "The packed minute, bisected").
 SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts,
     r.nag, r.nags, d.version,
-    r.priority, {content} AS content, d.bucket
+    r.priority, {content} AS content, d.prev_due, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
   AND d.bucket >= $1 AND d.bucket < {never} AND d.shard BETWEEN $3 AND $4
@@ -624,7 +652,7 @@ LIMIT $5
 -- $5 at most.
 SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts,
     r.nag, r.nags, d.version,
-    r.priority, {content} AS content, d.bucket
+    r.priority, {content} AS content, d.prev_due, d.bucket
 FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
 WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
   AND d.saved_at > $6::timestamptz AND d.saved_at IS NOT NULL
@@ -656,7 +684,8 @@ SELECT r.id, {content} AS content FROM reminders AS r WHERE r.id = ANY($1::text[
 -- Pending reminders of a part that spans several lanes or priorities: the {branches}, one
 -- `_LOAD_LANE` scan per lane and priority, merged (a Merge Append, which stops at the limit).
 -- `queries.load_due` builds it; `queries.load_saved` the sweep's, of `_LOAD_SAVED_LANE`.
-SELECT id, due_at, freshness, zone, anchor, rule, alerts, nag, nags, version, priority, content
+SELECT id, due_at, freshness, zone, anchor, rule, alerts, nag, nags, version, priority, content,
+    prev_due
 FROM ({branches}) AS due
 ORDER BY bucket, due_at, id LIMIT $5
 
@@ -777,7 +806,7 @@ WITH claim AS (
             AS state,
         CASE WHEN state = 'sending' AND channel = 'inapp' THEN $6 ELSE error END AS error,
         state = 'sending' AND channel = 'inapp' AS feed, priority, freshness, next_due_at,
-        next_bucket, EXISTS (
+        next_bucket, prev_due, EXISTS (
             SELECT 1 FROM rings AS g
             WHERE g.due_at = taken.due_at AND g.reminder_id = taken.reminder_id
               AND NOT g.repeat AND NOT g.taken
@@ -791,12 +820,12 @@ WITH claim AS (
         ) AS repeat
     FROM taken
 ), decided AS (
-    INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
-    SELECT due_at, reminder_id, version, repeat, next_due_at FROM moved
+    INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, prev_due)
+    SELECT due_at, reminder_id, version, repeat, next_due_at, prev_due FROM moved
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, prev_due)
     SELECT shard / 64, coalesce(priority, 0), next_bucket, next_due_at, reminder_id, version,
-        shard
+        shard, due_at
     FROM moved
     WHERE next_due_at IS NOT NULL
     ON CONFLICT DO NOTHING
@@ -1511,11 +1540,11 @@ WITH m AS (
         updated_at = $6, rang_due_at = greatest(m.rang, r.rang_due_at)
     FROM taken JOIN m ON m.id = taken.reminder_id
     WHERE r.id = taken.reminder_id AND r.version = taken.version AND r.status = 'pending'
-    RETURNING r.id, r.shard, r.priority, r.bucket, r.due_at, r.version
+    RETURNING r.id, r.shard, r.priority, r.bucket, r.due_at, r.version, r.rang_due_at
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due)
     SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
-        clock_timestamp()
+        clock_timestamp(), rang_due_at
     FROM moved
 )
 SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke,

@@ -40,9 +40,11 @@ VALUES (?, ?, ?, ?, ?, ?)
 -- `due` keyed by the lane and priority rank of the reminder, its minute and instant, and the
 -- row's version. Run after each write that saves a row (:id) with a new occurrence: a
 -- create, a snooze's new one-off, an edit, a rezone. :saved_at (the host's clock, which
--- the sweep reads by) puts it in `due_saved`, where the sweep finds it.
-INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
-SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard, :saved_at
+-- the sweep reads by) puts it in `due_saved`, where the sweep finds it. The ring before it is
+-- the last the write read (`rang_due_at`), as PostgreSQL's writes name it.
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due)
+SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard, :saved_at,
+    rang_due_at
 FROM reminders
 WHERE id = :id AND status = 'pending'
 
@@ -79,9 +81,9 @@ FROM (
 -- - `last_id`, `last_due_at`, `last_state`: the last ring: the newest of the version's last
 --   ring, the last ring of the versions before (`rang_due_at`, kept by the API write that
 --   ended them) and the last a place rang, with its firing (a probe of the firings' key); a
---   ring whose firing is not there is shown `sending` until its deadline, judged at :now
---   (SQLite's claim writes the firing of each ring it rings, so only retention leaves one
---   out);
+--   ring whose firing is not there is shown `sending` (the version's own last ring always;
+--   one of before until its deadline, judged at :now; SQLite's claim writes the firing of
+--   each ring it rings, so only retention leaves one out);
 -- - `last_rung`: the due instant of the version's last ring;
 -- - `lost`: no ring of the version was found (`looking` says when it asks again).
 -- SQLite has no LATERAL join: the state is one JSON value worked out from `r` and handed to
@@ -127,8 +129,9 @@ CROSS JOIN json_each((
     ), last AS (
         SELECT rung.due_at AS rung_due, rung.next_due, written.id, written.due_at,
             written.state, nullif(shown.at, -1) AS shown_at,
-            coalesce(written.id IS NULL AND shown.at >= 0
-                AND shown.at + r.freshness * 1000000 > :now, false) AS claimed
+            coalesce(written.id IS NULL AND shown.at >= 0 AND (
+                (shown.at = rung.due_at AND NOT rung.repeat)
+                OR shown.at + r.freshness * 1000000 > :now), false) AS claimed
         FROM shown LEFT JOIN rung ON true
         LEFT JOIN firings AS written ON written.id = r.id || '.' || (shown.at / 1000000)
     )
@@ -238,10 +241,31 @@ UPDATE firings SET snoozed_by = coalesce(snoozed_by, ?) WHERE id = ? RETURNING s
 UPDATE firings SET done_at = coalesce(done_at, :now) WHERE id = :id RETURNING *
 
 -- name: LIST_FIRINGS
--- A reminder's firings, newest due first, by primary key: a firing's id is
--- `<reminder id>.<due epoch second>` (see the PostgreSQL query of the same name).
-SELECT * FROM firings WHERE id > :rid || '.' AND id < :rid || '/'
-ORDER BY id DESC LIMIT :limit
+-- A reminder's (:rid) firings, newest due first, :limit at most: from its last ring (:last,
+-- as a reader shows it), each ring to the one before it, a probe of the key of `rings` (or,
+-- for a ring at a place, of the firings') a step ({before}: `_RING_BEFORE`), as PostgreSQL's
+-- statement of the same name.
+WITH RECURSIVE walk (at, step) AS (
+    SELECT :last, 1
+    UNION ALL
+    SELECT {before}, walk.step + 1
+    FROM walk
+    WHERE {before} < walk.at AND walk.step < 4 * :limit
+)
+SELECT f.* FROM walk
+JOIN firings AS f ON f.id = :rid || '.' || (walk.at / 1000000)
+ORDER BY walk.step
+LIMIT :limit
+
+-- name: _RING_BEFORE
+-- {before} of LIST_FIRINGS: the ring before the one at `walk.at` (SQLite's recursive step
+-- may not read its table in a subquery of its FROM, so the step's value and its condition
+-- each read it).
+coalesce(
+    (SELECT max(g.prev_due) FROM rings AS g
+     WHERE g.due_at = walk.at AND g.reminder_id = :rid AND NOT g.taken),
+    (SELECT f.prev_due FROM firings AS f WHERE f.id = :rid || '.' || (walk.at / 1000000))
+)
 
 -- name: LIST_ATTEMPTS
 -- The attempts of several firings (ids given as a JSON array).
@@ -284,8 +308,12 @@ SELECT * FROM place_triggers WHERE reminder_id IN (SELECT value FROM json_each(:
 
 -- name: HOLD_PENDING
 -- Whether a reminder that a crossing rings is pending at its version, read in the crossing's
--- write transaction (one writer: no edit or cancel comes between it and the ring).
-SELECT 1 FROM reminders WHERE id = :id AND version = :version AND status = 'pending'
+-- write transaction (one writer: no edit or cancel comes between it and the ring), with the
+-- ring before this one (`prev`: the trigger's last, or the last of the versions before).
+SELECT max(coalesce(rang_due_at, -1), coalesce((
+    SELECT t.rang_at FROM place_triggers AS t WHERE t.reminder_id = r.id
+), -1)) AS prev
+FROM reminders AS r WHERE id = :id AND version = :version AND status = 'pending'
 
 -- name: MARK_PLACE_RING
 -- Decide that a crossing rings a reminder, once: note it on the trigger, only while the
@@ -310,10 +338,10 @@ RETURNING reminder_id, once
 -- crossing taken again) keeps what it holds.
 INSERT INTO firings (
     id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, created_at, priority
+    attempts, next_attempt_at, created_at, priority, prev_due
 )
 SELECT :id, r.id, r.owner, r.shard, :due_at, :deadline, r.channel, r.text, r.metadata,
-    r.source, 'queued', 0, :now, :now, r.priority
+    r.source, 'queued', 0, :now, :now, r.priority, nullif(:prev, -1)
 FROM reminders AS r WHERE r.id = :reminder_id
 ON CONFLICT (id) DO NOTHING
 RETURNING id
@@ -454,7 +482,7 @@ UPDATE secrets SET value = ? WHERE name = ? AND value = ?
 -- range scan (as it did on PostgreSQL's generic plan: postgres.sql, _LOAD_LANE). The bucket
 -- is the last column, for the merge's order (`_LOAD_DUE`).
 SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
-    r.alerts, r.nag, r.nags, d.version, r.priority, d.bucket AS bucket
+    r.alerts, r.nag, r.nags, d.version, r.priority, d.prev_due, d.bucket AS bucket
 FROM due AS d
 CROSS JOIN reminders AS r
 WHERE d.lane = {lane} AND d.rank = {rank}
@@ -473,7 +501,7 @@ WHERE d.lane = {lane} AND d.rank = {rank}
 -- range, in buckets up to :last_bucket and in that one due by :through at the latest, not
 -- decided since.
 SELECT d.reminder_id AS id, d.due_at AS due_at, r.freshness, r.zone, r.anchor, r.rule,
-    r.alerts, r.nag, r.nags, d.version, r.priority, d.bucket AS bucket
+    r.alerts, r.nag, r.nags, d.version, r.priority, d.prev_due, d.bucket AS bucket
 FROM due AS d
 CROSS JOIN reminders AS r
 WHERE d.lane = {lane} AND d.rank = {rank} AND d.saved_at > :since
@@ -546,6 +574,7 @@ WITH decided AS MATERIALIZED (
         r.priority,
         {claim.state} = 'sending' AND r.channel = 'inapp' AS feed,
         r.version, {claim.next_due_at} AS next_due_at, {claim.next_bucket} AS next_bucket,
+        {claim.prev_due} AS prev_due,
         r.shard / 64 AS lane, coalesce(r.priority, 0) AS rank,
         EXISTS (
             SELECT 1 FROM rings AS g
@@ -572,16 +601,17 @@ FROM decided
 -- name: INSERT_RINGS
 -- Record each ring CLAIMABLE decided: its key, whether it is a repeat, and the occurrence
 -- after it (NULL after a one-off's or a finished series' last), which readers follow.
-INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
-SELECT {ring.due_at}, {ring.reminder_id}, {ring.version}, {ring.repeat}, {ring.next_due_at}
+INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, prev_due)
+SELECT {ring.due_at}, {ring.reminder_id}, {ring.version}, {ring.repeat}, {ring.next_due_at},
+    {ring.prev_due}
 FROM json_each(:rings) AS g
 
 -- name: INSERT_NEXT_DUE
 -- A series' next occurrence waits in `due` in its turn, at the version of the ring before
 -- it (one there already, saved by an edit of the same version, is left as it is).
-INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, prev_due)
 SELECT {ring.lane}, {ring.rank}, {ring.next_bucket}, {ring.next_due_at}, {ring.reminder_id},
-    {ring.version}, {ring.shard}
+    {ring.version}, {ring.shard}, {ring.due_at}
 FROM json_each(:rings) AS g
 WHERE {ring.next_due_at} IS NOT NULL
 ON CONFLICT DO NOTHING

@@ -65,6 +65,7 @@ DECIDED = (
     "next_bucket",
     "lane",
     "rank",
+    "prev_due",
 )
 
 _CLAIM = fields(batches.SQLITE_CLAIMS, "c.value")
@@ -79,6 +80,7 @@ FINISH_ATTEMPTS = _TEXT["FINISH_ATTEMPTS"].format(result=fields(batches.SQLITE_R
 
 _REMINDERS_NOW = _TEXT["_REMINDERS_NOW"]
 REMINDERS_NOW = _TEXT["REMINDERS_NOW"].format(reminders_now=_REMINDERS_NOW)
+LIST_FIRINGS = _TEXT["LIST_FIRINGS"].format(before=_TEXT["_RING_BEFORE"])
 FINISHED_BY_RING = _TEXT["FINISHED_BY_RING"].format(reminders_now=_REMINDERS_NOW)
 
 _LANES_AND_RANKS = _TEXT["_LANES_AND_RANKS"].format(

@@ -133,6 +133,29 @@ def _trigger_params(reminders: Sequence[Reminder]) -> list[dict[str, Any]]:
     return [trigger_values(r.id, r.on) for r in reminders if r.on is not None]
 
 
+def _due_ring(row: Row) -> DueRing:
+    """A load's row (`_LOAD_LANE`): SQLite's claim reads what the ring says itself (no
+    content), and instants are microseconds."""
+    return codec.due_ring(
+        row["id"],
+        _utc(row["due_at"]),
+        row["freshness"],
+        row["zone"],
+        row["anchor"],
+        row["rule"],
+        row["alerts"],
+        row["nag"],
+        row["nags"],
+        row["version"],
+        row["priority"],
+        prev_due=_opt_utc(row["prev_due"]),
+    )
+
+
+def _opt_utc(micros: int | None) -> datetime | None:
+    return None if micros is None else _utc(micros)
+
+
 def _reminders_now(connection: sqlite3.Connection, rows: Sequence[Row], now: datetime) -> list[Row]:
     """The reminders of `rows` (as their rows are) as they are now, judged at `now`: their
     rings looked for where `looking` says (REMINDERS_NOW)."""
@@ -376,7 +399,13 @@ class SqliteStore(Store):
         return found[0] if found else None
 
     async def list_firings(self, reminder_id: str, *, limit: int = 50) -> list[Firing]:
-        return await self._firings(q.LIST_FIRINGS, {"rid": reminder_id, "limit": limit})
+        current = await self.get_reminder(reminder_id)
+        if current is None or current.last_firing is None:
+            return []
+        last = _us(current.last_firing.due_at)
+        return await self._firings(
+            q.LIST_FIRINGS, {"rid": reminder_id, "last": last, "limit": limit}
+        )
 
     async def _firings(
         self, statement: str, params: dict[str, Any], *, write: bool = False
@@ -567,9 +596,11 @@ class SqliteStore(Store):
             written: list[str] = []
             for ring in rings:
                 held = {"id": ring.reminder_id, "version": ring.version}
-                if connection.execute(q.HOLD_PENDING, held).fetchone() is None:
+                pending = connection.execute(q.HOLD_PENDING, held).fetchone()
+                if pending is None:
                     continue
                 mark, firing = place_ring_values(ring, _us, now)
+                firing["prev"] = pending["prev"]
                 marked = connection.execute(q.MARK_PLACE_RING, mark).fetchone()
                 if marked is None:
                     continue
@@ -812,7 +843,7 @@ class SqliteStore(Store):
             lambda connection: connection.execute(statement, params).fetchall()
         )
         # Each row ends with its bucket, which orders the merge of the lanes (`_LOAD_DUE`).
-        return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest, _bucket in rows]
+        return [_due_ring(row) for row in rows]
 
     async def claim(
         self,
@@ -915,7 +946,7 @@ class SqliteStore(Store):
         rows = await self._db.read(
             lambda connection: connection.execute(statement, params).fetchall()
         )
-        return [codec.due_ring(id_, _utc(due), *rest) for id_, due, *rest, _bucket in rows], read_at
+        return [_due_ring(row) for row in rows], read_at
 
     async def advance_watermark(
         self, worker: str, *, part: int, bucket: int, swept_at: datetime

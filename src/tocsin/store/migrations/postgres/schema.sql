@@ -75,7 +75,8 @@ CREATE TABLE due (
     version integer NOT NULL,
     shard smallint NOT NULL,
     saved_at timestamp with time zone,
-    CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version) INCLUDE (shard)
+    prev_due timestamp with time zone,
+    CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version) INCLUDE (shard, prev_due)
 ) PARTITION BY RANGE (bucket);
 
 CREATE TABLE firings (
@@ -102,6 +103,7 @@ CREATE TABLE firings (
     sent_to text COLLATE "C",
     priority smallint,
     done_at timestamp with time zone,
+    prev_due timestamp with time zone,
     CONSTRAINT firings_pkey PRIMARY KEY (id),
     CONSTRAINT firings_priority_check CHECK ((priority = 1)),
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
@@ -247,6 +249,7 @@ CREATE TABLE rings (
     repeat boolean NOT NULL,
     next_due timestamp with time zone,
     taken boolean NOT NULL DEFAULT false,
+    prev_due timestamp with time zone,
     CONSTRAINT rings_pkey PRIMARY KEY (due_at, reminder_id, version)
 );
 

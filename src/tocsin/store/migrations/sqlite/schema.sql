@@ -50,7 +50,7 @@ CREATE TABLE due (
     due_at INTEGER NOT NULL,
     reminder_id TEXT NOT NULL,
     version INTEGER NOT NULL,
-    shard INTEGER NOT NULL, saved_at INTEGER,
+    shard INTEGER NOT NULL, saved_at INTEGER, prev_due INTEGER,
     PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version)
 ) WITHOUT ROWID;
 
@@ -75,7 +75,7 @@ CREATE TABLE firings (
     provider_id TEXT,
     last_error TEXT,
     snoozed_by TEXT
-, sent_to TEXT, priority INTEGER CHECK (priority = 1), done_at INTEGER);
+, sent_to TEXT, priority INTEGER CHECK (priority = 1), done_at INTEGER, prev_due INTEGER);
 
 CREATE TABLE idempotency_keys (
     scope TEXT NOT NULL,
@@ -188,7 +188,7 @@ CREATE TABLE rings (
     reminder_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     repeat INTEGER NOT NULL,
-    next_due INTEGER, taken INTEGER NOT NULL DEFAULT 0,
+    next_due INTEGER, taken INTEGER NOT NULL DEFAULT 0, prev_due INTEGER,
     PRIMARY KEY (due_at, reminder_id, version)
 ) WITHOUT ROWID;
 
