@@ -37,13 +37,14 @@ typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 # Most tests wait on real clocks and processes, so they run PYTEST_JOBS at a time, a file per
-# process; the few that stop the shared PostgreSQL server (marked `exclusive`) or load the whole
-# machine (marked `heavy`) run after, alone.
+# process, the files of a minute or more (marked `long`) handed out first, in their own order
+# (tests/support/order.py); the few that stop the shared PostgreSQL server (marked `exclusive`)
+# or load the whole machine (marked `heavy`) run after, alone.
 # Exit status 5 is "no test selected" (PYTEST_ARGS naming files of one kind only).
-PYTEST_JOBS ?= 4
+PYTEST_JOBS ?= 6
 
 pytest: $(DEV_STAMP)
-	$(BIN)/pytest -n $(PYTEST_JOBS) --dist loadfile -m "not exclusive and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/pytest -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not exclusive and not heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/pytest -p no:xdist -m "exclusive or heavy" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test: lint typecheck pytest

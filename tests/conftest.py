@@ -18,8 +18,9 @@ from tests.support.loud import (  # the hooks: a red note at the end of a run th
 from tests.support.postgres import Databases, PostgresServer, migrated_template, postgres_server
 from tocsin.store import Store, open_store
 
-# The `browser` fixture (headless Chromium), for the tests of the pages.
-pytest_plugins = ["tests.support.browser"]
+# The `browser` fixture (headless Chromium), for the tests of the pages; and under xdist, the
+# long files handed out first.
+pytest_plugins = ["tests.support.browser", "tests.support.order"]
 
 # Every `Settings()` of a test, and every process a test starts with this environment, has
 # the tests' key (a developer's own is not used: stores the tests open seal with this one).

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.test_alerts import alert_then_cancel
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.long]
 
 
 @pytest.mark.timeout(480)

@@ -24,7 +24,7 @@ from tests.e2e.service import iso, service
 from tests.integration.engine.support import eventually, receiver
 from tests.support.processes import clean_env, running
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}
 FLAP = timedelta(minutes=5, seconds=30)  # a crossing this long after the last is a new one

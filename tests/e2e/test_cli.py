@@ -22,7 +22,7 @@ import pytest
 from tests.support.processes import clean_env, free_port, running, tocsin
 from tocsin.cli.client_http import OK, PARTIAL, REFUSED, UNAVAILABLE, USAGE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 IMPORT_LINES = 10_000
 # Lines of the big import that are wrong, and the field the report must name for each.

@@ -22,7 +22,7 @@ from tests.e2e.service import create, edit, firings, iso, late, logs, service, s
 from tests.integration.engine.support import receiver
 from tests.support.processes import clean_env, running
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 QUIET_SWEEP = {"TOCSIN_SWEEP_SECONDS": "30", "TOCSIN_ALLOW_PRIVATE_URLS": "true"}
 LEAD = 14  # seconds from creation to the ring: the minute is read ~10 s ahead

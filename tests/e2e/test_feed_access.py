@@ -21,7 +21,7 @@ from tests.e2e.workers import workers
 from tests.support.processes import clean_env, running, tocsin
 from tests.support.sse import FeedClient, feed
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 FAST = {"TOCSIN_FEED_HEARTBEAT_SECONDS": "1"}
 # Every wait below is a bound a loaded 2-core machine cannot eat: the heartbeat's check and

@@ -22,7 +22,7 @@ from tests.e2e.service import create, firings, iso, late, service, sleep_until
 from tests.integration.engine.support import receiver, reminder
 from tocsin.store import open_store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 BULK = 20_500  # more than a part holds (LoadTuning.max_held)
 # One owner (so one part) keeps the whole bulk pending: more than the per-owner cap allows.

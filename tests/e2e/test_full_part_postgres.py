@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.test_full_part import ring_saved_into_a_full_part
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.long]
 
 
 @pytest.mark.timeout(240)

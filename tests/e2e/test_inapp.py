@@ -24,7 +24,7 @@ from tests.integration.engine.support import eventually
 from tests.support.processes import clean_env, running, tocsin
 from tests.support.sse import feed
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 FAST = {"TOCSIN_FEED_HEARTBEAT_SECONDS": "1"}
 

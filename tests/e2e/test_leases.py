@@ -27,7 +27,7 @@ from tests.e2e.workers import (
 from tests.integration.engine.support import eventually, receiver
 from tocsin.store import open_store
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.long]
 
 # How long after the last ring's due time a paused worker is resumed: more than any ring
 # that was taken over can be late, however loaded the machine.

@@ -22,7 +22,7 @@ from tests.e2e.service import iso, service
 from tests.integration.engine.support import Receiver, eventually, receiver
 from tests.support.processes import clean_env, tocsin
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}  # the receivers listen on loopback
 PEOPLE = ("ana", "ben", "cy")

@@ -35,7 +35,7 @@ from playwright.sync_api import (
 
 from tests.support.processes import clean_env, running, tocsin
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 ZONE = "Europe/Paris"
 IMAGES = Path(__file__).parents[2] / "docs" / "images"

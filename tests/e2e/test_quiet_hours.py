@@ -22,7 +22,7 @@ import pytest
 from tests.e2e.service import acreate, afirings, iso, service
 from tests.integration.engine.support import eventually, receiver
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.test_quiet_hours import quiet_hours_hold_bulk_rings
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.long]
 
 
 @pytest.mark.timeout(300)

@@ -15,7 +15,7 @@ from tests.e2e.workers import firing_states, holders, query, spread, until, wait
 from tests.integration.engine.support import eventually, receiver
 from tocsin.store import Store
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.long]
 
 
 def _free_port() -> int:

@@ -21,7 +21,7 @@ import pytest
 from tests.e2e.service import acreate, afirings, iso, service
 from tests.integration.engine.support import eventually, receiver
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 SETTINGS = {"TOCSIN_ALLOW_PRIVATE_URLS": "true"}
 OFFSETS = (-1.0, -0.3, 0.0, 0.3)  # seconds from the first nag's instant to the done

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.test_until_done import dones_racing_nags
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.long]
 
 
 @pytest.mark.timeout(420)

@@ -27,7 +27,7 @@ from tests.integration.engine.support import eventually, receiver
 from tocsin.clock import SystemClock
 from tocsin.store import Store
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.long]
 
 clock = SystemClock()
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.processes import clean_env, running, tocsin
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 SEED = "20261021"

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
+import pytest
 import standardwebhooks
 
 from tests.integration.engine.support import (
@@ -29,6 +30,8 @@ from tocsin.delivery.isolation import FAILURES_TO_OPEN
 from tocsin.domain import Channel, Firing, FiringState, Outcome, Reminder
 from tocsin.metrics.instruments import ENGINE
 from tocsin.store import Store
+
+pytestmark = pytest.mark.long
 
 clock = SystemClock()
 
