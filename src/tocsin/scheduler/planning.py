@@ -34,6 +34,9 @@ from tocsin.time.budget import expansion_budget
 logger = logging.getLogger(__name__)
 
 MAX_STEPS = 1000  # occurrences walked to find a series' newest fresh one
+# How far ahead of now a series' next occurrence is held by the timeline as its claim lands:
+# past the loader's lead and the whole minute it reads ahead.
+NEAR = timedelta(minutes=2)
 # CPU time one row's plan may take, all its expansions together (a rule the API accepted takes
 # microseconds; this bounds what a row saved before the API's budget, or a damaged one, can
 # hold the event loop for, before it fails alone).
@@ -79,6 +82,13 @@ def plan_one(entry: Entry, now: datetime) -> tuple[Claim, Entry | None]:
         return _claim(entry, None, state), None
     following = next_after(schedule, entry.due_at)
     if following is None or following > now:
+        # An occurrence the claim writes into a minute the loader already read ahead (an
+        # alert's own occurrence a minute later, a nag, a series ringing every minute,
+        # claimed in a minute's last seconds) would wait there unread: no wake-up names it
+        # and the sweep reads only what API writes saved. So one that near rings from the
+        # timeline too (which holds a ring once, whichever of the two brings it first).
+        if following is not None and following - now < NEAR:
+            return _claim(entry, following, state), entry.after_claim(following)
         return _claim(entry, following, state), None
     newest = newest_fresh(schedule, following, now - freshness, now)
     if newest is None:
