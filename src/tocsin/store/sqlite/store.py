@@ -1554,5 +1554,5 @@ def _pending_time(row: Row) -> PendingTime:
         schedule=codec.schedule_of_row(row),
         due_at=_utc(row["now_due"]),
         version=row["version"],
-        rang=None if row["last_due_at"] is None else _utc(row["last_due_at"]),
+        rang=_opt_utc(row["last_due_at"]),
     )
