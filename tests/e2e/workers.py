@@ -113,6 +113,10 @@ def workers(folder: Path) -> Iterator[Workers]:
     started = Workers(folder)
     try:
         yield started
+    except BaseException:
+        for worker in started.started:  # what each worker said, beside the failure
+            print(f"--- {worker.name} ---\n{worker.output()}", file=sys.stderr)
+        raise
     finally:
         started.stop_all()
 

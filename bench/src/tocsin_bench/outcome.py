@@ -45,11 +45,13 @@ SELECT (SELECT count(*) FROM due AS d WHERE bucket BETWEEN ? AND ? AND NOT EXIST
        (SELECT count(*) FROM firings WHERE state = 'queued')
 """
 
-# The run's firings: those due from $1 on (the rings `--history` wrote before it are older).
+# The run's firings: those due from $1 on (the rings `--history` wrote before it are older),
+# a range of the firings' key (due second, reminder).
 _PG_FIRINGS = """
 SELECT extract(epoch FROM due_at)::float8, extract(epoch FROM created_at)::float8,
        extract(epoch FROM sent_at)::float8, state
-FROM firings WHERE due_at >= $1
+FROM firings
+WHERE due_second >= floor(extract(epoch FROM $1::timestamptz))::bigint AND due_at >= $1
 """
 _SQLITE_FIRINGS = "SELECT due_at / 1e6, created_at / 1e6, sent_at / 1e6, state FROM firings"
 

@@ -42,7 +42,7 @@ INSERT INTO firings (
     channel, text
 )
 SELECT due, due + interval '10 minutes', due, due, 1, n % 1024,
-    reminder || '.' || extract(epoch FROM due)::bigint, reminder, 'user-' || n % 100000
+    reminder || '.' || floor(extract(epoch FROM due))::bigint, reminder, 'user-' || n % 100000
         || '@example.com', 'sent', 'webhook', 'Water the plants'
 FROM generate_series(1, $1) AS n,
     LATERAL (
@@ -77,7 +77,10 @@ WHERE relname IN ('firings', 'attempts')
 _LATENESS = """
 SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM sent_at - due_at)),
     count(*)
-FROM firings WHERE due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
+FROM firings
+WHERE due_second BETWEEN floor(extract(epoch FROM $1::timestamptz))::bigint
+    AND floor(extract(epoch FROM $2::timestamptz))::bigint
+  AND due_at BETWEEN $1 AND $2 AND sent_at IS NOT NULL
 """
 _FIRINGS_COUNTS = """
 SELECT n_tup_ins, n_tup_del FROM pg_stat_user_tables WHERE relname = 'firings'

@@ -47,8 +47,8 @@ FROM (
 PG_FIRINGS = """
 INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text, state,
                      attempts, created_at, sent_at)
-SELECT 'bench' || n || '.1', 'bench' || n, 'owner-' || n % 100000, n % 1024, due,
-       due + interval '10 minutes', 'webhook', 'bench',
+SELECT 'bench' || n || '.' || floor(extract(epoch FROM due))::bigint, 'bench' || n,
+       'owner-' || n % 100000, n % 1024, due, due + interval '10 minutes', 'webhook', 'bench',
        CASE n % 100 WHEN 0 THEN 'failed' WHEN 1 THEN 'expired' ELSE 'sent' END, 1, due,
        CASE WHEN n % 100 > 1 THEN due + (n % 997) * interval '1 millisecond' END
 FROM (
@@ -64,7 +64,10 @@ PG_EXACT_AHEAD = """
 SELECT bucket, count(*) FROM reminders
 WHERE status = 'pending' AND bucket BETWEEN $1 AND $2 GROUP BY bucket
 """
-PG_EXACT_RINGS = "SELECT state, sent_at - due_at FROM firings WHERE due_at >= $1"
+PG_EXACT_RINGS = (
+    "SELECT state, sent_at - due_at FROM firings"
+    " WHERE due_second >= floor(extract(epoch FROM $1::timestamptz))::bigint AND due_at >= $1"
+)
 
 # -- SQLite ----------------------------------------------------------------------------------
 
@@ -85,8 +88,8 @@ LITE_FIRINGS = """
 WITH RECURSIVE numbers (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM numbers WHERE n < :rows)
 INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text, state,
                      attempts, created_at, sent_at)
-SELECT 'bench' || n || '.1', 'bench' || n, 'owner-' || n % 100000, n % 1024, due,
-       due + 600000000, 'webhook', 'bench',
+SELECT 'bench' || n || '.' || (due / 1000000), 'bench' || n, 'owner-' || n % 100000,
+       n % 1024, due, due + 600000000, 'webhook', 'bench',
        CASE n % 100 WHEN 0 THEN 'failed' WHEN 1 THEN 'expired' ELSE 'sent' END, 1, due,
        CASE WHEN n % 100 > 1 THEN due + (n % 997) * 1000 END
 FROM (

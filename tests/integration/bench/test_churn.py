@@ -41,7 +41,7 @@ async def test_the_seeded_rings_come_of_age_at_the_ring_rate(pg_migrated_url: st
         assert before[table]["live"] == before[table]["live_counted"] == SPEC.seeded
         assert before[table]["dead_pct"] == 0
         assert before[table]["total_mb"] > 0
-    assert {"firings_pkey", "firings_due"} <= set(before["firings"]["indexes"])
+    assert {"firings_pkey", "firings_open"} <= set(before["firings"]["indexes"])
     assert before["reminders"]["indexes"]["reminders_pkey"]["leaf_density_pct"] > 0
     # Fired by their rings, the seeded one-offs are in no age index: they go with their rings.
     assert before["reminders"]["indexes"]["reminders_finished"]["leaf_density_pct"] is None

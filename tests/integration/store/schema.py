@@ -27,7 +27,8 @@ _PG_COLUMNS = """
 SELECT c.relname AS table_name, a.attname AS name,
     format_type(a.atttypid, a.atttypmod) AS type,
     CASE WHEN a.attcollation <> t.typcollation THEN coll.collname END AS collation,
-    a.attnotnull AS not_null, pg_get_expr(d.adbin, d.adrelid) AS default_value
+    a.attnotnull AS not_null, pg_get_expr(d.adbin, d.adrelid) AS default_value,
+    a.attgenerated = 's' AS generated
 FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -68,6 +69,12 @@ WHERE schemaname = 'public'
 ORDER BY indexname
 """
 
+_PG_FUNCTIONS = """
+SELECT pg_get_functiondef(p.oid) AS definition FROM pg_proc AS p
+WHERE p.pronamespace = 'public'::regnamespace
+ORDER BY p.proname
+"""
+
 
 def dump_sqlite(path: str) -> str:
     """The DDL of every table and index in the SQLite file, sorted by kind and name."""
@@ -90,6 +97,7 @@ async def dump_postgres(url: str) -> str:
         constraints = await connection.fetch(_PG_CONSTRAINTS)
         indexes = await connection.fetch(_PG_INDEXES)
         partitions = await connection.fetch(_PG_PARTITIONS)
+        functions = await connection.fetch(_PG_FUNCTIONS)
     finally:
         await connection.close()
     tables: dict[str, list[str]] = {}
@@ -99,7 +107,9 @@ async def dump_postgres(url: str) -> str:
             line += f' COLLATE "{column["collation"]}"'
         if column["not_null"]:
             line += " NOT NULL"
-        if column["default_value"] is not None:
+        if column["generated"]:
+            line += f" GENERATED ALWAYS AS ({column['default_value']}) STORED"
+        elif column["default_value"] is not None:
             line += f" DEFAULT {column['default_value']}"
         tables.setdefault(column["table_name"], []).append(line)
     for constraint in constraints:
@@ -118,6 +128,7 @@ async def dump_postgres(url: str) -> str:
         if row["parent"]
     )
     text += "".join(f"{index['indexdef']};\n" for index in indexes)
+    text += "".join(f"\n{row['definition'].strip()};\n" for row in functions)
     return _HEADER + text
 
 

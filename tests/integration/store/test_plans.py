@@ -556,6 +556,12 @@ async def test_postgres_claims_and_records_by_primary_key_with_nothing_forced(
 
 _KEY = r"\(id = \(?{}\)?(::text)?\)"
 _FIRST_FIELD = r"\({}\.value ->> 0\)"  # the first field of a batch's JSON row
+# A firing's key, (due second, reminder), from a row (`{}` its alias and dot) of a due
+# instant and a reminder id.
+_FIRING_KEY = (
+    r"\(\(due_second = \(floor\(EXTRACT\(epoch FROM {0}due_at\)\)\)::bigint\)"
+    r" AND \(reminder_id = \(?{0}reminder_id\)?(::text)?\)\)"
+)
 # Per statement, each table it reads: the index, and the condition the index is read by.
 _KEYS: dict[str, dict[str, tuple[str, str]]] = {
     "claim": {
@@ -569,13 +575,19 @@ _KEYS: dict[str, dict[str, tuple[str, str]]] = {
             r" AND \(reminder_id = \(?(claim|taken)\.reminder_id\)?(::text)?\)"
             r"( AND \(version = claim\.version\))?\)",
         ),
-        # Its firing, by the delivery identity made from its reminder and due instant.
+        # Its firing, by its key: the due second and the reminder.
+        "firings": ("firings_pkey", _FIRING_KEY.format(r"(claim|taken)\.")),
+    },
+    # Each firing by the key its id names.
+    "record": {
         "firings": (
             "firings_pkey",
-            r"\(id = \(\((claim|taken)\.reminder_id \|\| '\.'::text\) \|\| .+\)\)",
-        ),
+            r"\(\(due_second = firing_second\({0}\)\)"
+            r" AND \(reminder_id = \(?split_part\({0}, '\.'::text, 1\)\)?(::text)?\)\)".format(
+                _FIRST_FIELD.format("r")
+            ),
+        )
     },
-    "record": {"firings": ("firings_pkey", _KEY.format(_FIRST_FIELD.format("r")))},
     # The claims it settles, deleted by their id.
     "insert": {
         "claimed_rings": (
@@ -588,8 +600,8 @@ _KEYS: dict[str, dict[str, tuple[str, str]]] = {
             "claimed_rings_hold",
             r"\(hold_until < (\$1|'[^']+'::timestamp with time zone)\)",
         ),
-        # The ring's firing id, made from the claim's reminder id and due instant.
-        "firings": ("firings_pkey", r"\(id = \(\(held\.reminder_id \|\| '\.'::text\) \|\| .+\)\)"),
+        # The ring's firing, by its key: the claim's due instant's second, and its reminder.
+        "firings": ("firings_pkey", _FIRING_KEY.format(r"held\.")),
         "reminders": ("reminders_pkey", _KEY.format(r"held\.reminder_id")),
     },
 }
@@ -616,7 +628,7 @@ def _assert_read_by_key(plan: dict[str, Any], name: str, where: tuple[str, ...])
         else:
             assert node["Node Type"] in ("Index Scan", "Index Only Scan"), where
         assert node["Index Name"] == index, where
-        assert re.fullmatch(condition, node["Index Cond"]), where
+        assert re.fullmatch(condition, node["Index Cond"]), (node["Index Cond"], where[:3])
     if "claimed_rings" not in keys:
         assert not any(n["Node Type"] == "Sort" for n in nodes), where
     # Two of the statement's own row sets (CTEs, batches) are never matched by a nested loop:

@@ -38,12 +38,13 @@ FROM generate_series(1, 1000) AS n,
         AS d (due)
 """
 
-# PRUNE_FIRINGS also finds the reminders its rings finished by their key, and their other
-# firings by a probe of the firings' key; both it and PRUNE_REMINDERS ask the claims with a
-# ring due before the cutoff by their oldest due instant.
+# PRUNE_FIRINGS reads firings in due order, their key's; it finds the reminders its rings
+# finished by their key, and their rings on their way by a probe of firings_open; both it and
+# PRUNE_REMINDERS (which probes the firing of a reminder's last ring by its key) ask the
+# claims with a ring due before the cutoff by their oldest due instant.
 _PG_PRUNES = {
     "PRUNE_FIRINGS": {
-        "firings_due",
+        "firings_open",
         "attempts_pkey",
         "reminders_pkey",
         "firings_pkey",
@@ -54,6 +55,7 @@ _PG_PRUNES = {
         "reminders_finished",
         "reminders_pkey",
         "firings_pkey",
+        "firings_open",
         "claimed_rings_oldest",
     },
     "PRUNE_IDEMPOTENCY_KEYS": {"idempotency_keys_age"},
@@ -117,10 +119,11 @@ async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
     finally:
         connection.close()
 
-    # The reminders of the batch, by key, and their other firings by a probe of it: only
-    # the batch itself is scanned.
+    # The reminders of the batch, by key, and their last ring's firing by a probe of the
+    # firings' key: only the batch itself is scanned; no range of a reminder's firing ids.
     assert any("sqlite_autoindex_reminders_1 (id=?)" in line for line in by_ring), by_ring
-    assert any("sqlite_autoindex_firings_1 (id>? AND id<?)" in line for line in by_ring)
+    assert any("sqlite_autoindex_firings_1 (id=?)" in line for line in by_ring), by_ring
+    assert not any("id>? AND id<?" in line for line in by_ring), by_ring
     tables = ("reminders", "firings", "rings", "due", "attempts", "r ", "f ", "g ", "h ")
     assert not any(line.startswith(f"SCAN {table}") for table in tables for line in by_ring)
     for name, plan in deletes.items():  # by key, the batch the only thing scanned
@@ -129,6 +132,8 @@ async def test_sqlite_prunes_through_the_age_indexes(sqlite_url: str) -> None:
         ], (name, plan)
 
     assert any("USING INDEX firings_due (due_at<?)" in line for line in plans["OLD_FIRINGS"])
+    assert any("firings_open (reminder_id=?)" in line for line in plans["OLD_FIRINGS"])
+    assert any("firings_open (reminder_id=?)" in line for line in plans["PRUNE_REMINDERS"])
     assert any("PRIMARY KEY (due_at<?)" in line for line in plans["PRUNE_RINGS"])
     assert any("reminders_finished (updated_at<?)" in line for line in plans["PRUNE_REMINDERS"])
     assert any(

@@ -106,6 +106,8 @@ PRUNE_FIRINGS = _TEXT["_PRUNE_FIRINGS"].format(
     ring_state=_ring_state("r", "NULL", "ARRAY[gone.due_at]", places=False),
 )
 PRUNE_REMINDERS = _TEXT["_PRUNE_REMINDERS"].format(owed=_TEXT["_OWED"])
+RELEASE_DELIVERIES = _TEXT["_RELEASE_DELIVERIES"].format(by_ids=_TEXT["_BY_IDS"])
+MARK_FEED_SENT = _TEXT["_MARK_FEED_SENT"].format(by_ids=_TEXT["_BY_IDS"])
 
 
 @cache

@@ -1102,7 +1102,7 @@ class PostgresStore(Store):
         return written
 
     async def settled_destinations(self, firing_id: str) -> dict[str, Outcome]:
-        rows = await self._fetch(*q.shared.SETTLED_DESTINATIONS.bind(id=firing_id))
+        rows = await self._fetch(q.SETTLED_DESTINATIONS, firing_id)
         return {row["destination"]: Outcome(row["outcome"]) for row in rows}
 
     # -- Notifier: wake-ups and announcements --------------------------------------------------

@@ -197,7 +197,8 @@ CROSS JOIN LATERAL (
 ) AS last
 LEFT JOIN LATERAL (
     SELECT f.id, f.due_at, f.state FROM firings AS f
-    WHERE f.id = {table}.id || '.' || floor(extract(epoch FROM last.shown))::bigint
+    WHERE (f.due_second, f.reminder_id)
+        = (floor(extract(epoch FROM last.shown))::bigint, {table}.id)
 ) AS written ON true
 CROSS JOIN LATERAL (
     SELECT
@@ -343,13 +344,17 @@ taken AS (
 -- ring's first write then looked snoozed by nobody), or snoozed by another whose id an
 -- older snapshot did not show yet. A firing snoozed already is written again as it was (a
 -- refused snooze: rare, and the row's lock is what answers it).
-UPDATE firings SET snoozed_by = coalesce(snoozed_by, $1) WHERE id = $2 RETURNING snoozed_by
+UPDATE firings SET snoozed_by = coalesce(snoozed_by, $1)
+WHERE (due_second, reminder_id) = (firing_second($2), split_part($2, '.', 1))
+RETURNING snoozed_by
 
 -- -- firings ----------------------------------------------------------------------------------
 
 -- name: MARK_DONE
 -- Mark a firing done at $2, once (a second mark keeps the first's instant); the firing.
-UPDATE firings SET done_at = coalesce(done_at, $2) WHERE id = $1 RETURNING *
+UPDATE firings SET done_at = coalesce(done_at, $2)
+WHERE (due_second, reminder_id) = (firing_second($1), split_part($1, '.', 1))
+RETURNING *
 
 -- name: LIST_FIRINGS
 -- A reminder's ($1) firings, newest due first, $3 at most: from its last ring ($2, as a reader
@@ -367,13 +372,15 @@ WITH RECURSIVE walk (at, step) AS (
             (SELECT max(g.prev_due) FROM rings AS g
              WHERE g.due_at = walk.at AND g.reminder_id = $1 AND NOT g.taken),
             (SELECT f.prev_due FROM firings AS f
-             WHERE f.id = $1 || '.' || floor(extract(epoch FROM walk.at))::bigint)
+             WHERE (f.due_second, f.reminder_id)
+                 = (floor(extract(epoch FROM walk.at))::bigint, $1))
         ) AS at
     ) AS before
     WHERE before.at < walk.at AND walk.step < 4 * $3
 )
 SELECT f.* FROM walk
-JOIN firings AS f ON f.id = $1 || '.' || floor(extract(epoch FROM walk.at))::bigint
+JOIN firings AS f
+    ON (f.due_second, f.reminder_id) = (floor(extract(epoch FROM walk.at))::bigint, $1)
 ORDER BY walk.step
 LIMIT $3
 
@@ -475,7 +482,7 @@ FROM marked
 JOIN ring ON ring.reminder_id = marked.reminder_id
 JOIN reminders AS r ON r.id = marked.reminder_id
 LEFT JOIN prior ON prior.reminder_id = marked.reminder_id
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (due_second, reminder_id) DO NOTHING
 RETURNING id
 
 -- name: HOLD_LISTS
@@ -814,8 +821,8 @@ WITH claim AS (
         ) OR (
             rang_due_at IS NOT NULL AND EXISTS (
                 SELECT 1 FROM firings AS f
-                WHERE f.id = taken.reminder_id || '.'
-                    || floor(extract(epoch FROM taken.due_at))::bigint
+                WHERE (f.due_second, f.reminder_id)
+                    = (floor(extract(epoch FROM taken.due_at))::bigint, taken.reminder_id)
             )
         ) AS repeat
     FROM taken
@@ -862,7 +869,7 @@ WITH claim AS (
         $2, error, priority
     FROM ring CROSS JOIN announced
     WHERE stored
-    ON CONFLICT (id) DO NOTHING
+    ON CONFLICT (due_second, reminder_id) DO NOTHING
     RETURNING id
 )
 SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
@@ -926,7 +933,7 @@ SELECT count(*) FROM written
 -- The try's destination goes on the row only when the firing is on the route it was tried
 -- on (one recovered from a claim that kept no route is on the row's route of then): else it
 -- is an attempts row, named by its own channel.
-ON CONFLICT (id) DO UPDATE
+ON CONFLICT (due_second, reminder_id) DO UPDATE
     SET state = excluded.state, attempts = excluded.attempts,
         next_attempt_at = excluded.next_attempt_at, sent_at = excluded.sent_at,
         provider_id = excluded.provider_id, last_error = excluded.last_error,
@@ -936,7 +943,7 @@ ON CONFLICT (id) DO UPDATE
 -- name: _UNLESS_WRITTEN
 -- {conflict} of INSERT_FIRINGS_UNLESS_WRITTEN, the same, for rings handed back unsent (`release_deliveries`): one written already — by
 -- `RECOVER_CLAIMS`, or by this very release tried before — keeps what it holds.
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (due_second, reminder_id) DO NOTHING
 
 -- name: _EARLIER_ATTEMPTS
 -- {earlier} of INSERT_FIRINGS and RECORD_ATTEMPTS: the attempts of the batch's rounds at other
@@ -984,8 +991,12 @@ WITH stale AS (
         coalesce(ring.route, r.channel), r.text, r.metadata, r.source, 'queued', 0, $1, $1,
         'its sender did not record it before its hold ran out: sent again', r.priority
     FROM ring JOIN reminders AS r ON r.id = ring.reminder_id
-    WHERE NOT EXISTS (SELECT 1 FROM firings AS f WHERE f.id = ring.firing_id)
-    ON CONFLICT (id) DO NOTHING
+    WHERE NOT EXISTS (
+        SELECT 1 FROM firings AS f
+        WHERE (f.due_second, f.reminder_id)
+            = (floor(extract(epoch FROM ring.due_at))::bigint, ring.reminder_id)
+    )
+    ON CONFLICT (due_second, reminder_id) DO NOTHING
     RETURNING id
 )
 SELECT count(*) FROM written
@@ -997,15 +1008,15 @@ SELECT count(*) FROM written
 -- partial index (firings_queued on next_attempt_at, firings_sending on lease_until) over what
 -- is due now, then sorted by priority and deadline: an index keyed by deadline would instead
 -- be read across every firing not due yet (all the retries waiting out an outage) to find
--- the due ones. Rows another caller is
--- taking are skipped (SKIP LOCKED), so each goes to one caller. Those past their deadline
--- ($1 = now) become `expired` instead, up to $4 of them per call, taken apart from the fresh
--- ones, which they would otherwise crowd out of the limit by sorting first. The rows taken
--- are updated by primary key (`= ANY(ARRAY(…))`): joined to the CTE instead, the planner
--- hashed the whole table when it expected a few hundred candidates. Planned under
+-- the due ones. Rows another caller is taking are skipped (SKIP LOCKED), so each goes to one
+-- caller. Those past their deadline ($1 = now) become `expired` instead, up to $4 of them
+-- per call, taken apart from the fresh ones, which they would otherwise crowd out of the
+-- limit by sorting first. The rows taken are updated by their row address (`ctid =
+-- ANY(ARRAY(…))`, a TID scan): joined to the CTE instead, the planner hashed the whole table
+-- when it expected a few hundred candidates. Planned under
 -- TAKE_PLANNING.
 WITH overdue AS (
-    SELECT id FROM firings
+    SELECT ctid FROM firings
     WHERE ((state = 'queued' AND next_attempt_at <= $1)
            OR (state = 'sending' AND lease_until < $1))
       AND deadline <= $1
@@ -1017,9 +1028,9 @@ WITH overdue AS (
     SET state = 'expired', sender = NULL, lease_until = NULL, next_attempt_at = NULL,
         last_error = 'expired: its deadline passed before it could be sent'
             || coalesce(' (last error: ' || f.last_error || ')', '')
-    WHERE f.id = ANY(ARRAY(SELECT id FROM overdue))
+    WHERE f.ctid = ANY(ARRAY(SELECT ctid FROM overdue))
 ), candidate AS (
-    SELECT id FROM firings
+    SELECT ctid FROM firings
     WHERE ((state = 'queued' AND next_attempt_at <= $1)
            OR (state = 'sending' AND lease_until < $1))
       AND deadline > $1
@@ -1030,7 +1041,7 @@ WITH overdue AS (
 )
 UPDATE firings AS f
 SET state = 'sending', sender = $5, lease_until = $6, next_attempt_at = NULL
-WHERE f.id = ANY(ARRAY(SELECT id FROM candidate))
+WHERE f.ctid = ANY(ARRAY(SELECT ctid FROM candidate))
 RETURNING f.*
 
 -- name: TAKE_PLANNING
@@ -1076,7 +1087,9 @@ WITH result AS (
         last_error = result.last_error,
         sent_to = CASE WHEN f.channel = result.channel THEN result.sent_to END
     FROM result
-    WHERE f.id = result.firing_id AND (f.state, f.sender) = (result.held_state, result.sender)
+    WHERE (f.due_second, f.reminder_id)
+            = (firing_second(result.firing_id), split_part(result.firing_id, '.', 1))
+      AND (f.state, f.sender) = (result.held_state, result.sender)
     RETURNING result.*, f.sent_to IS NOT NULL AS on_row
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
@@ -1092,12 +1105,38 @@ WITH result AS (
 )
 SELECT count(*) FROM finished
 
--- name: RELEASE_DELIVERIES
--- Hand firings back unsent ($3 = now): still `sending` held by $2, they become `queued` for
--- any taker at once.
+-- name: SETTLED_DESTINATIONS
+-- The destinations a firing's ($1) attempts settled for good (its attempts are found by the
+-- primary key's prefix), with a first try kept on the firing row (a probe of its key);
+-- `channel:<name>` for an attempt that found its channel with no destination.
+SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
+WHERE firing_id = $1 AND outcome <> 'retry'
+UNION ALL
+SELECT sent_to, 'sent' FROM firings
+WHERE (due_second, reminder_id) = (firing_second($1), split_part($1, '.', 1))
+  AND sent_to IS NOT NULL
+
+-- name: _BY_IDS
+-- {by_ids} of RELEASE_DELIVERIES and MARK_FEED_SENT: the firings whose ids are $1, each found
+-- by a probe of the key its id names and locked (so that its address is its newest
+-- version's: a write may have moved it since the statement's snapshot), by their address.
+ctid = ANY(ARRAY(
+    SELECT probe.ctid FROM unnest($1::text[]) AS k
+    CROSS JOIN LATERAL (
+        SELECT ctid FROM firings
+        WHERE (due_second, reminder_id) = (firing_second(k), split_part(k, '.', 1))
+        OFFSET 0  -- a probe of the key an id, never a hash of the table
+        FOR UPDATE  -- held: its address stays its newest version's
+    ) AS probe
+))
+
+-- name: _RELEASE_DELIVERIES
+-- Hand firings back unsent ($1, their ids; $3 = now): still `sending` held by $2, they become
+-- `queued` for any taker at once ({by_ids}).
 UPDATE firings
 SET state = 'queued', next_attempt_at = $3, sender = NULL, lease_until = NULL
-WHERE id = ANY($1::text[]) AND state = 'sending' AND sender = $2
+WHERE {by_ids}
+  AND state = 'sending' AND sender = $2
 
 -- -- leases -----------------------------------------------------------------------------------
 
@@ -1207,7 +1246,10 @@ WHERE owner = $1 AND channel = 'inapp' AND deadline > $2
   AND (state IN ('queued', 'sending')
        OR (state = 'sent' AND id <> $3
            AND sent_at >= (SELECT sent_at - interval '{slack_seconds} seconds'
-                           FROM firings WHERE id = $3 AND owner = $1)))
+                           FROM firings
+                           WHERE (due_second, reminder_id)
+                               = (firing_second($3), split_part($3, '.', 1))
+                             AND owner = $1)))
 ORDER BY due_at, id
 LIMIT $4
 
@@ -1220,24 +1262,30 @@ LIMIT $4
 -- took it and read every fresh in-app firing for each batch of ids (a 10,000-ring burst's
 -- reads: 3.3 s of PostgreSQL's CPU instead of 0.06 s; docs/storage.md, "The hot paths"). The
 -- CASE says the same (NULL, so false, for any other channel) in a form no index matches.
-SELECT * FROM firings
-WHERE id = ANY($1::text[]) AND CASE WHEN channel = 'inapp' THEN deadline END > $2
-  AND state IN ('queued', 'sending', 'sent')
+SELECT f.* FROM unnest($1::text[]) AS k
+CROSS JOIN LATERAL (
+    SELECT * FROM firings
+    WHERE (due_second, reminder_id) = (firing_second(k), split_part(k, '.', 1))
+    OFFSET 0  -- a probe of the key an id, never a hash of the table
+) AS f
+WHERE CASE WHEN f.channel = 'inapp' THEN f.deadline END > $2
+  AND f.state IN ('queued', 'sending', 'sent')
 
--- name: MARK_FEED_SENT
+-- name: _MARK_FEED_SENT
 -- A page received these: each one still fresh and not final becomes `sent` with one more
 -- attempt (whoever held it: a worker's later result no longer applies). Two pages marking
 -- one firing at once: the second finds it `sent` and changes nothing. A page that got the
 -- ring at its first attempt (the worker's `held` not written yet, the usual case: rings for
 -- the feed alone are announced at their claim) leaves it on the firing row (`sent_to`),
 -- as a first try accepted by any channel does: one row write, not two.
--- By id alone, as FEED_RINGS (above).
+-- By id alone, as FEED_RINGS (above): {by_ids}.
 WITH sent AS (
     UPDATE firings
     SET state = 'sent', sent_at = $2, attempts = attempts + 1, sender = NULL,
         lease_until = NULL, next_attempt_at = NULL, last_error = NULL,
         sent_to = CASE WHEN attempts = 0 THEN 'feed' END
-    WHERE id = ANY($1::text[]) AND CASE WHEN channel = 'inapp' THEN deadline END > $2
+    WHERE {by_ids}
+      AND CASE WHEN channel = 'inapp' THEN deadline END > $2
       AND state IN ('queued', 'sending')
     RETURNING id, attempts, sent_to IS NOT NULL AS on_row
 ), recorded AS (
@@ -1251,20 +1299,22 @@ SELECT count(*) FROM sent
 
 -- name: _PRUNE_FIRINGS
 -- One batch of old rings: the oldest final firings due before $1, at most $2 (a range scan of
--- firings_due from its old end; a ring still being delivered is never old enough, and one a
--- statement holds is skipped, never waited for), their attempts, by primary key, the
--- reminders their rings finished, by primary key, and as many old rows of `rings`.
+-- firings_pkey, keyed in due order, from its old end, bounded below as well for the generic
+-- plan; a ring still being delivered is never old enough, and one a statement
+-- holds is skipped, never waited for), their attempts, by primary key, the reminders their
+-- rings finished, by primary key, and as many old rows of `rings`.
 -- A firing stays while it is the last ring of a version that waits to ring again (its
 -- reminder pending at the ring's version, and the occurrence after it, `next_due`, not
--- decided: a probe of rings_pkey): readers show it as the reminder's last ring.
--- A reminder goes with the last of its firings once its rings ended it (`fired`, `ended`,
--- the last ring due before $1, walked to from the ring of the firing deleted, {ring_state};
--- or, rung by a release before, a row that is not pending, due before $1) and no other
--- firing is left (a probe of
--- firings_pkey, `<id>.` to `<id>/`, which still shows the firings this statement deletes: a
--- statement does not see its own changes, so they are named). The delete checks the row
--- again as it is when it gets to it: an edit since wins. It waits for a reminder an edit
--- holds rather than skipping it: skipped, it would have no firing left to go with. The
+-- decided: a probe of rings_pkey): readers show it as the reminder's last ring. And a
+-- firing stays while an earlier ring of its reminder is on its way (queued for a retry or
+-- the feed, or being sent: a probe of firings_open, which holds only those; a ring whose
+-- freshness outlasts retention), so that the last goes after it.
+-- A reminder goes with its last ring's firing once its rings ended it (`fired`, `ended`, the
+-- last ring due before $1, walked to from the ring of the firing deleted, {ring_state}, its
+-- firing this one or none; or, rung by a release before, a row that is not pending, due
+-- before $1, this firing its ring's). Its older firings went before it: firings go oldest
+-- first. One skipped for a lock goes in its turn, after its reminder. It waits for a reminder an edit holds rather than
+-- skipping it: skipped, it would have no firing left to go with. The
 -- rings of a reminder a claim kept since before $1 names stay, with it, until recovery
 -- forgot the claim ({owed}: a whole fleet stopped longer than retention keeps, back with
 -- claims whose holds ran out long ago).
@@ -1277,10 +1327,18 @@ SELECT count(*) FROM sent
 -- ring stays with its reminder.
 WITH gone AS (
     DELETE FROM firings
-    WHERE id = ANY(ARRAY(
-        SELECT f.id FROM firings AS f
-        WHERE f.due_at < $1 AND f.state IN ('sent', 'failed', 'expired')
+    WHERE ctid = ANY(ARRAY(
+        SELECT f.ctid FROM firings AS f
+        WHERE f.due_second >= -9223372036854775808
+          AND f.due_second <= floor(extract(epoch FROM $1::timestamptz))::bigint
+          AND f.due_at < $1 AND f.state IN ('sent', 'failed', 'expired')
           AND f.reminder_id NOT IN ({owed})
+          AND NOT EXISTS (
+              SELECT 1 FROM firings AS open
+              WHERE open.reminder_id = f.reminder_id
+                AND CASE WHEN open.state IN ('queued', 'sending') THEN true END
+                AND open.due_at < f.due_at
+          )
           AND NOT EXISTS (
               SELECT 1 FROM reminders AS r
               JOIN rings AS g
@@ -1292,7 +1350,7 @@ WITH gone AS (
                     OFFSET 0  -- a probe a row (as below)
                 )
           )
-        ORDER BY f.due_at
+        ORDER BY f.due_second
         LIMIT $2
         FOR UPDATE OF f SKIP LOCKED
     ))
@@ -1302,16 +1360,13 @@ WITH gone AS (
 ), finished AS (
     SELECT r.id FROM gone JOIN reminders AS r ON r.id = gone.reminder_id
     {ring_state}
-    WHERE (r.status <> 'pending' AND r.due_at < $1)
-       OR (r.status = 'pending' AND now.now_status IN ('fired', 'ended')
-           AND now.last_rung < $1)
+    WHERE ((r.status <> 'pending' AND r.due_at < $1 AND gone.due_at >= r.due_at)
+           OR (r.status = 'pending' AND now.now_status IN ('fired', 'ended')
+               AND now.last_rung < $1
+               AND (now.last_due_at IS NULL OR now.last_due_at = gone.due_at)))
 ), reminders_gone AS (
     DELETE FROM reminders AS r
     WHERE id = ANY(ARRAY(SELECT id FROM finished))
-      AND NOT EXISTS (
-          SELECT 1 FROM firings
-          WHERE id > r.id || '.' AND id < r.id || '/' AND id NOT IN (SELECT id FROM gone)
-      )
     RETURNING id
 ), rings_gone AS (
     DELETE FROM rings
@@ -1326,7 +1381,8 @@ WITH gone AS (
                   OFFSET 0  -- a probe a row, never a hash of the table (see _LOAD_LANE)
               ) AND NOT EXISTS (
                   SELECT 1 FROM firings AS f
-                  WHERE f.id = g.reminder_id || '.' || floor(extract(epoch FROM g.due_at))::bigint
+                  WHERE (f.due_second, f.reminder_id)
+                      = (floor(extract(epoch FROM g.due_at))::bigint, g.reminder_id)
                   OFFSET 0  -- a probe a row (as above)
               )
               OR NOT EXISTS (
@@ -1429,17 +1485,25 @@ FROM {month} AS d
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
 -- `due_at` NULL, not pending) last changed before $1, at most $2, oldest first: a range scan
 -- of the partial index reminders_finished, whose predicate this one repeats. A reminder goes
--- only once its firings have (a probe of the firings' primary key: ids `<reminder id>.<due
--- second>`), so a ring's record never outlives its reminder, and not while a claim kept
--- since before $1 names it ({owed}: a series cancelled while its ring was on its way, its
--- sender gone, its firing written by recovery from this row).
+-- once its last ring's firing has (`rang_due_at`: a probe of firings_pkey) and none of its
+-- firings is on its way (a probe of firings_open; its older ones, final, go first, in due
+-- order), and not while a claim kept since before $1 names it ({owed}: a series cancelled
+-- while its ring was on its way, its sender gone, its firing written by recovery from this
+-- row).
 WITH gone AS (
     DELETE FROM reminders
     WHERE id = ANY(ARRAY(
         SELECT id FROM reminders AS r
         WHERE status <> 'pending' AND due_at IS NULL AND updated_at < $1
           AND NOT EXISTS (
-              SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/'
+              SELECT 1 FROM firings AS f
+              WHERE (f.due_second, f.reminder_id)
+                  = (floor(extract(epoch FROM r.rang_due_at))::bigint, r.id)
+          )
+          AND NOT EXISTS (
+              SELECT 1 FROM firings AS f
+              WHERE f.reminder_id = r.id
+                AND CASE WHEN f.state IN ('queued', 'sending') THEN true END
           )
           AND r.id NOT IN ({owed})
         ORDER BY updated_at
@@ -1613,7 +1677,8 @@ FROM generate_series(0, 15) AS lanes (lane), generate_series(0, 1) AS ranks (ran
 
 -- name: SAMPLE_RINGS
 -- The firings due in each minute of [$1, $2] (UTC epoch minutes), the $3 earliest of a
--- minute at most (one range scan of `firings_due` per minute), counted by state, with the
+-- minute at most (one range scan of firings_pkey per minute, keyed in due order; the rows
+-- of a minute lie together), counted by state, with the
 -- lateness of the sent ones: nearest-rank percentiles (percentile_disc skips the NULLs of
 -- the others). One row per minute.
 SELECT minutes.minute, counted.*
@@ -1629,9 +1694,8 @@ CROSS JOIN LATERAL (
     FROM (
         SELECT state, extract(epoch FROM sent_at - due_at)::float8 AS lateness
         FROM firings
-        WHERE due_at >= to_timestamp(minutes.minute * 60)
-          AND due_at < to_timestamp((minutes.minute + 1) * 60)
-        ORDER BY due_at
+        WHERE due_second >= minutes.minute * 60 AND due_second < (minutes.minute + 1) * 60
+        ORDER BY due_second
         LIMIT $3
     ) AS sample
 ) AS counted

@@ -119,17 +119,6 @@ UPDATE contacts SET disabled_reason = :reason, disabled_at = :now, updated_at = 
 WHERE id = :id AND disabled_reason IS NULL
 RETURNING id
 
--- name: SETTLED_DESTINATIONS
--- The destinations a firing's attempts settled for good (its attempts are found by the
--- primary key's prefix), with a first try kept on the firing row; `channel:<name>` for an
--- attempt that found its channel with no destination.
-SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
-WHERE firing_id = :id AND outcome <> 'retry'
-UNION ALL
-SELECT sent_to, 'sent' FROM firings WHERE id = :id AND sent_to IS NOT NULL
-
--- -- apps and secrets -------------------------------------------------------------------------
-
 -- name: INSERT_APP
 -- The parameters are the columns (`rows.app_values`).
 INSERT INTO apps (

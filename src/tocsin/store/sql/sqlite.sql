@@ -725,6 +725,17 @@ FROM json_each(:results) AS a
 WHERE firings.id = {result.firing_id} AND firings.state = 'sending'
   AND firings.sender = {result.sender}
 
+-- name: SETTLED_DESTINATIONS
+-- The destinations a firing's attempts settled for good (its attempts are found by the
+-- primary key's prefix), with a first try kept on the firing row; `channel:<name>` for an
+-- attempt that found its channel with no destination.
+SELECT coalesce(destination, 'channel:' || channel) AS destination, outcome FROM attempts
+WHERE firing_id = :id AND outcome <> 'retry'
+UNION ALL
+SELECT sent_to, 'sent' FROM firings WHERE id = :id AND sent_to IS NOT NULL
+
+-- -- apps and secrets -------------------------------------------------------------------------
+
 -- name: RELEASE_DELIVERIES
 -- Hand firings back unsent: still `sending` held by :sender, they become `queued` for any
 -- taker at once (:ids is a JSON array).
@@ -832,9 +843,17 @@ ON CONFLICT (firing_id, number) DO NOTHING
 -- range scan of firings_due from its old end), each with its reminder and due instant; but
 -- the last ring of a version that waits to ring again keeps its firing (its reminder pending
 -- at the ring's version, the occurrence after it undecided: a probe of the key of `rings`):
--- readers show it as the reminder's last ring.
+-- readers show it as the reminder's last ring. And a firing stays while an earlier ring of
+-- its reminder is on its way (queued or being sent: a probe of firings_open), so that its
+-- last goes after it.
 SELECT f.id, f.reminder_id, f.due_at FROM firings AS f
 WHERE f.due_at < :before AND f.state IN ('sent', 'failed', 'expired')
+  AND NOT EXISTS (
+      SELECT 1 FROM firings AS open
+      WHERE open.reminder_id = f.reminder_id
+        AND CASE WHEN open.state IN ('queued', 'sending') THEN true END
+        AND open.due_at < f.due_at
+  )
   AND NOT EXISTS (
       SELECT 1 FROM reminders AS r
       JOIN rings AS g ON (g.due_at, g.reminder_id, g.version) = (f.due_at, r.id, r.version)
@@ -849,21 +868,20 @@ LIMIT :limit
 
 -- name: FINISHED_BY_RING
 -- Of the reminders of OLD_FIRINGS' batch (:reminders, a JSON array of ids), by primary key,
--- those that go with it: their rings ended them (a pending row its last ring made `fired`
--- or `ended`, that ring due before :before, walked to from the batch's rings of it, :starts;
+-- those that go with it, with their last ring's firing (as PostgreSQL's PRUNE_FIRINGS): their
+-- rings ended them (a pending row its last ring made `fired` or `ended`, that ring due before
+-- :before, walked to from the batch's rings of it, :starts, its firing in the batch or none;
 -- or a row a claim of an earlier release finished, not pending, `due_at` its ring's instant,
--- due before :before: not in reminders_finished), and no firing of theirs is left but the
--- batch's (:firings; a probe of the firings' key).
+-- due before :before: not in reminders_finished, that ring's firing in the batch).
 SELECT reminder.id FROM ({reminders_now}) AS reminder
 WHERE reminder.id IN (SELECT value FROM json_each(:reminders))
-  AND ((reminder.status <> 'pending' AND reminder.due_at < :before)
+  AND ((reminder.status <> 'pending' AND reminder.due_at < :before
+        AND reminder.id || '.' || (reminder.due_at / 1000000)
+            IN (SELECT value FROM json_each(:firings)))
        OR (reminder.status = 'pending' AND reminder.now_status IN ('fired', 'ended')
-           AND reminder.last_rung < :before))
-  AND NOT EXISTS (
-      SELECT 1 FROM firings AS f
-      WHERE f.id > reminder.id || '.' AND f.id < reminder.id || '/'
-        AND f.id NOT IN (SELECT value FROM json_each(:firings))
-  )
+           AND reminder.last_rung < :before
+           AND (reminder.last_id IS NULL
+                OR reminder.last_id IN (SELECT value FROM json_each(:firings)))))
 
 -- name: PRUNE_ATTEMPTS
 -- The attempts of the batch's firings (:firings, a JSON array of ids), by primary key.
@@ -936,12 +954,20 @@ WHERE (0, lane, rank, bucket, due_at, reminder_id, version) IN (
 -- name: PRUNE_REMINDERS
 -- One batch of the reminders finished otherwise (cancelled, or edited since their ring:
 -- `due_at` NULL, not pending) last changed before :before, at most :limit, oldest first
--- (reminders_finished, whose predicate this one repeats), each only once its firings have
--- gone (a probe of the firings' primary key: ids `<reminder id>.<due second>`).
+-- (reminders_finished, whose predicate this one repeats), each once its last ring's firing
+-- has gone (`rang_due_at`: a probe of the firings' key, ids `<reminder id>.<due second>`)
+-- and none of its firings is on its way (a probe of firings_open), as on PostgreSQL.
 DELETE FROM reminders WHERE id IN (
     SELECT id FROM reminders AS r
     WHERE status <> 'pending' AND due_at IS NULL AND updated_at < :before
-      AND NOT EXISTS (SELECT 1 FROM firings WHERE id > r.id || '.' AND id < r.id || '/')
+      AND NOT EXISTS (
+          SELECT 1 FROM firings AS f WHERE f.id = r.id || '.' || (r.rang_due_at / 1000000)
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM firings AS f
+          WHERE f.reminder_id = r.id
+            AND CASE WHEN f.state IN ('queued', 'sending') THEN true END
+      )
     ORDER BY updated_at
     LIMIT :limit
 )

@@ -104,7 +104,8 @@ CREATE TABLE firings (
     priority smallint,
     done_at timestamp with time zone,
     prev_due timestamp with time zone,
-    CONSTRAINT firings_pkey PRIMARY KEY (id),
+    due_second bigint NOT NULL GENERATED ALWAYS AS (firing_second(id)) STORED,
+    CONSTRAINT firings_pkey PRIMARY KEY (due_second, reminder_id),
     CONSTRAINT firings_priority_check CHECK ((priority = 1)),
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
 );
@@ -288,8 +289,12 @@ CREATE INDEX claimed_rings_hold ON public.claimed_rings USING btree (hold_until)
 CREATE INDEX claimed_rings_oldest ON public.claimed_rings USING btree (oldest_due);
 CREATE INDEX contacts_owner_kind ON public.contacts USING btree (owner, kind, id);
 CREATE INDEX due_saved ON ONLY public.due USING btree (lane, rank, saved_at) WHERE (saved_at IS NOT NULL);
-CREATE INDEX firings_due ON public.firings USING btree (due_at) INCLUDE (state, sent_at);
 CREATE INDEX firings_feed ON public.firings USING btree (owner, deadline) WHERE (channel = 'inapp'::text);
+CREATE INDEX firings_open ON public.firings USING btree (reminder_id) WHERE 
+CASE
+    WHEN (state = ANY (ARRAY['queued'::text, 'sending'::text])) THEN true
+    ELSE NULL::boolean
+END;
 CREATE INDEX firings_queued ON public.firings USING btree (next_attempt_at) WHERE (state = 'queued'::text);
 CREATE INDEX firings_sending ON public.firings USING btree (lease_until) WHERE (state = 'sending'::text);
 CREATE INDEX idempotency_keys_age ON public.idempotency_keys USING btree (created_at);
@@ -299,3 +304,9 @@ CREATE INDEX place_triggers_place ON public.place_triggers USING btree (place_id
 CREATE INDEX places_owner ON public.places USING btree (owner, id);
 CREATE INDEX reminders_finished ON public.reminders USING btree (updated_at) WHERE ((status <> 'pending'::text) AND (due_at IS NULL));
 CREATE INDEX reminders_owner ON public.reminders USING btree (owner, id);
+
+CREATE OR REPLACE FUNCTION public.firing_second(id text)
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE STRICT
+RETURN CASE WHEN (split_part(id, '.'::text, 2) ~ '^[0-9]{1,18}$'::text) THEN (split_part(id, '.'::text, 2))::bigint ELSE NULL::bigint END;

@@ -223,6 +223,9 @@ CREATE INDEX firings_due ON firings (due_at);
 
 CREATE INDEX firings_feed ON firings (owner, deadline) WHERE channel = 'inapp';
 
+CREATE INDEX firings_open ON firings (reminder_id)
+    WHERE CASE WHEN state IN ('queued', 'sending') THEN true END;
+
 CREATE INDEX firings_queued ON firings (next_attempt_at) WHERE state = 'queued';
 
 CREATE INDEX firings_sending ON firings (lease_until) WHERE state = 'sending';
