@@ -11,6 +11,7 @@ import pytest
 
 from tests.integration.engine.support import eventually
 from tocsin.domain import HeldParts
+from tocsin.errors import StoreError
 from tocsin.store import Store, open_store
 from tocsin.store.postgres import queries as pg
 from tocsin.store.postgres.store import RENEWAL_TIMEOUT_FLOOR
@@ -196,8 +197,9 @@ async def test_a_renewal_stopped_inside_its_turn_is_ended_and_others_renew(
     try:
         transaction = stopped.transaction()
         await transaction.start()
-        floor_ms = str(int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000))
-        await stopped.execute(pg.RENEWAL_TIMEOUT, floor_ms)  # as a renewal of SHORT starts
+        floor_ms = int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000)
+        # as a renewal of SHORT starts
+        await stopped.execute(pg.RENEWAL_TIMEOUT, str(floor_ms), str(2 * floor_ms))
         await stopped.execute(pg.LOCK_RENEWALS)  # and then sends nothing more
 
         pid = stopped.get_server_pid()
@@ -208,6 +210,54 @@ async def test_a_renewal_stopped_inside_its_turn_is_ended_and_others_renew(
         # The server ended the stopped session (asked of the server: the stopped client's
         # connection may still be reading the server's goodbye, and refuse a statement for
         # that rather than for being closed).
+        watcher = await asyncpg.connect(pg_migrated_url)
+        try:
+            alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
+            await eventually(lambda: _gone(watcher, alive, pid), within=30)
+        finally:
+            await watcher.close()
+    finally:
+        stopped.terminate()
+
+
+@pytest.mark.postgres
+async def test_a_renewal_stopped_between_two_messages_of_a_statement_is_ended_by_the_next(
+    pg_store: Store, pg_migrated_url: str
+) -> None:
+    """asyncpg sends a statement new to its connection as Parse, Describe and Flush, and its
+    Bind, Execute and Sync once answered: a worker stopped between the two (SIGSTOP) is not
+    idle in a transaction to the server, whose timeout (RENEWAL_TIMEOUT) never ended it. It
+    held the renewals' turn and its lease rows until its connection closed, and the others
+    waited for the turn, their own leases running out (an end-to-end test's paused worker,
+    under a loaded machine). The next renewal to find it so for half the lease ends it."""
+    for worker in ("healthy", "stopped", "healthy", "stopped"):
+        held = await renew(pg_store, worker, ttl=SHORT)
+    assert len(held.parts) == PARTS // 2  # half each
+    stopped = await asyncpg.connect(pg_migrated_url)
+    try:
+        transaction = stopped.transaction()
+        await transaction.start()
+        floor_ms = int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000)
+        # as a renewal of SHORT starts
+        await stopped.execute(pg.RENEWAL_TIMEOUT, str(floor_ms), str(2 * floor_ms))
+        await stopped.execute(pg.LOCK_RENEWALS)
+        assert len(await stopped.fetch(pg.HELD, PARTS, "stopped")) == PARTS // 2  # locked
+        await stopped.prepare(pg.TAKE_PARTS)  # Parse, Describe, Flush: and then it stops
+        pid = stopped.get_server_pid()
+
+        async def renewed_all() -> HeldParts:
+            while True:  # as its lease keeper does, after a renewal that failed
+                try:
+                    held = await renew(pg_store, "healthy", ttl=SHORT)
+                except StoreError:
+                    held = None
+                if held is not None and held.parts == set(range(PARTS)):
+                    return held
+                await asyncio.sleep(0.1)
+
+        held = await asyncio.wait_for(renewed_all(), timeout=30)
+
+        assert held.taken_over == PARTS // 2
         watcher = await asyncpg.connect(pg_migrated_url)
         try:
             alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -101,6 +102,8 @@ from tocsin.time.quiet import QUIET_HELD, QuietHours
 
 T = TypeVar("T")
 
+
+logger = logging.getLogger(__name__)
 
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
@@ -1350,8 +1353,8 @@ async def _renew(
 ) -> HeldParts:
     s = q.shared
     stalled = max(RENEWAL_TIMEOUT_FLOOR, ttl / 2)  # a renewal ended after this long idle
-    await connection.execute(q.RENEWAL_TIMEOUT, str(int(stalled.total_seconds() * 1000)))
-    await connection.execute(q.LOCK_RENEWALS)
+    await connection.execute(q.RENEWAL_TIMEOUT, _ms(stalled), _ms(2 * stalled))
+    await _take_turn(connection, stalled)
     now: datetime = await connection.fetchval(q.DATABASE_NOW)
     joined = await connection.fetchval(*s.WAS_LIVE.bind(worker=worker, since=now - ttl)) is None
     await connection.execute(*s.BEAT.bind(worker=worker, at=now, breakers=breakers_value(breakers)))
@@ -1374,6 +1377,25 @@ async def _renew(
     )
     rows = await connection.fetch(*s.WATERMARKS.bind(parts=parts, worker=worker))
     return held_parts(rows, live, now, next_expiry, _as_is, taken_over=taken_over)
+
+
+async def _take_turn(connection: asyncpg.Connection, stalled: timedelta) -> None:
+    """The renewals' turn: at once when it is free; else after ending a holder stopped inside
+    its renewal for `stalled` (`END_STALLED_TURN` says how the server's own timeout misses
+    one), once the holder is done (a lock timeout when it is not within twice `stalled`)."""
+    if await connection.fetchval(q.TRY_TURN):
+        return
+    ended = await connection.fetchval(q.END_STALLED_TURN, _ms(stalled))
+    if ended:
+        logger.warning(
+            "ended a renewal stopped inside its turn for over %g s", stalled.total_seconds()
+        )
+    await connection.execute(q.LOCK_RENEWALS)
+
+
+def _ms(duration: timedelta) -> str:
+    """A duration as a setting's milliseconds."""
+    return str(int(duration.total_seconds() * 1000))
 
 
 # -- rows to values ------------------------------------------------------------------------------

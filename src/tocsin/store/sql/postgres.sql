@@ -1146,14 +1146,43 @@ WHERE {by_ids}
 -- turn (LOCK_RENEWALS) and the lease rows it locked: without it, the turn stayed taken until
 -- that session's connection closed, and no worker renewed or took over anything meanwhile,
 -- its own parts included. A renewal's statements follow each other at once, so a healthy
--- one never waits that long between two.
-SELECT set_config('idle_in_transaction_session_timeout', $1::text, true)
+-- one never waits that long between two. The server ends only a session idle in its
+-- transaction, though, not one stopped between two messages of a statement (END_STALLED_TURN
+-- ends those); and a renewal waits at most $2 (twice $1) for a lock, so that one that came
+-- just as such a holder stopped fails, and the next ends the holder, rather than waiting for
+-- it as long as it is stopped.
+SELECT set_config('idle_in_transaction_session_timeout', $1::text, true),
+    set_config('lock_timeout', $2::text, true)
+
+-- name: TRY_TURN
+-- The renewals' turn (LOCK_RENEWALS) if it is free now, as it is but for a moment: whether
+-- it was taken.
+SELECT pg_try_advisory_xact_lock(119182682449267)
+
+-- name: END_STALLED_TURN
+-- End the session holding the renewals' turn if it has waited for its worker for longer than
+-- $1 (milliseconds, half the lease): a worker stopped (SIGSTOP, cut off) between two messages
+-- of a statement. asyncpg sends a statement new to its connection as Parse, Describe and
+-- Flush, and its Bind, Execute and Sync once answered; in between, the server counts the
+-- session active, not idle in its transaction, so its timeout (RENEWAL_TIMEOUT) never ends
+-- it, and it held the turn and its locked lease rows until its connection closed (a worker
+-- paused in an end-to-end test under load: the other's renewals waited for the turn, and its
+-- leases ran out too). Only a session this role may end is (`pg_terminate_backend`).
+SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid))
+FROM pg_locks AS l
+JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.database = a.datid
+  AND a.datname = current_database()
+  AND (l.classid::bigint << 32) + l.objid::bigint = 119182682449267 AND l.objsubid = 1
+  AND a.wait_event_type = 'Client' AND a.wait_event IN ('ClientRead', 'ClientWrite')
+  AND a.state_change < clock_timestamp() - ($1::text || ' ms')::interval
+  AND pg_has_role(a.usesysid, 'USAGE')
 
 -- name: LOCK_RENEWALS
 -- Renewals take turns (released at commit), so that each counts the live workers with the
 -- heartbeats of those renewing beside it: two renewing at once (both back after an outage)
 -- each counted one live worker, and held the half that the other's locked rows left it
--- ("holding 8 of 16 parts (1 live workers)").
+-- ("holding 8 of 16 parts (1 live workers)"). Waited for only when TRY_TURN found it taken.
 SELECT pg_advisory_xact_lock(119182682449267)  -- "leases" in ASCII
 
 -- name: DATABASE_NOW
