@@ -37,7 +37,7 @@ FROM reminders AS r LEFT JOIN due AS d ON d.reminder_id = r.id AND NOT EXISTS (
 )
 """
 _FIRINGS = """
-SELECT id, reminder_id, floor(extract(epoch FROM due_at))::bigint AS due,
+SELECT reminder_id || '.' || due_second AS id, reminder_id, due_second AS due,
        extract(epoch FROM deadline)::float8 AS deadline, state, last_error, attempts,
        extract(epoch FROM created_at)::float8 AS created_at
 FROM firings

@@ -316,10 +316,10 @@ async def _settle_table(spec: FiringSpec, url: str) -> None:
 # inserted in the order they rang, as the heap of a table of long standing holds them.
 _HISTORY = """
 INSERT INTO firings (
-    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, sent_at, created_at, priority
+    due_second, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
+    state, attempts, sent_at, created_at, priority
 )
-SELECT r.id || '.' || floor(extract(epoch FROM rang.due_at))::bigint, r.id, r.owner, r.shard,
+SELECT floor(extract(epoch FROM rang.due_at))::bigint, r.id, r.owner, r.shard,
     rang.due_at, rang.due_at + make_interval(secs => r.freshness), r.channel, r.text,
     r.metadata, r.source, 'sent', 1, rang.due_at + interval '0.2 s', rang.due_at,
     r.priority

@@ -48,10 +48,10 @@ FROM generate_series(1, $2::integer) AS n
 """
 
 _SENT = """
-INSERT INTO firings (due_at, deadline, created_at, sent_at, attempts, shard, id, reminder_id,
-    owner, state, channel, text, sent_to)
+INSERT INTO firings (due_at, deadline, created_at, sent_at, attempts, shard, due_second,
+    reminder_id, owner, state, channel, text, sent_to)
 SELECT due, due + interval '10 minutes', due, due, 1, (hashint4(n) & 1023)::smallint,
-    'a' || lpad(to_hex(n), 19, '0') || '.' || floor(extract(epoch FROM due))::bigint,
+    floor(extract(epoch FROM due))::bigint,
     'a' || lpad(to_hex(n), 19, '0'), 'early-' || n, 'sent', 'webhook', 'early', 'app:x'
 FROM generate_series(1, $2::integer) AS n,
     LATERAL (SELECT $1::timestamptz - interval '40 days' + n * interval '1 second' AS due) AS d
@@ -82,14 +82,14 @@ FROM generate_series(1, $2::integer) AS n,
 # $1 the busy minute, $2 rows, $3 how many `sending`.
 _FIRINGS = """
 INSERT INTO firings (due_at, deadline, created_at, next_attempt_at, lease_until, sent_at,
-    attempts, shard, id, reminder_id, owner, state, channel, text, sender, sent_to)
+    attempts, shard, due_second, reminder_id, owner, state, channel, text, sender, sent_to)
 SELECT due, due + interval '10 minutes', due,
     CASE WHEN state = 'queued' THEN due + interval '1 minute' END,
     CASE WHEN state = 'sending'
         THEN $1::timestamptz + interval '1 hour' + n * interval '7 milliseconds' END,
     CASE WHEN state = 'sent' THEN due + interval '1 second' END,
     CASE WHEN state = 'sending' THEN 0 ELSE 1 END, (hashint4(n) & 1023)::smallint,
-    rid || '.' || floor(extract(epoch FROM due))::bigint, rid, 'owner-' || n % 300000, state,
+    floor(extract(epoch FROM due))::bigint, rid, 'owner-' || n % 300000, state,
     'webhook', 'Take blood pressure medication', CASE WHEN state = 'sending' THEN 'bench' END,
     CASE WHEN state = 'sent' THEN 'app:x' END
 FROM generate_series(1, $2::integer) AS n,
@@ -117,7 +117,10 @@ SELECT id, due_at, version, shard, rule IS NOT NULL AS series FROM reminders
 WHERE status = 'pending' AND bucket = $1 ORDER BY shard / 64, due_at, id
 """
 
-_SENDING = "SELECT id FROM firings WHERE state = 'sending' ORDER BY hashtext(id)"
+_SENDING = (
+    "SELECT reminder_id || '.' || due_second AS id FROM firings WHERE state = 'sending'"
+    " ORDER BY hashtext(reminder_id)"
+)
 
 _STATEMENTS = {"claim": CLAIM, "record": RECORD_ATTEMPTS}
 _TABLES = {"claim": "rings", "record": "firings"}  # the table each looks its rows up in

@@ -38,11 +38,11 @@ from tocsin_bench.stats import rate
 # wide as real ones.
 _SEED = """
 INSERT INTO firings (
-    due_at, deadline, created_at, sent_at, attempts, shard, id, reminder_id, owner, state,
-    channel, text
+    due_at, deadline, created_at, sent_at, attempts, shard, due_second, reminder_id, owner,
+    state, channel, text
 )
 SELECT due, due + interval '10 minutes', due, due, 1, n % 1024,
-    reminder || '.' || floor(extract(epoch FROM due))::bigint, reminder, 'user-' || n % 100000
+    floor(extract(epoch FROM due))::bigint, reminder, 'user-' || n % 100000
         || '@example.com', 'sent', 'webhook', 'Water the plants'
 FROM generate_series(1, $1) AS n,
     LATERAL (
@@ -52,7 +52,7 @@ FROM generate_series(1, $1) AS n,
 """
 _SEED_ATTEMPTS = """
 INSERT INTO attempts (at, number, firing_id, channel, outcome, destination)
-SELECT due_at, 1, id, channel, 'sent', 'app' FROM firings;
+SELECT due_at, 1, reminder_id || '.' || due_second, channel, 'sent', 'app' FROM firings;
 """
 # The fired one-off each seeded firing rang for, as its claim left it (last changed when it
 # rang, keeping the instant it rang at in `due_at` and `rang_due_at`): retention deletes it

@@ -45,9 +45,9 @@ FROM (
 
 # $1 rows, $2 busy rows, $3 the busy minute's start, $4 an hour ago.
 PG_FIRINGS = """
-INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text, state,
-                     attempts, created_at, sent_at)
-SELECT 'bench' || n || '.' || floor(extract(epoch FROM due))::bigint, 'bench' || n,
+INSERT INTO firings (due_second, reminder_id, owner, shard, due_at, deadline, channel, text,
+                     state, attempts, created_at, sent_at)
+SELECT floor(extract(epoch FROM due))::bigint, 'bench' || n,
        'owner-' || n % 100000, n % 1024, due, due + interval '10 minutes', 'webhook', 'bench',
        CASE n % 100 WHEN 0 THEN 'failed' WHEN 1 THEN 'expired' ELSE 'sent' END, 1, due,
        CASE WHEN n % 100 > 1 THEN due + (n % 997) * interval '1 millisecond' END

@@ -107,6 +107,15 @@ def reminder_from(row: Row, instant: Instant) -> Reminder:
     )
 
 
+def firing_id_of(row: Row) -> str:
+    """A stored firing's id: SQLite keeps it; PostgreSQL keeps the key it names, the reminder
+    and the due second (migration 0034), and it is theirs, joined."""
+    if "due_second" in row.keys():  # noqa: SIM118 (a sqlite3.Row has no mapping `in`)
+        return f"{row['reminder_id']}.{row['due_second']}"
+    identity: str = row["id"]
+    return identity
+
+
 def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Firing:
     """A stored firing with `history`, its attempt rows; a first try kept on the firing row
     itself (`sent_to` set: `Store.record_attempts`) comes first in it."""
@@ -114,7 +123,7 @@ def firing_from(row: Row, history: tuple[Attempt, ...], instant: Instant) -> Fir
     if row["sent_to"] is not None:
         history = (first_try_attempt(row, route, instant), *history)
     return Firing(
-        id=row["id"],
+        id=firing_id_of(row),
         reminder_id=row["reminder_id"],
         owner=row["owner"],
         shard=row["shard"],
@@ -146,7 +155,7 @@ def first_try_attempt(row: Row, route: Route, instant: Instant) -> Attempt:
     have said it."""
     channel = route.single
     if channel is None:  # only a single-channel firing's try is kept on its row
-        raise ValueError(f"firing {row['id']} on {route} keeps a first try on its row")
+        raise ValueError(f"firing {firing_id_of(row)} on {route} keeps a first try on its row")
     return Attempt(
         number=1,
         at=instant(row["sent_at"]),

@@ -145,7 +145,7 @@ async def test_a_ring_a_worker_held_gets_its_page_attempt_after_the_workers(
     await raw_execute(
         migrated_db_url,
         f"UPDATE firings SET state = 'sending', sender = 'worker-1', next_attempt_at = NULL "
-        f"WHERE id = '{firing.id}'",
+        f"WHERE reminder_id = '{firing.reminder_id}'",  # its one firing
     )
     waiting = result(
         firing.id,

@@ -506,18 +506,18 @@ WITH rang AS (
     FROM generate_series(1, $2::integer) AS n
     RETURNING id, owner, shard
 )
-INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, created_at, sent_at,
-    attempts, state, channel, text)
-SELECT id || '.' || floor(extract(epoch FROM $1::timestamptz))::bigint, id, owner, shard, $1,
+INSERT INTO firings (due_second, reminder_id, owner, shard, due_at, deadline, created_at,
+    sent_at, attempts, state, channel, text)
+SELECT floor(extract(epoch FROM $1::timestamptz))::bigint, id, owner, shard, $1,
     $1 + interval '10 minutes', $1, $1, 1, 'sent', 'null', 'rang'
 FROM rang
 """
 
 # A firing being sent for each reminder of bucket $1 (a burst claimed and handed out).
 _ADD_SENDING = """
-INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, created_at, attempts,
-    state, channel, text, sender, lease_until)
-SELECT id || '.' || floor(extract(epoch FROM due_at))::bigint, id, owner, shard, due_at,
+INSERT INTO firings (due_second, reminder_id, owner, shard, due_at, deadline, created_at,
+    attempts, state, channel, text, sender, lease_until)
+SELECT floor(extract(epoch FROM due_at))::bigint, id, owner, shard, due_at,
     due_at + interval '10 minutes', due_at, 0, 'sending', 'null', 'ring', 'w',
     due_at + interval '30 seconds'
 FROM reminders WHERE bucket = $1
@@ -737,7 +737,8 @@ async def _scheduler_batches(
         "queued for the in-app feed",
     )
     firings = await connection.fetch(
-        "SELECT id FROM firings WHERE state = 'sending' ORDER BY hashtext(id) LIMIT 1000"
+        "SELECT reminder_id || '.' || due_second AS id FROM firings WHERE state = 'sending'"
+        " ORDER BY hashtext(reminder_id) LIMIT 1000"
     )
     size = len(firings)
     no_earlier = batches.POSTGRES_EARLIER.json(
@@ -876,9 +877,9 @@ async def test_postgres_reads_the_queues_numbers_from_partial_indexes(pg_migrate
 
 
 _FIRINGS_OF = """
-INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text, state,
-    attempts, next_attempt_at, created_at)
-SELECT 'r' || n || '.' || $3::text, 'r' || n, 'owner-' || n, n % 1024, $1::timestamptz,
+INSERT INTO firings (due_second, reminder_id, owner, shard, due_at, deadline, channel, text,
+    state, attempts, next_attempt_at, created_at)
+SELECT $3::text::bigint, 'r' || n, 'owner-' || n, n % 1024, $1::timestamptz,
     $1::timestamptz + interval '10 minutes', $4::text, 'Call mom', $5::text, 0,
     CASE WHEN $5::text = 'queued' THEN $1::timestamptz + interval '10 minutes' END,
     $1::timestamptz

@@ -18,7 +18,7 @@ from tocsin.store.sqlite import queries as lite
 # Attempts for every firing, and idempotency keys over a day, so that every table has rows.
 _PG_EXTRA = """
 INSERT INTO attempts (firing_id, number, at, channel, outcome)
-SELECT id, 1, due_at, channel, 'sent' FROM firings;
+SELECT reminder_id || '.' || due_second, 1, due_at, channel, 'sent' FROM firings;
 INSERT INTO rings (due_at, reminder_id, version, repeat, next_due)
 SELECT due_at, reminder_id, 1, false, NULL FROM firings ON CONFLICT DO NOTHING;
 INSERT INTO idempotency_keys (scope, key, request_hash, status_code, body, created_at)

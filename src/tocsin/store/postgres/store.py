@@ -82,6 +82,7 @@ from tocsin.store.rows import (
     contact_from,
     contact_values,
     firing_from,
+    firing_id_of,
     held_parts,
     list_values,
     lists_from,
@@ -555,12 +556,15 @@ class PostgresStore(Store):
         with boundary():
             async with self._pool.acquire() as connection, connection.transaction():
                 firings = await connection.fetch(statement, *args)
-                ids = [row["id"] for row in firings]
+                ids = [firing_id_of(row) for row in firings]
                 attempts = await connection.fetch(q.LIST_ATTEMPTS, ids) if ids else []
         history: dict[str, list[Attempt]] = {}
         for row in attempts:
             history.setdefault(row["firing_id"], []).append(attempt_from(row, _as_is))
-        return [firing_from(row, tuple(history.get(row["id"], ())), _as_is) for row in firings]
+        return [
+            firing_from(row, tuple(history.get(identity, ())), _as_is)
+            for row, identity in zip(firings, ids, strict=True)
+        ]
 
     # -- AppStore: apps, keys and secrets ------------------------------------------------------
 

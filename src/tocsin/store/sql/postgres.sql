@@ -196,7 +196,7 @@ CROSS JOIN LATERAL (
     SELECT greatest(rung.due_at, {table}.rang_due_at, {place}) AS shown
 ) AS last
 LEFT JOIN LATERAL (
-    SELECT f.id, f.due_at, f.state FROM firings AS f
+    SELECT f.reminder_id || '.' || f.due_second AS id, f.due_at, f.state FROM firings AS f
     WHERE (f.due_second, f.reminder_id)
         = (floor(extract(epoch FROM last.shown))::bigint, {table}.id)
 ) AS written ON true
@@ -472,10 +472,10 @@ WITH ring AS (
     WHERE marked.once = 'ever' AND r.id = marked.reminder_id
 )
 INSERT INTO firings (
-    id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-    attempts, next_attempt_at, created_at, priority, prev_due
+    due_second, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
+    state, attempts, next_attempt_at, created_at, priority, prev_due
 )
-SELECT ring.firing_id, r.id, r.owner, r.shard, ring.at, ring.deadline, r.channel, r.text,
+SELECT firing_second(ring.firing_id), r.id, r.owner, r.shard, ring.at, ring.deadline, r.channel, r.text,
     r.metadata, r.source, 'queued', 0, $10, $10, r.priority,
     greatest(prior.rang_at, r.rang_due_at)
 FROM marked
@@ -483,7 +483,7 @@ JOIN ring ON ring.reminder_id = marked.reminder_id
 JOIN reminders AS r ON r.id = marked.reminder_id
 LEFT JOIN prior ON prior.reminder_id = marked.reminder_id
 ON CONFLICT (due_second, reminder_id) DO NOTHING
-RETURNING id
+RETURNING reminder_id || '.' || due_second AS id
 
 -- name: HOLD_LISTS
 -- The lists of $1 that are there, each held (FOR SHARE, in id order) until the transaction
@@ -860,17 +860,17 @@ WITH claim AS (
     RETURNING id
 ), written AS (
     INSERT INTO firings (
-        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-        attempts, next_attempt_at, created_at, last_error, priority
+        due_second, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
+        source, state, attempts, next_attempt_at, created_at, last_error, priority
     )
-    SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
-        source, state, 0,
+    SELECT floor(extract(epoch FROM due_at))::bigint, reminder_id, owner, shard, due_at,
+        deadline, channel, text, metadata, source, state, 0,
         CASE WHEN feed THEN deadline WHEN state = 'queued' THEN $2::timestamptz END,
         $2, error, priority
     FROM ring CROSS JOIN announced
     WHERE stored
     ON CONFLICT (due_second, reminder_id) DO NOTHING
-    RETURNING id
+    RETURNING reminder_id || '.' || due_second AS id
 )
 SELECT firing_id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
     state, error, priority, stored, (SELECT id FROM held) AS claim
@@ -897,11 +897,11 @@ WITH settled AS (
     FROM jsonb_array_elements($1::jsonb) AS r
 ), written AS (
     INSERT INTO firings AS f (
-        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-        attempts, next_attempt_at, sent_at, provider_id, last_error, sent_to, created_at,
-        priority
+        due_second, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
+        source, state, attempts, next_attempt_at, sent_at, provider_id, last_error, sent_to,
+        created_at, priority
     )
-    SELECT firing_id, reminder_id, owner, shard, due_at, deadline, route, text,
+    SELECT firing_second(firing_id), reminder_id, owner, shard, due_at, deadline, route, text,
         metadata::json, source, state, coalesce(number, 0),
         CASE WHEN state = 'queued' THEN coalesce(next_attempt_at, at, created_at) END,
         CASE WHEN state = 'sent' THEN coalesce(at, clock_timestamp()) END,
@@ -909,7 +909,7 @@ WITH settled AS (
         priority
     FROM result
     {conflict}
-    RETURNING f.id, f.sent_to IS NOT NULL AS on_row
+    RETURNING f.reminder_id || '.' || f.due_second AS id, f.sent_to IS NOT NULL AS on_row
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, error, provider_id, destination)
     SELECT result.firing_id, number, at, channel, outcome, error, provider_id, destination
@@ -976,17 +976,16 @@ WITH stale AS (
     ))
     RETURNING reminder_ids, due_ats, routes, freshness
 ), ring AS (
-    SELECT held.reminder_id, held.due_at, held.route, held.freshness,
-        held.reminder_id || '.' || floor(extract(epoch FROM held.due_at))::bigint AS firing_id
+    SELECT held.reminder_id, held.due_at, held.route, held.freshness
     FROM stale,
         unnest(stale.reminder_ids, stale.due_ats, stale.routes, stale.freshness)
             AS held (reminder_id, due_at, route, freshness)
 ), written AS (
     INSERT INTO firings (
-        id, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source, state,
-        attempts, next_attempt_at, created_at, last_error, priority
+        due_second, reminder_id, owner, shard, due_at, deadline, channel, text, metadata,
+        source, state, attempts, next_attempt_at, created_at, last_error, priority
     )
-    SELECT ring.firing_id, r.id, r.owner, r.shard, ring.due_at,
+    SELECT floor(extract(epoch FROM ring.due_at))::bigint, r.id, r.owner, r.shard, ring.due_at,
         ring.due_at + make_interval(secs => coalesce(ring.freshness, r.freshness)),
         coalesce(ring.route, r.channel), r.text, r.metadata, r.source, 'queued', 0, $1, $1,
         'its sender did not record it before its hold ran out: sent again', r.priority
@@ -997,7 +996,7 @@ WITH stale AS (
             = (floor(extract(epoch FROM ring.due_at))::bigint, ring.reminder_id)
     )
     ON CONFLICT (due_second, reminder_id) DO NOTHING
-    RETURNING id
+    RETURNING 1
 )
 SELECT count(*) FROM written
 
@@ -1273,13 +1272,13 @@ FROM set_config('synchronous_commit', 'off', true) AS async_commit, unnest($1::t
 SELECT * FROM firings
 WHERE owner = $1 AND channel = 'inapp' AND deadline > $2
   AND (state IN ('queued', 'sending')
-       OR (state = 'sent' AND id <> $3
+       OR (state = 'sent' AND reminder_id || '.' || due_second <> $3
            AND sent_at >= (SELECT sent_at - interval '{slack_seconds} seconds'
                            FROM firings
                            WHERE (due_second, reminder_id)
                                = (firing_second($3), split_part($3, '.', 1))
                              AND owner = $1)))
-ORDER BY due_at, id
+ORDER BY due_at, reminder_id
 LIMIT $4
 
 -- name: FEED_RINGS
@@ -1316,7 +1315,7 @@ WITH sent AS (
     WHERE {by_ids}
       AND CASE WHEN channel = 'inapp' THEN deadline END > $2
       AND state IN ('queued', 'sending')
-    RETURNING id, attempts, sent_to IS NOT NULL AS on_row
+    RETURNING reminder_id || '.' || due_second AS id, attempts, sent_to IS NOT NULL AS on_row
 ), recorded AS (
     INSERT INTO attempts (firing_id, number, at, channel, outcome, destination)
     SELECT id, attempts, $2, 'inapp', 'sent', 'feed' FROM sent WHERE NOT on_row
@@ -1383,7 +1382,7 @@ WITH gone AS (
         LIMIT $2
         FOR UPDATE OF f SKIP LOCKED
     ))
-    RETURNING id, reminder_id, due_at
+    RETURNING reminder_id || '.' || due_second AS id, reminder_id, due_at
 ), attempts_gone AS (
     DELETE FROM attempts WHERE firing_id = ANY(ARRAY(SELECT id FROM gone)) RETURNING 1
 ), finished AS (

@@ -80,15 +80,18 @@ CREATE TABLE due (
 ) PARTITION BY RANGE (bucket);
 
 CREATE TABLE firings (
+    due_second bigint NOT NULL,
     due_at timestamp with time zone NOT NULL,
     deadline timestamp with time zone NOT NULL,
     created_at timestamp with time zone NOT NULL,
     next_attempt_at timestamp with time zone,
     lease_until timestamp with time zone,
     sent_at timestamp with time zone,
+    done_at timestamp with time zone,
+    prev_due timestamp with time zone,
     attempts integer NOT NULL DEFAULT 0,
     shard smallint NOT NULL,
-    id text COLLATE "C" NOT NULL,
+    priority smallint,
     reminder_id text COLLATE "C" NOT NULL,
     owner text COLLATE "C" NOT NULL,
     state text NOT NULL,
@@ -101,10 +104,6 @@ CREATE TABLE firings (
     last_error text,
     snoozed_by text COLLATE "C",
     sent_to text COLLATE "C",
-    priority smallint,
-    done_at timestamp with time zone,
-    prev_due timestamp with time zone,
-    due_second bigint NOT NULL GENERATED ALWAYS AS (firing_second(id)) STORED,
     CONSTRAINT firings_pkey PRIMARY KEY (due_second, reminder_id),
     CONSTRAINT firings_priority_check CHECK ((priority = 1)),
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
