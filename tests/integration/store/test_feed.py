@@ -52,11 +52,18 @@ async def test_after_an_event_the_ones_sent_after_it_come_again(store: Store) ->
 
     after_one = await store.feed_firings("ana", now=now, after=one.id)
     unknown = await store.feed_firings("ana", now=now, after="nothing.1")
+    # Ids of no firing's shape (a page's last event is what its client sends) name none.
+    odd = [
+        await store.feed_firings("ana", now=now, after=after)
+        for after in ("no-dot", f"{one.reminder_id}.99999999999999999999", f"{one.id}.7")
+    ]
     not_hers = await store.feed_firings("bob", now=now, after=one.id)
     past = await store.feed_firings("ana", now=NOW + timedelta(hours=1), after=one.id)
 
     assert [f.id for f in after_one] == [two.id, three.id, four.id]
     assert [f.id for f in unknown] == [four.id]  # what waits, only
+    assert [[f.id for f in found] for found in odd] == [[four.id]] * 3
+    assert await store.mark_feed_sent(["no-dot", f"{four.id}0000000000000"], at=now) == 0
     assert not_hers == []
     assert past == []  # nothing past its deadline
 

@@ -206,10 +206,19 @@ async def test_a_database_of_the_release_before_shows_and_lists_its_rings(
         await store.migrate()
         now = await store.get_reminder(series.id, now=t2 - timedelta(hours=1))
         listed = await store.list_firings(series.id)
+        # Its firings by their ids (on PostgreSQL keyed by due second and reminder since
+        # migration 0034, the ids no longer stored): a done finds its ring.
+        done = await store.mark_done(firing_id(series.id, t0), t2)
     finally:
         await store.close()
     assert now is not None
     assert (now.status, now.due_at, now.version) == (ReminderStatus.PENDING, t2, 2)
     assert now.last_firing is not None
     assert (now.last_firing.due_at, now.last_firing.state) == (t1, FiringState.SENT)
-    assert [firing.due_at for firing in listed] == [t1, t0]
+    assert now.last_firing.id == firing_id(series.id, t1)
+    assert [(firing.id, firing.due_at) for firing in listed] == [
+        (firing_id(series.id, t1), t1),
+        (firing_id(series.id, t0), t0),
+    ]
+    assert done is not None
+    assert (done.id, done.done_at) == (firing_id(series.id, t0), t2)

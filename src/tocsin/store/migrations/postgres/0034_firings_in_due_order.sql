@@ -4,7 +4,7 @@
 -- image after each checkpoint). A firing's id stays what the API and every receiver know,
 -- `<reminder id>.<due epoch second>`, and is no longer stored: it is the key's two columns,
 -- joined; an id handed in is parsed into the key it names (`firing_second`: NULL for a text
--- of another shape, which names no firing).
+-- of another shape than a reminder id, a dot and up to 18 digits, which names no firing).
 -- The key replaces firings_due: the status board's minutes and retention's batches are
 -- ranges of it. It carries nothing more (firings_due had the state and sent instant): a
 -- minute's rows lie together in the heap, inserted in due order, and the minutes the board
@@ -21,8 +21,7 @@
 -- indexes, ordered by when each is due, not this one, ordered by reminder.
 CREATE OR REPLACE FUNCTION firing_second(id text) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN CASE WHEN split_part(id, '.', 2) ~ '^[0-9]{1,18}$'
-        THEN split_part(id, '.', 2)::bigint END;
+    RETURN CASE WHEN id ~ '^[^.]+\.[0-9]{1,18}$' THEN split_part(id, '.', 2)::bigint END;
 
 CREATE TABLE firings_keyed (
     due_second bigint NOT NULL,

@@ -308,4 +308,4 @@ CREATE OR REPLACE FUNCTION public.firing_second(id text)
  RETURNS bigint
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE STRICT
-RETURN CASE WHEN (split_part(id, '.'::text, 2) ~ '^[0-9]{1,18}$'::text) THEN (split_part(id, '.'::text, 2))::bigint ELSE NULL::bigint END;
+RETURN CASE WHEN (id ~ '^[^.]+\.[0-9]{1,18}$'::text) THEN (split_part(id, '.'::text, 2))::bigint ELSE NULL::bigint END;
