@@ -475,8 +475,8 @@ INSERT INTO firings (
     due_second, reminder_id, owner, shard, due_at, deadline, channel, text, metadata, source,
     state, attempts, next_attempt_at, created_at, priority, prev_due
 )
-SELECT firing_second(ring.firing_id), r.id, r.owner, r.shard, ring.at, ring.deadline, r.channel, r.text,
-    r.metadata, r.source, 'queued', 0, $10, $10, r.priority,
+SELECT firing_second(ring.firing_id), r.id, r.owner, r.shard, ring.at, ring.deadline,
+    r.channel, r.text, r.metadata, r.source, 'queued', 0, $10, $10, r.priority,
     greatest(prior.rang_at, r.rang_due_at)
 FROM marked
 JOIN ring ON ring.reminder_id = marked.reminder_id
