@@ -193,29 +193,14 @@ async def test_a_renewal_stopped_inside_its_turn_is_ended_and_others_renew(
     connection closed: nobody renewed meanwhile. The server now ends it once it has been idle
     for half the lease (at least RENEWAL_TIMEOUT_FLOOR), and the others renew."""
     await renew(pg_store, "healthy", ttl=SHORT)
-    stopped = await asyncpg.connect(pg_migrated_url)
+    stopped = await _in_the_turn(pg_migrated_url)  # and then sends nothing more
     try:
-        transaction = stopped.transaction()
-        await transaction.start()
-        floor_ms = int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000)
-        # as a renewal of SHORT starts
-        await stopped.execute(pg.RENEWAL_TIMEOUT, str(floor_ms), str(2 * floor_ms))
-        await stopped.execute(pg.LOCK_RENEWALS)  # and then sends nothing more
-
         pid = stopped.get_server_pid()
 
         held = await asyncio.wait_for(renew(pg_store, "healthy", ttl=SHORT), timeout=60)
 
         assert held.parts == set(range(PARTS))
-        # The server ended the stopped session (asked of the server: the stopped client's
-        # connection may still be reading the server's goodbye, and refuse a statement for
-        # that rather than for being closed).
-        watcher = await asyncpg.connect(pg_migrated_url)
-        try:
-            alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
-            await eventually(lambda: _gone(watcher, alive, pid), within=30)
-        finally:
-            await watcher.close()
+        await _ended(pg_migrated_url, pid)  # the server ended the stopped session
     finally:
         stopped.terminate()
 
@@ -233,14 +218,8 @@ async def test_a_renewal_stopped_between_two_messages_of_a_statement_is_ended_by
     for worker in ("healthy", "stopped", "healthy", "stopped"):
         held = await renew(pg_store, worker, ttl=SHORT)
     assert len(held.parts) == PARTS // 2  # half each
-    stopped = await asyncpg.connect(pg_migrated_url)
+    stopped = await _in_the_turn(pg_migrated_url)
     try:
-        transaction = stopped.transaction()
-        await transaction.start()
-        floor_ms = int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000)
-        # as a renewal of SHORT starts
-        await stopped.execute(pg.RENEWAL_TIMEOUT, str(floor_ms), str(2 * floor_ms))
-        await stopped.execute(pg.LOCK_RENEWALS)
         assert len(await stopped.fetch(pg.HELD, PARTS, "stopped")) == PARTS // 2  # locked
         await stopped.prepare(pg.TAKE_PARTS)  # Parse, Describe, Flush: and then it stops
         pid = stopped.get_server_pid()
@@ -258,14 +237,31 @@ async def test_a_renewal_stopped_between_two_messages_of_a_statement_is_ended_by
         held = await asyncio.wait_for(renewed_all(), timeout=30)
 
         assert held.taken_over == PARTS // 2
-        watcher = await asyncpg.connect(pg_migrated_url)
-        try:
-            alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
-            await eventually(lambda: _gone(watcher, alive, pid), within=30)
-        finally:
-            await watcher.close()
+        await _ended(pg_migrated_url, pid)
     finally:
         stopped.terminate()
+
+
+async def _in_the_turn(url: str) -> asyncpg.Connection:
+    """A session that started a renewal of SHORT and holds the renewals' turn."""
+    connection = await asyncpg.connect(url)
+    transaction = connection.transaction()
+    await transaction.start()
+    floor_ms = int(RENEWAL_TIMEOUT_FLOOR.total_seconds() * 1000)
+    await connection.execute(pg.RENEWAL_TIMEOUT, str(floor_ms), str(2 * floor_ms))
+    await connection.execute(pg.LOCK_RENEWALS)
+    return connection
+
+
+async def _ended(url: str, pid: int) -> None:
+    """Wait until the server ended session `pid` (asked of the server: a stopped client's
+    connection may still be reading the server's goodbye)."""
+    watcher = await asyncpg.connect(url)
+    try:
+        alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
+        await eventually(lambda: _gone(watcher, alive, pid), within=30)
+    finally:
+        await watcher.close()
 
 
 async def _gone(connection: asyncpg.Connection, alive: str, pid: int) -> bool:
