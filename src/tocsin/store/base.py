@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from tocsin.keyring import Keyring
+from tocsin.store.migrations import BATCH_PAGES, MigrationState
 from tocsin.store.ports import (
     AppStore,
     ContactStore,
@@ -68,9 +69,18 @@ class Store(
     # -- lifecycle ---------------------------------------------------------------------------
 
     @abstractmethod
-    async def migrate(self) -> list[int]:
+    async def migrate(
+        self, *, before_upgrade: bool = False, batch_pages: int = BATCH_PAGES
+    ) -> list[int]:
         """Apply every migration the database lacks, in order, recording each; return those
-        applied (empty when up to date). Safe to run from several processes at once."""
+        applied (empty when up to date). Safe to run from several processes at once. With
+        `before_upgrade`, leave those that would stop an earlier release's processes
+        (`Migration.after_upgrade`) for a run after them. A step in batches changes
+        `batch_pages` pages of its table a transaction (PostgreSQL)."""
+
+    @abstractmethod
+    async def migration_states(self) -> list[MigrationState]:
+        """Each migration this code knows: applied, or how far it has gone."""
 
     @abstractmethod
     async def check_schema(self) -> None:

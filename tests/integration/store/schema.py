@@ -12,8 +12,10 @@ import tempfile
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from tocsin.store import open_store
+from tocsin.store.migrations import Migration
 
 SNAPSHOTS = Path(__file__).parents[3] / "src" / "tocsin" / "store" / "migrations"
 
@@ -130,6 +132,16 @@ async def dump_postgres(url: str) -> str:
     text += "".join(f"{index['indexdef']};\n" for index in indexes)
     text += "".join(f"\n{row['definition'].strip()};\n" for row in functions)
     return _HEADER + text
+
+
+def knowing(monkeypatch: pytest.MonkeyPatch, backend: str, migrations: list[Migration]) -> None:
+    """Make `backend`'s store and migration runner know `migrations` (and no others), until
+    `monkeypatch.undo()`: a database of an earlier release, or with a migration added."""
+    modules = ["tocsin.store.sqlite.store"]
+    if backend != "sqlite":
+        modules = ["tocsin.store.postgres.store", "tocsin.store.postgres.migrating"]
+    for module in modules:
+        monkeypatch.setattr(f"{module}.migrations_for", lambda name: migrations)
 
 
 async def migrate_database(url: str) -> None:

@@ -10,6 +10,7 @@ from functools import partial
 import pytest
 
 from tests.integration.store.factories import LEASE, NOW, claim, edited, reminder, result
+from tests.integration.store.schema import knowing
 from tests.support.raw import raw_execute
 from tocsin.domain import FiringState, Reminder, ReminderStatus
 from tocsin.ids import firing_id
@@ -159,9 +160,7 @@ async def test_a_database_of_the_release_before_shows_and_lists_its_rings(
     """A series edited after two rings, written by the release before readers looked by
     timeline (its last ring findable only as its newest firing by id, no ring naming the one
     before it): migrated, it shows its last ring and lists both."""
-    module = f"tocsin.store.{'sqlite' if backend == 'sqlite' else 'postgres'}.store"
-    before = [m for m in migrations_for(backend) if m.version < 32]
-    monkeypatch.setattr(f"{module}.migrations_for", lambda name: before)
+    knowing(monkeypatch, backend, [m for m in migrations_for(backend) if m.version < 32])
     store = await open_store(db_url)
     try:
         await store.migrate()

@@ -8,7 +8,13 @@ import sqlite3
 import asyncpg
 import pytest
 
-from tests.integration.store.schema import SNAPSHOTS, dump_postgres, dump_sqlite, migrate_database
+from tests.integration.store.schema import (
+    SNAPSHOTS,
+    dump_postgres,
+    dump_sqlite,
+    knowing,
+    migrate_database,
+)
 from tocsin.cli import main
 from tocsin.errors import SchemaTooNew, SchemaTooOld, StoreError
 from tocsin.store import Store, open_store
@@ -57,8 +63,7 @@ async def test_a_failing_migration_is_rolled_back_and_not_recorded(
         name="broken",
         sql="CREATE TABLE half_done (id INTEGER);\nSELECT * FROM no_such_table;\n",
     )
-    module = "tocsin.store.sqlite.store" if backend == "sqlite" else "tocsin.store.postgres.store"
-    monkeypatch.setattr(f"{module}.migrations_for", lambda name: [*migrations_for(name), broken])
+    knowing(monkeypatch, backend, [*migrations_for(backend), broken])
     store = await open_store(db_url)
     try:
         with pytest.raises(StoreError):
@@ -208,7 +213,7 @@ async def test_an_index_built_concurrently_beforehand_is_taken_over(
     one's name (renamed, not built again), and the schema is the snapshot's."""
     changing = next(m for m in migrations_for("postgres") if m.name == migration)
     earlier = [m for m in migrations_for("postgres") if m.version < changing.version]
-    monkeypatch.setattr("tocsin.store.postgres.store.migrations_for", lambda name: earlier)
+    knowing(monkeypatch, "postgres", earlier)
     await migrate_database(pg_url)
     connection = await asyncpg.connect(pg_url)
     try:

@@ -44,6 +44,24 @@ def _field(row: str, n: int, field: batches.Field) -> str:
     return f"({row}->>{n})::{field.type} AS {field.name}"
 
 
+# The columns of `firings` its readers take (`rows.firing_from`, `rows.firing_id_of`), named,
+# never `*`: a statement prepared before a migration dropped one of its columns (0035 drops
+# `id`, with the service running) answers the same columns after it, where with `*` its
+# answer would change under it (asyncpg's "cached statement plan is invalid", which ends the
+# transaction it runs in).
+FIRING_COLUMNS = (
+    "due_second", "reminder_id", "due_at", "deadline", "created_at", "next_attempt_at",
+    "lease_until", "sent_at", "done_at", "prev_due", "attempts", "shard", "priority", "owner",
+    "state", "channel", "text", "metadata", "source", "sender", "provider_id", "last_error",
+    "snoozed_by", "sent_to",
+)  # fmt: skip
+
+
+def firing_columns(table: str) -> str:
+    """`FIRING_COLUMNS` of `table` (a name or alias), for a select list."""
+    return ", ".join(f"{table}.{column}" for column in FIRING_COLUMNS)
+
+
 def ring_content(table: str) -> str:
     """What a ring of the reminder row `table` says and where it goes, as CLAIM reads it
     (`DueRing.content`)."""
@@ -83,7 +101,13 @@ OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
 )
 COUNT_OVERDUE = _TEXT["COUNT_OVERDUE"].format(settled=_TEXT["_SETTLED"], never=NEVER_BUCKET)
 COUNT_DUE = _TEXT["COUNT_DUE"].format(never=NEVER_BUCKET)
-FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(slack_seconds=FEED_REPLAY_SLACK_SECONDS)
+FEED_FIRINGS = _TEXT["FEED_FIRINGS"].format(
+    slack_seconds=FEED_REPLAY_SLACK_SECONDS, firing=firing_columns("firings")
+)
+MARK_DONE = _TEXT["MARK_DONE"].format(firing=firing_columns("firings"))
+LIST_FIRINGS = _TEXT["LIST_FIRINGS"].format(firing=firing_columns("f"))
+TAKE_DELIVERIES = _TEXT["TAKE_DELIVERIES"].format(firing=firing_columns("f"))
+FEED_RINGS = _TEXT["FEED_RINGS"].format(firing=firing_columns("f"))
 CLAIM = _TEXT["CLAIM"].format(claim_fields=select_list(batches.POSTGRES_CLAIMS, "c"))
 _EARLIER = _TEXT["_EARLIER_ATTEMPTS"].format(
     attempt_fields=select_list(batches.POSTGRES_EARLIER, "e")

@@ -60,9 +60,9 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.looking import Looking, pick
-from tocsin.store.migrations import check_applied, migrations_for, refuse_newer
+from tocsin.store.migrations import BATCH_PAGES, MigrationState, check_applied, migrations_for
 from tocsin.store.ports.reminders import KEEP, Keep
-from tocsin.store.postgres import months
+from tocsin.store.postgres import migrating, months
 from tocsin.store.postgres import queries as q
 from tocsin.store.postgres.claims import ClaimLedger
 from tocsin.store.postgres.failures import boundary
@@ -108,6 +108,10 @@ logger = logging.getLogger(__name__)
 
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
+# A statement prepared before a migration changed its table's columns (0035 drops one from
+# `firings` with the service running): asyncpg forgets the connection's prepared statements
+# and, outside a transaction, prepares it again itself; inside one, the transaction runs again.
+_STATEMENT_OUTDATED = asyncpg.exceptions.InvalidCachedStatementError
 _UNIQUE_VIOLATION = "23505"
 _CLAIM_RETRIES = 5  # a claim that met an occurrence decided since its snapshot runs again
 # Each sealed column's page read and conditional write (see `tocsin.store.resealing`).
@@ -255,8 +259,9 @@ class PostgresStore(Store):
             return await self._pool.fetchrow(sql, *args)
 
     async def _retried(self, run: Callable[[], Awaitable[T]]) -> T:
-        """`run`, again when it lost a deadlock or a serialization race (each run all or
-        nothing); driver errors come out as Tocsin errors."""
+        """`run`, again when it lost a deadlock or a serialization race or met a statement a
+        migration outdated (each run all or nothing); driver errors come out as Tocsin
+        errors."""
         for attempt in range(_RETRIES):
             try:
                 with boundary():
@@ -264,7 +269,8 @@ class PostgresStore(Store):
             except StoreError as error:
                 cause = error.__cause__
                 state = getattr(cause, "sqlstate", None)
-                if state not in _RETRY_STATES or attempt == _RETRIES - 1:
+                retried = state in _RETRY_STATES or isinstance(cause, _STATEMENT_OUTDATED)
+                if not retried or attempt == _RETRIES - 1:
                     raise
                 await asyncio.sleep(0.01 * (attempt + 1))
         raise AssertionError("unreachable")
@@ -303,19 +309,28 @@ class PostgresStore(Store):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def migrate(self) -> list[int]:
+    async def migrate(
+        self, *, before_upgrade: bool = False, batch_pages: int = BATCH_PAGES
+    ) -> list[int]:
         with boundary():
             async with self._pool.acquire() as connection:
-                await connection.execute(q.LOCK_MIGRATIONS, q.MIGRATION_LOCK_KEY)
+                await migrating.take_turn(connection)
                 try:
-                    return await _migrate(connection)
+                    return await migrating.migrate(
+                        connection, before_upgrade=before_upgrade, batch_pages=batch_pages
+                    )
                 finally:
                     await connection.execute(q.UNLOCK_MIGRATIONS, q.MIGRATION_LOCK_KEY)
+
+    async def migration_states(self) -> list[MigrationState]:
+        with boundary():
+            async with self._pool.acquire() as connection:
+                return await migrating.states(connection)
 
     async def check_schema(self) -> None:
         with boundary():
             async with self._pool.acquire() as connection:
-                applied = await _applied_versions(connection)
+                applied = await migrating.applied_versions(connection)
                 if await connection.fetchval(q.READ_ONLY):
                     raise asyncpg.ReadOnlySQLTransactionError(
                         "the server is in recovery or read-only: not the primary"
@@ -1322,27 +1337,6 @@ class PostgresStore(Store):
 
 
 # -- transactions -------------------------------------------------------------------------------
-
-
-async def _applied_versions(connection: asyncpg.Connection) -> set[int]:
-    if not await connection.fetchval(q.HAS_SCHEMA_MIGRATIONS):
-        return set()
-    return {row["version"] for row in await connection.fetch(q.APPLIED_VERSIONS)}
-
-
-async def _migrate(connection: asyncpg.Connection) -> list[int]:
-    await connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
-    done = await _applied_versions(connection)
-    refuse_newer(migrations_for("postgres"), done)
-    applied: list[int] = []
-    for migration in migrations_for("postgres"):
-        if migration.version in done:
-            continue
-        async with connection.transaction():
-            await connection.execute(migration.sql)
-            await connection.execute(q.RECORD_MIGRATION, migration.version, migration.name)
-        applied.append(migration.version)
-    return applied
 
 
 RENEWAL_TIMEOUT_FLOOR = timedelta(seconds=1)  # never shorter, however short the lease

@@ -1,7 +1,9 @@
 -- -- migrations -------------------------------------------------------------------------------
 
 -- name: LOCK_MIGRATIONS
-SELECT pg_advisory_lock($1)
+-- Tried, not waited for: a run waiting inside a statement would hold a transaction open, and
+-- an index another run builds CONCURRENTLY waits for every transaction open before it ends.
+SELECT pg_try_advisory_lock($1)
 
 -- name: UNLOCK_MIGRATIONS
 SELECT pg_advisory_unlock($1)
@@ -21,6 +23,50 @@ SELECT to_regclass('schema_migrations') IS NOT NULL
 
 -- name: RECORD_MIGRATION
 INSERT INTO schema_migrations (version, name) VALUES ($1, $2)
+
+-- name: CREATE_MIGRATION_STEPS
+-- How far each migration under way has gone: its steps ended, and its batches' next page of
+-- the pages its table had when they began (`tocsin.store.postgres.migrating`). A migration's
+-- rows go when it is recorded applied.
+CREATE TABLE IF NOT EXISTS schema_migration_steps (
+    version integer NOT NULL,
+    step integer NOT NULL,
+    next_page bigint,
+    pages bigint,
+    done_at timestamptz,
+    CONSTRAINT schema_migration_steps_pkey PRIMARY KEY (version, step)
+)
+
+-- name: HAS_MIGRATION_STEPS
+SELECT to_regclass('schema_migration_steps') IS NOT NULL
+
+-- name: STEPS_UNDER_WAY
+SELECT version, step, next_page, pages, done_at FROM schema_migration_steps
+
+-- name: STEP_ENDED
+INSERT INTO schema_migration_steps (version, step, done_at) VALUES ($1, $2, now())
+ON CONFLICT (version, step) DO UPDATE SET done_at = excluded.done_at
+
+-- name: FORGET_STEPS
+DELETE FROM schema_migration_steps WHERE version = $1
+
+-- name: STEP_PAGES
+SELECT next_page, pages FROM schema_migration_steps WHERE version = $1 AND step = $2
+
+-- name: TABLE_PAGES
+-- The pages table $1 has now.
+SELECT pg_relation_size($1::text::regclass) / current_setting('block_size')::bigint
+
+-- name: START_BATCHES
+INSERT INTO schema_migration_steps (version, step, next_page, pages) VALUES ($1, $2, 0, $3)
+
+-- name: BATCH_ENDED
+UPDATE schema_migration_steps SET next_page = $3 WHERE version = $1 AND step = $2
+
+-- name: ROWS_IN_PAGES
+-- About how many rows $2 pages of table $1 hold, from its statistics (NULL before any).
+SELECT round($2 * reltuples / relpages)::bigint FROM pg_class
+WHERE oid = $1::text::regclass AND relpages > 0 AND reltuples >= 0
 
 -- -- reminders --------------------------------------------------------------------------------
 
@@ -354,7 +400,7 @@ RETURNING snoozed_by
 -- Mark a firing done at $2, once (a second mark keeps the first's instant); the firing.
 UPDATE firings SET done_at = coalesce(done_at, $2)
 WHERE (due_second, reminder_id) = (firing_second($1), split_part($1, '.', 1))
-RETURNING *
+RETURNING {firing}
 
 -- name: LIST_FIRINGS
 -- A reminder's ($1) firings, newest due first, $3 at most: from its last ring ($2, as a reader
@@ -378,7 +424,7 @@ WITH RECURSIVE walk (at, step) AS (
     ) AS before
     WHERE before.at < walk.at AND walk.step < 4 * $3
 )
-SELECT f.* FROM walk
+SELECT {firing} FROM walk
 JOIN firings AS f
     ON (f.due_second, f.reminder_id) = (floor(extract(epoch FROM walk.at))::bigint, $1)
 ORDER BY walk.step
@@ -1041,7 +1087,7 @@ WITH overdue AS (
 UPDATE firings AS f
 SET state = 'sending', sender = $5, lease_until = $6, next_attempt_at = NULL
 WHERE f.ctid = ANY(ARRAY(SELECT ctid FROM candidate))
-RETURNING f.*
+RETURNING {firing}
 
 -- name: TAKE_PLANNING
 -- How TAKE_DELIVERIES is planned: in its own transaction, with sequential scans off. A
@@ -1269,7 +1315,7 @@ FROM set_config('synchronous_commit', 'off', true) AS async_commit, unnest($1::t
 -- page's last event was ($3, none when NULL or not the owner's; see Store.feed_firings): a
 -- range scan of firings_feed over (owner, deadline > now), the few rows found filtered and
 -- sorted.
-SELECT * FROM firings
+SELECT {firing} FROM firings
 WHERE owner = $1 AND channel = 'inapp' AND deadline > $2
   AND (state IN ('queued', 'sending')
        OR (state = 'sent' AND reminder_id || '.' || due_second <> $3
@@ -1290,7 +1336,7 @@ LIMIT $4
 -- took it and read every fresh in-app firing for each batch of ids (a 10,000-ring burst's
 -- reads: 3.3 s of PostgreSQL's CPU instead of 0.06 s; docs/storage.md, "The hot paths"). The
 -- CASE says the same (NULL, so false, for any other channel) in a form no index matches.
-SELECT f.* FROM unnest($1::text[]) AS k
+SELECT {firing} FROM unnest($1::text[]) AS k
 CROSS JOIN LATERAL (
     SELECT * FROM firings
     WHERE (due_second, reminder_id) = (firing_second(k), split_part(k, '.', 1))

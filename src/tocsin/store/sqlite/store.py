@@ -61,7 +61,13 @@ from tocsin.store.base import (
     ZonePage,
 )
 from tocsin.store.looking import Looking, pick
-from tocsin.store.migrations import check_applied, migrations_for, refuse_newer, sqlite_statements
+from tocsin.store.migrations import (
+    MigrationState,
+    check_applied,
+    migrations_for,
+    refuse_newer,
+    sqlite_statements,
+)
 from tocsin.store.ports.reminders import KEEP, Keep
 from tocsin.store.resealing import reseal
 from tocsin.store.rows import (
@@ -225,8 +231,18 @@ class SqliteStore(Store):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def migrate(self) -> list[int]:
+    async def migrate(self, *, before_upgrade: bool = False, batch_pages: int = 0) -> list[int]:
+        # One process's file: no process of an earlier release runs beside the one migrating,
+        # so what applies after the upgrade applies now; and no migration here is in batches.
+        del before_upgrade, batch_pages
         return await self._db.unlocked(_migrate)
+
+    async def migration_states(self) -> list[MigrationState]:
+        applied = await self._db.read(_applied_versions)
+        return [
+            MigrationState(migration=migration, applied=migration.version in applied)
+            for migration in migrations_for("sqlite")
+        ]
 
     async def check_schema(self) -> None:
         applied = await self._db.read(_applied_versions)

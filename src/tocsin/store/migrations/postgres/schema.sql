@@ -80,18 +80,14 @@ CREATE TABLE due (
 ) PARTITION BY RANGE (bucket);
 
 CREATE TABLE firings (
-    due_second bigint NOT NULL,
     due_at timestamp with time zone NOT NULL,
     deadline timestamp with time zone NOT NULL,
     created_at timestamp with time zone NOT NULL,
     next_attempt_at timestamp with time zone,
     lease_until timestamp with time zone,
     sent_at timestamp with time zone,
-    done_at timestamp with time zone,
-    prev_due timestamp with time zone,
     attempts integer NOT NULL DEFAULT 0,
     shard smallint NOT NULL,
-    priority smallint,
     reminder_id text COLLATE "C" NOT NULL,
     owner text COLLATE "C" NOT NULL,
     state text NOT NULL,
@@ -104,6 +100,10 @@ CREATE TABLE firings (
     last_error text,
     snoozed_by text COLLATE "C",
     sent_to text COLLATE "C",
+    priority smallint,
+    done_at timestamp with time zone,
+    prev_due timestamp with time zone,
+    due_second bigint NOT NULL,
     CONSTRAINT firings_pkey PRIMARY KEY (due_second, reminder_id),
     CONSTRAINT firings_priority_check CHECK ((priority = 1)),
     CONSTRAINT firings_state CHECK ((state = ANY (ARRAY['queued'::text, 'sending'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
@@ -251,6 +251,15 @@ CREATE TABLE rings (
     taken boolean NOT NULL DEFAULT false,
     prev_due timestamp with time zone,
     CONSTRAINT rings_pkey PRIMARY KEY (due_at, reminder_id, version)
+);
+
+CREATE TABLE schema_migration_steps (
+    version integer NOT NULL,
+    step integer NOT NULL,
+    next_page bigint,
+    pages bigint,
+    done_at timestamp with time zone,
+    CONSTRAINT schema_migration_steps_pkey PRIMARY KEY (version, step)
 );
 
 CREATE TABLE schema_migrations (

@@ -1,0 +1,4 @@
+-- applies: after the upgrade
+-- On PostgreSQL the firings' key by id goes, with the `id` column (migration 0034 built the
+-- key in due order that replaces it). Here the key stays the id (0034 says why): nothing
+-- changes.
