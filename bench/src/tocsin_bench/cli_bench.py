@@ -1,5 +1,6 @@
 """`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
-storage, retention, status, plans, and all of them (`all`); a table on stdout, or `--json`."""
+storage, retention, status, plans, arrivals, migration, and all of them (`all`); a table on
+stdout, or `--json`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tocsin.store.migrations import BATCH_PAGES
 from tocsin_bench.report import to_json, to_table
 
 Scenario = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
@@ -31,6 +33,7 @@ def register(subparsers: Any) -> None:
     _status(kinds)
     _plans(kinds)
     _arrivals(kinds)
+    _migration(kinds)
     _all(kinds)
 
 
@@ -233,6 +236,19 @@ def _arrivals(kinds: Any) -> None:
     parser.set_defaults(handler=_handler(_run_arrivals))
 
 
+def _migration(kinds: Any) -> None:
+    parser = kinds.add_parser(
+        "migration",
+        help="migrations 0034 and 0035 under a steady load of firing writes: how long, the "
+        "WAL, and how long a write waited",
+    )
+    _common(parser, db=False)
+    parser.add_argument("--firings", type=int, default=2_000_000, help="the history to key")
+    parser.add_argument("--rate", type=int, default=200, help="firing writes a second")
+    parser.add_argument("--batch-pages", type=int, default=BATCH_PAGES, help="pages a batch")
+    parser.set_defaults(handler=_handler(_run_migration))
+
+
 def _all(kinds: Any) -> None:
     parser = kinds.add_parser("all", help="the whole set of docs/benchmarks.md")
     _common(parser, db=False)
@@ -396,6 +412,15 @@ async def _run_plans(args: argparse.Namespace) -> dict[str, Any]:
         pg_url=args.pg_url,
     )
     return await run_plans(spec)
+
+
+async def _run_migration(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin_bench.migration import MigrationSpec, run_migration
+
+    spec = MigrationSpec(
+        firings=args.firings, rate=args.rate, batch_pages=args.batch_pages, pg_url=args.pg_url
+    )
+    return await run_migration(spec)
 
 
 def _run_all(args: argparse.Namespace) -> int:

@@ -43,12 +43,17 @@ async def applied_versions(connection: asyncpg.Connection) -> set[int]:
 
 
 async def migrate(
-    connection: asyncpg.Connection, *, before_upgrade: bool, batch_pages: int = BATCH_PAGES
+    connection: asyncpg.Connection,
+    *,
+    before_upgrade: bool,
+    batch_pages: int = BATCH_PAGES,
+    through: int | None = None,
 ) -> list[int]:
     """Apply the migrations the database lacks, in order, and return those applied. With
     `before_upgrade`, leave those that apply after the upgrade, unless the database had none
     applied (no process of an earlier release can run on it). A step in batches changes
-    `batch_pages` pages of its table a transaction."""
+    `batch_pages` pages of its table a transaction. `through`: none after that version (a
+    database as an earlier release left it, for a benchmark)."""
     await connection.execute(q.CREATE_SCHEMA_MIGRATIONS)
     await connection.execute(q.CREATE_MIGRATION_STEPS)
     done = await applied_versions(connection)
@@ -56,7 +61,7 @@ async def migrate(
     refuse_newer(known, done)
     applied: list[int] = []
     for migration in known:
-        if migration.version in done:
+        if migration.version in done or (through is not None and migration.version > through):
             continue
         if before_upgrade and migration.after_upgrade and done:
             logger.info("left migration %04d for after the upgrade", migration.version)
