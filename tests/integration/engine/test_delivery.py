@@ -6,7 +6,6 @@ not configured."""
 from __future__ import annotations
 
 import random
-import statistics
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -119,7 +118,7 @@ async def test_the_deployment_wide_webhook(store: Store) -> None:
     assert (stats["accepted"], stats["invalid"]) == (1, 0)
 
 
-async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(store: Store) -> None:
+async def test_a_failing_receiver_is_retried_within_its_backoff_then_sent(store: Store) -> None:
     with receiver("--fail-first", "3") as sink:
         config = settings(webhook_url=sink.url)
         due = soon()
@@ -143,12 +142,11 @@ async def test_a_failing_receiver_is_retried_with_growing_gaps_then_sent(store: 
             gaps[n].append(gap)
             # The ceiling, and slack for a loaded machine's pickup (CI shares its cores).
             assert gap <= 0.2 * 2**n + 2.0, "a wait far beyond its backoff ceiling"
-    # Full jitter: each wait is drawn from [0, ceiling] and the ceiling doubles (the policy's
-    # numbers are `tests/unit/test_retry.py`'s). Over 12 rings the first and third waits'
-    # means lie 0.3 s apart, several times their spread with a loaded machine's pickup
-    # delays on top; neighbours lie only 0.1 s apart, and one run here had them reversed.
-    means = [statistics.mean(g) for g in gaps]
-    assert means[0] < means[2], means
+    # Full jitter: each wait is drawn from [0, ceiling] and the ceiling doubles, which
+    # `tests/unit/test_retry.py` checks on the policy itself. Here the waits are measured on
+    # the wall clock, where a loaded machine's pickup delays (seconds, on shared cores) drown
+    # a difference of tenths: the first and third waits' means, 0.3 s apart on a quiet
+    # machine, came out reversed beside a benchmark. So only the ceilings are checked here.
     assert (stats["unique"], stats["duplicates"], stats["failed"]) == (12, 0, 36)
 
 

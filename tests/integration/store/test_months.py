@@ -4,15 +4,19 @@ is a day past it and nothing in it is undecided."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 import asyncpg
 import pytest
 
+from tests.integration.engine.support import eventually
 from tests.integration.store.factories import LEASE, NOW, claim, reminder
 from tocsin.store import Store
 from tocsin.store.codec import bucket_of
 from tocsin.store.ports.upkeep import Pruned
+from tocsin.store.postgres import months
+from tocsin.store.postgres import queries as q
 
 pytestmark = pytest.mark.postgres
 
@@ -72,6 +76,41 @@ async def test_the_months_ahead_are_made_with_the_rows_waiting_outside_them(
         shards=ALL, first_bucket=0, last_bucket=bucket_of(NOW + timedelta(days=500)), limit=10
     )
     assert {row.reminder_id for row in loaded} == {march.id, next_year.id}
+
+
+async def test_a_load_while_a_month_is_made_reads_the_rows_it_moves(
+    pg_store: Store, pg_migrated_url: str
+) -> None:
+    """A load that comes while a month is being made, with rows of it moved out of the default
+    partition, waits for the month and reads them there: one planned before the month was
+    attached and run once it was read neither the rows moved (gone from the default
+    partition for its snapshot) nor the month (not in its plan)."""
+    due_now = reminder("ana")
+    await pg_store.add_reminders([due_now])
+    first, after = months.bounds(months.month_of(NOW))
+    making = await asyncpg.connect(pg_migrated_url)
+    try:
+        async with making.transaction():
+            await making.execute(q.make_month(months.name_of(months.month_of(NOW)), first, after))
+            loading = asyncio.create_task(
+                pg_store.load_due(shards=ALL, first_bucket=first, last_bucket=after - 1, limit=10)
+            )
+
+            async def waiting() -> bool:
+                return bool(
+                    await making.fetchval(
+                        "SELECT count(*) FROM pg_locks"
+                        " WHERE NOT granted AND pid <> pg_backend_pid()"
+                    )
+                )
+
+            await eventually(waiting, within=30)  # the load waits for the month's locks
+        loaded = await loading
+    finally:
+        await making.close()
+
+    assert [row.reminder_id for row in loaded] == [due_now.id]
+    assert (await _months(pg_migrated_url))["due_2026_03"] == 1
 
 
 async def test_a_month_goes_whole_once_decided_and_a_day_behind_every_part(

@@ -1522,12 +1522,18 @@ SET LOCAL lock_timeout = '1s'
 -- partition that fall in it, and attach it. Made apart and attached (ATTACH takes a SHARE
 -- UPDATE EXCLUSIVE lock of `due`, where CREATE TABLE … PARTITION OF takes an ACCESS EXCLUSIVE
 -- one); its CHECK constraint spares ATTACH a scan of the new table, and the default partition
--- is scanned for rows of the month, none once they moved. `due` itself is locked against
--- writes first (SHARE ROW EXCLUSIVE, for the moment the month takes): an insert routed to the
--- default partition before the month was attached, and let through once it was, failed the
--- default partition's new constraint ("violates partition constraint"); waiting for the lock
--- instead, it is routed with the month in place.
-LOCK TABLE due IN SHARE ROW EXCLUSIVE MODE;
+-- is scanned for rows of the month, none once they moved. `due` itself is locked first,
+-- against reads as well as writes (ACCESS EXCLUSIVE, for the moment the month takes):
+-- - an insert routed to the default partition before the month was attached, and let through
+--   once it was, failed the default partition's new constraint ("violates partition
+--   constraint"); waiting for the lock instead, it is routed with the month in place;
+-- - a load planned before the month was attached, and run once it was, read neither the rows
+--   moved out of the default partition (its snapshot, taken after the commit, saw them gone)
+--   nor the month (not in its plan): a part's loader passed a minute's rows that a fresh
+--   database's first pass moved into this month, and they waited for a sweep that did not
+--   look for them (saved before it). Waiting for the lock instead, the load is planned with
+--   the month in place.
+LOCK TABLE due IN ACCESS EXCLUSIVE MODE;
 CREATE TABLE {month} (LIKE due INCLUDING DEFAULTS INCLUDING INDEXES);
 ALTER TABLE {month} ADD CONSTRAINT {month}_bucket CHECK (bucket >= {first} AND bucket < {after});
 WITH moved AS (
