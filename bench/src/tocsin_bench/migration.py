@@ -31,7 +31,6 @@ from tocsin_bench.stats import percentile, rate
 KEYED_BY_ID = 33  # the release before's last migration
 FIRST = 1_796_000_000  # the due second of the history's first firing (2026-11-29)
 REMINDERS = 500_000  # the history's reminders: each has rings of its own
-BASELINE_SECONDS = 5.0
 
 # The history: `$1` sent firings, one a second from FIRST, of REMINDERS reminders.
 _HISTORY = """
@@ -77,6 +76,7 @@ class MigrationSpec:
     rate: int = 200  # writes a second (half inserts, half updates)
     batch_pages: int = BATCH_PAGES
     pg_url: str | None = None
+    quiet_seconds: float = 5.0  # of the load alone, before, between and after the migrations
 
 
 class _Load:
@@ -133,7 +133,7 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
             load = _Load(url, spec)
             lanes = [asyncio.create_task(load.run(lane, 2)) for lane in range(2)]
             try:
-                await asyncio.sleep(BASELINE_SECONDS)
+                await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "0034"
                 wal_before = await connection.fetchval("SELECT pg_current_wal_lsn()")
                 note("tocsin migrate --before-upgrade (0034), the release before writing")
@@ -144,18 +144,19 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
                     "SELECT pg_current_wal_lsn() - $1::pg_lsn", wal_before
                 )
                 load.by_key, load.phase = True, "upgraded"
-                await asyncio.sleep(BASELINE_SECONDS)
+                await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "0035"
                 note("tocsin migrate (0035), this release writing")
                 took_0035 = await _migrate(url)
                 load.phase = "after"
-                await asyncio.sleep(BASELINE_SECONDS)
+                await asyncio.sleep(spec.quiet_seconds)
             finally:
                 load.stop()
                 await asyncio.gather(*lanes)
             keyed = await connection.fetchval(
                 "SELECT count(*) FROM firings WHERE due_second IS NOT NULL"
             )
+            rows = await connection.fetchval("SELECT count(*) FROM firings")
         finally:
             await connection.close()
     return {
@@ -172,6 +173,7 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
             "0034_wal_bytes": int(wal),
             "0034_wal_per_row": round(float(wal) / spec.firings, 1),
             "0035_s": round(took_0035, 2),
+            "rows": rows,
             "rows_keyed": keyed,
             "writes_ms": {phase: _spread(times) for phase, times in load.times.items()},
         },
