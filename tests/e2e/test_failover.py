@@ -8,7 +8,7 @@ Retry-After, never another 5xx.
 
 No bound here is tight on time: the machine may be busy. The measured numbers are in
 docs/reliability.md; these bounds only say that rings came back. The run takes about 3
-minutes (the 120 s window, ~10 s for the cluster, the settle); past RUN_SECONDS it is
+minutes (the 150 s window, ~10 s for the cluster, the settle); past RUN_SECONDS it is
 stopped. Whatever happens, nothing it started outlives the test: the run is asked to stop
 (SIGTERM: it stops its processes and its cluster), then everything still running with its
 temporary folder in its environment is killed and the folder removed.
@@ -39,15 +39,17 @@ from tocsin_bench import ha
 # (writes of the old primary that never reached it); alone, the same run loses nothing.
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.heavy]
 
-# 120 s: the kill at 30 s, the old primary back as the standby ~20 s later, the switchover at
-# 78 s and settled ~15 s after, rings due through each (the switchover waits for the rejoin:
-# one a minute slower than measured still leaves it rings due during it).
-RATE, SECONDS = 200, 120
+# 150 s: the kill at 37.5 s, the old primary back as the standby ~20 s later, the switchover
+# at 97.5 s and settled ~15 s after, rings due through each. The switchover waits for the
+# rejoin, which once took 100 s in a clean-clone CI run (18 s measured): with a 120 s window
+# the switchover then came after the last ring was due, and nothing rang through it. A rejoin
+# of up to 110 s still leaves it rings due during it.
+RATE, SECONDS = 200, 150
 COMMAND = [
     *("chaos", "--failover", "--duration", f"{SECONDS}s", "--rate", str(RATE)),
     *("--workers", "2", "--freshness", "2m", "--json"),
 ]
-RUN_SECONDS = 225  # the 150 s window took ~210 s with other suites running beside it
+RUN_SECONDS = 255  # the 150 s window took ~210 s with other suites running beside it
 STOP_SECONDS = 30  # for it to stop what it started once asked (~20 s measured)
 
 
