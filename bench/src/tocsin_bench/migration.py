@@ -24,9 +24,10 @@ import asyncpg
 
 from tocsin.store.migrations import BATCH_PAGES
 from tocsin.store.postgres import migrating
+from tocsin.store.postgres import queries as q
 from tocsin_bench.databases import throwaway
 from tocsin_bench.progress import note
-from tocsin_bench.stats import percentile, rate
+from tocsin_bench.stats import rate, spread
 
 KEYED_BY_ID = 33  # the release before's last migration
 FIRST = 1_796_000_000  # the due second of the history's first firing (2026-11-29)
@@ -127,9 +128,7 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
             await connection.execute(_HISTORY, spec.firings, REMINDERS, FIRST)
             await connection.execute("VACUUM ANALYZE firings")
             await connection.execute("CHECKPOINT")
-            pages = await connection.fetchval(
-                "SELECT pg_relation_size('firings') / current_setting('block_size')::bigint"
-            )
+            pages = await connection.fetchval(q.TABLE_PAGES, "firings")
             load = _Load(url, spec)
             lanes = [asyncio.create_task(load.run(lane, 2)) for lane in range(2)]
             try:
@@ -196,10 +195,6 @@ async def _migrate(url: str, *args: str) -> float:
 
 
 def _spread(times: list[float]) -> dict[str, float]:
-    ordered = sorted(times)
-    return {
-        "count": len(ordered),
-        "p50": round(percentile(ordered, 50) * 1000, 2),
-        "p99": round(percentile(ordered, 99) * 1000, 2),
-        "max": round(ordered[-1] * 1000, 2),
-    }
+    """How many writes, and `stats.spread` of their times in milliseconds."""
+    ms = spread([seconds * 1000 for seconds in times])
+    return {"count": len(times), **{name: round(value, 2) for name, value in ms.items()}}
