@@ -1,6 +1,6 @@
 """Upgrading with the service running (PostgreSQL): migration 0034 applied before the upgrade
 (`tocsin migrate --before-upgrade`, while the release before would still run), this release's
-`tocsin api` and `tocsin worker` started on it, and migration 0035, which takes the firings'
+`tocsin api` and `tocsin worker` started on it, and migration 0036, which takes the firings'
 key by id and their `id` column away, applied under them by `tocsin migrate` while their
 reminders ring and their rings are read and marked done through the API: every ring arrives
 once, every reminder shows its one ring, and no request fails."""
@@ -56,8 +56,8 @@ async def test_this_release_rings_through_the_migration_after_its_upgrade(
 ) -> None:
     await database_of_the_release_before(pg_url, monkeypatch)
     before = await asyncio.to_thread(_migrate, pg_url, "--before-upgrade")
-    assert "applied migrations: 0034_firings_in_due_order" in before
-    assert "0035_firings_keyed_alone: applies after the upgrade" in before
+    assert "applied migrations: 0034_firings_in_due_order, 0035_occurrences_copied" in before
+    assert "0036_firings_keyed_alone: applies after the upgrade" in before
     with receiver() as sink, service("postgres", tmp_path, pg_url, sink, SETTINGS) as base:
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             start = (datetime.now(UTC) + timedelta(seconds=8)).replace(microsecond=0)
@@ -83,9 +83,11 @@ async def test_this_release_rings_through_the_migration_after_its_upgrade(
             status = await asyncio.to_thread(_migrate, pg_url, "--status")
         stats = await sink.astats(ids=True)
 
-    assert after.startswith("applied migrations: 0035_firings_keyed_alone")
+    assert after.startswith(
+        "applied migrations: 0036_firings_keyed_alone, 0037_occurrences_kept_in_due"
+    )
     assert migrated_at < start + timedelta(seconds=COUNT // 6), "migrated while rings were due"
-    assert status.startswith("35 of 35 migrations applied")
+    assert status.startswith("37 of 37 migrations applied")
     assert [len(rings) for rings in seen] == [1] * COUNT
     assert {ring["id"] for rings in seen for ring in rings} == set(stats["arrivals"])
     assert stats["unique"] == COUNT, "each ring arrived"

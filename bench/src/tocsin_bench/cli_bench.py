@@ -1,6 +1,6 @@
 """`tocsin bench …`: the benchmarks of docs/benchmarks.md — burst, steady, api, limit,
-storage, retention, status, plans, arrivals, migration, and all of them (`all`); a table on
-stdout, or `--json`."""
+storage, retention, status, plans, arrivals, migration, upgrade, and all of them (`all`); a
+table on stdout, or `--json`."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
     _plans(kinds)
     _arrivals(kinds)
     _migration(kinds)
+    _upgrade(kinds)
     _all(kinds)
 
 
@@ -239,7 +240,7 @@ def _arrivals(kinds: Any) -> None:
 def _migration(kinds: Any) -> None:
     parser = kinds.add_parser(
         "migration",
-        help="migrations 0034 and 0035 under a steady load of firing writes: how long, the "
+        help="migrations 0034 and 0036 under a steady load of firing writes: how long, the "
         "WAL, and how long a write waited",
     )
     _common(parser, db=False)
@@ -247,6 +248,20 @@ def _migration(kinds: Any) -> None:
     parser.add_argument("--rate", type=int, default=200, help="firing writes a second")
     parser.add_argument("--batch-pages", type=int, default=BATCH_PAGES, help="pages a batch")
     parser.set_defaults(handler=_handler(_run_migration))
+
+
+def _upgrade(kinds: Any) -> None:
+    parser = kinds.add_parser(
+        "upgrade",
+        help="a database of the release before 0021 upgraded while it writes (0021 to 0035): "
+        "how long, the WAL, and how long a write waited",
+    )
+    _common(parser, db=False)
+    parser.add_argument("--reminders", type=int, default=1_000_000, help="pending series")
+    parser.add_argument("--history", type=int, default=2, help="sent firings of each")
+    parser.add_argument("--rate", type=int, default=200, help="the release before's writes/s")
+    parser.add_argument("--batch-pages", type=int, default=BATCH_PAGES, help="pages a batch")
+    parser.set_defaults(handler=_handler(_run_upgrade))
 
 
 def _all(kinds: Any) -> None:
@@ -421,6 +436,19 @@ async def _run_migration(args: argparse.Namespace) -> dict[str, Any]:
         firings=args.firings, rate=args.rate, batch_pages=args.batch_pages, pg_url=args.pg_url
     )
     return await run_migration(spec)
+
+
+async def _run_upgrade(args: argparse.Namespace) -> dict[str, Any]:
+    from tocsin_bench.upgrade import UpgradeSpec, run_upgrade
+
+    spec = UpgradeSpec(
+        reminders=args.reminders,
+        history=args.history,
+        rate=args.rate,
+        batch_pages=args.batch_pages,
+        pg_url=args.pg_url,
+    )
+    return await run_upgrade(spec)
 
 
 def _run_all(args: argparse.Namespace) -> int:

@@ -1,14 +1,15 @@
-"""`bench migration`: migrations 0034 and 0035 with the service running, on PostgreSQL.
+"""`bench migration`: migrations 0034 and 0036 with the service running, on PostgreSQL.
 
 A database as the release before left it (migrated through 0033), holding `firings` rows of
 history written by id, takes a steady load of firing writes on two connections: a ring's
 firing inserted and an older one's outcome updated, as the release before's workers write
 them (by id), and after 0034 as this release's (by the key: the trigger gives them their id
-until 0035 drops it). Meanwhile `tocsin migrate --before-upgrade` (0034: the column, the
-batches, the key built CONCURRENTLY) and then `tocsin migrate` (0035: catalogue changes under
+until 0036 drops it). Meanwhile `tocsin migrate --before-upgrade` (0034: the column, the
+batches, the key built CONCURRENTLY; 0035 has no reminders to copy) and then `tocsin
+migrate` (0036 and 0037: catalogue changes under
 a short lock) run as processes of their own, as an operator runs them. The report: how long
 each took, the WAL 0034 wrote (the load's included), and how long the load's writes took
-before, during 0034 and during 0035: the longest is how long a migration held a write off.
+before, during 0034 and during 0036: the longest is how long a migration held a write off.
 """
 
 from __future__ import annotations
@@ -80,43 +81,56 @@ class MigrationSpec:
     quiet_seconds: float = 5.0  # of the load alone, before, between and after the migrations
 
 
-class _Load:
-    """The steady writes, in phases: each write's time lands in the phase running then."""
+class PhasedLoad:
+    """Steady writes on connections of their own, `rate` a second in all, in phases: each
+    write's time lands in the phase running then. `write` is the one write."""
 
-    def __init__(self, url: str, spec: MigrationSpec) -> None:
+    def __init__(self, url: str, rate: int) -> None:
         self._url = url
-        self._spec = spec
+        self._rate = rate
         self.phase = "before"
-        self.by_key = False
         self.times: dict[str, list[float]] = {}
         self._stop = asyncio.Event()
 
     async def run(self, lane: int, lanes: int) -> None:
         connection = await asyncpg.connect(self._url)
         try:
-            pause = lanes / self._spec.rate
+            pause = lanes / self._rate
             n = lane
             next_at = time.monotonic()
             while not self._stop.is_set():
                 next_at += pause
-                await self._write(connection, n)
+                started = time.perf_counter()
+                await self.write(connection, n)
+                self.times.setdefault(self.phase, []).append(time.perf_counter() - started)
                 n += lanes
                 await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         finally:
             await connection.close()
 
-    async def _write(self, connection: asyncpg.Connection, n: int) -> None:
-        started = time.perf_counter()
+    async def write(self, connection: asyncpg.Connection, n: int) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class _Load(PhasedLoad):
+    """Firing writes: a ring's firing inserted, an older one's outcome updated; by id as the
+    release before writes them, by key (`by_key`) as this one does."""
+
+    def __init__(self, url: str, spec: MigrationSpec) -> None:
+        super().__init__(url, spec.rate)
+        self._firings = spec.firings
+        self.by_key = False
+
+    async def write(self, connection: asyncpg.Connection, n: int) -> None:
         if n % 2:
-            old = (n * 7919) % self._spec.firings + 1
+            old = (n * 7919) % self._firings + 1
             tried = _TRIED_BY_KEY if self.by_key else _TRIED_BY_ID
             await connection.execute(tried, old % REMINDERS, FIRST + old)
         else:
             await connection.execute(_BY_KEY if self.by_key else _BY_ID, n, FIRST + 10**7 + n)
-        self.times.setdefault(self.phase, []).append(time.perf_counter() - started)
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
@@ -135,8 +149,8 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
                 await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "0034"
                 wal_before = await connection.fetchval("SELECT pg_current_wal_lsn()")
-                note("tocsin migrate --before-upgrade (0034), the release before writing")
-                took_0034 = await _migrate(
+                note("tocsin migrate --before-upgrade (0034 and 0035), the release before writing")
+                took_0034 = await migrate_process(
                     url, "--before-upgrade", "--batch-pages", str(spec.batch_pages)
                 )
                 wal = await connection.fetchval(
@@ -144,9 +158,9 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
                 )
                 load.by_key, load.phase = True, "upgraded"
                 await asyncio.sleep(spec.quiet_seconds)
-                load.phase = "0035"
-                note("tocsin migrate (0035), this release writing")
-                took_0035 = await _migrate(url)
+                load.phase = "0036"
+                note("tocsin migrate (0036 and 0037), this release writing")
+                took_0036 = await migrate_process(url)
                 load.phase = "after"
                 await asyncio.sleep(spec.quiet_seconds)
             finally:
@@ -171,15 +185,15 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
             "0034_rows_per_s": rate(spec.firings, took_0034),
             "0034_wal_bytes": int(wal),
             "0034_wal_per_row": round(float(wal) / spec.firings, 1),
-            "0035_s": round(took_0035, 2),
+            "0036_s": round(took_0036, 2),
             "rows": rows,
             "rows_keyed": keyed,
-            "writes_ms": {phase: _spread(times) for phase, times in load.times.items()},
+            "writes_ms": {phase: write_spread(times) for phase, times in load.times.items()},
         },
     }
 
 
-async def _migrate(url: str, *args: str) -> float:
+async def migrate_process(url: str, *args: str) -> float:
     """Seconds `tocsin migrate` took, run as a process of its own."""
     started = time.monotonic()
     done = await asyncio.to_thread(
@@ -194,7 +208,7 @@ async def _migrate(url: str, *args: str) -> float:
     return time.monotonic() - started
 
 
-def _spread(times: list[float]) -> dict[str, float]:
+def write_spread(times: list[float]) -> dict[str, float]:
     """How many writes, and `stats.spread` of their times in milliseconds."""
     ms = spread([seconds * 1000 for seconds in times])
     return {"count": len(times), **{name: round(value, 2) for name, value in ms.items()}}

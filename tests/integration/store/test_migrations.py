@@ -173,9 +173,9 @@ async def test_schema_migrations_records_name_and_time(pg_migrated_url: str) -> 
     assert rows[0]["applied_at"] is not None
 
 
-# docs/storage.md's way to change an index of reminders on a large live database, for each
-# migration that changes one: the migration, the index, the name its new version is built
-# under first, and its definition.
+# docs/storage.md's way to change an index of reminders on a large live database, for the
+# migration before 0.1.0 that changes one: the migration, the index, the name its new version
+# is built under first, and its definition.
 _BUILT_BEFOREHAND = [
     (
         "due_by_lane",
@@ -183,20 +183,50 @@ _BUILT_BEFOREHAND = [
         "reminders_due_by_lane",
         "ON reminders ((shard / 64), bucket, due_at, id, shard) WHERE status = 'pending'",
     ),
-    (
-        "finished_by_firings",
-        "reminders_finished",
-        "reminders_finished_without_due",
-        "ON reminders (updated_at) WHERE status <> 'pending' AND due_at IS NULL",
-    ),
-    (
-        "due_by_priority",
-        "reminders_due",
-        "reminders_due_by_priority",
-        "ON reminders ((shard / 64), (coalesce(priority, 0)), bucket, due_at, id, shard)"
-        " WHERE status = 'pending'",
-    ),
 ]
+# The migrations after it that build an index of reminders CONCURRENTLY themselves, under
+# another name first: the migration, the index, and that name.
+_BUILT_CONCURRENTLY = [
+    ("finished_by_firings", "reminders_finished", "reminders_finished_without_due"),
+    ("due_by_priority", "reminders_due", "reminders_due_by_priority"),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("migration", "index", "built_as"), _BUILT_CONCURRENTLY)
+async def test_an_index_a_stopped_run_left_invalid_is_built_again(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, migration: str, index: str, built_as: str
+) -> None:
+    """A run stopped while it built the index CONCURRENTLY leaves it invalid under its
+    other name: the run that goes on drops it and builds it again, and the schema is the
+    snapshot's."""
+    changing = next(m for m in migrations_for("postgres") if m.name == migration)
+    earlier = [m for m in migrations_for("postgres") if m.version < changing.version]
+    knowing(monkeypatch, "postgres", earlier)
+    await migrate_database(pg_url)
+    connection = await asyncpg.connect(pg_url)
+    try:
+        # What a cancelled CREATE INDEX CONCURRENTLY leaves: the index, marked invalid.
+        await connection.execute(f"CREATE INDEX {built_as} ON reminders (id)")
+        await connection.execute(
+            f"UPDATE pg_index SET indisvalid = false WHERE indexrelid = '{built_as}'::regclass"
+        )
+        left = await connection.fetchval(f"SELECT '{built_as}'::regclass::oid")
+        earlier.append(changing)
+        await migrate_database(pg_url)
+        made = await connection.fetchrow(
+            "SELECT indexrelid::oid AS oid, indisvalid FROM pg_index"
+            f" WHERE indexrelid = '{index}'::regclass"
+        )
+    finally:
+        await connection.close()
+    monkeypatch.undo()
+    await migrate_database(pg_url)  # and the migrations after it
+
+    assert made["indisvalid"]
+    assert made["oid"] != left
+    snapshot = (SNAPSHOTS / "postgres" / "schema.sql").read_text(encoding="utf-8")
+    assert await _dump(pg_url) == snapshot
 
 
 @pytest.mark.postgres

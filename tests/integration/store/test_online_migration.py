@@ -1,10 +1,10 @@
-"""Migrations 0034 and 0035 on PostgreSQL with the service running: 0034 keys the firings in
+"""Migrations 0034 and 0036 on PostgreSQL with the service running: 0034 keys the firings in
 due order while the release before still reads and writes their ids (a column added, its
 rows given their key in batches of pages, the key built CONCURRENTLY), goes on where it
-stopped when a run fails half way, and says how far it is; 0035, applied after the upgrade,
+stopped when a run fails half way, and says how far it is; 0036, applied after the upgrade,
 leaves the key alone. The release before's processes are stood in for by what they write
 (`INSERT … (id, …) ON CONFLICT (id)`, updates by id); this release's own processes running
-through 0035 are tests/e2e/test_online_migration.py."""
+through 0036 are tests/e2e/test_online_migration.py."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ async def test_firings_get_their_key_in_batches_while_the_release_before_writes(
         finally:
             migrated.set()
             await writer
-        await store.check_schema()  # this release runs on it, 0035 still to apply
+        await store.check_schema()  # this release runs on it, 0036 still to apply
         states = {state.migration.version: state for state in await store.migration_states()}
         # This release's writes, beside the release before's: its rings get an id too.
         one_off, firing = await _rung(
@@ -119,17 +119,17 @@ async def test_firings_get_their_key_in_batches_while_the_release_before_writes(
     finally:
         await store.close()
 
-    assert applied == [34]
+    assert applied == [34, 35]
     assert writes >= 50
     assert miskeyed_before == 0, "every row has the key its id names, written before or during"
     assert valid
     assert states[34].applied
-    assert not states[35].applied
-    assert states[35].migration.after_upgrade
+    assert not states[36].applied
+    assert states[36].migration.after_upgrade
     assert [row["id"] for row in ids] == [firing.id]
     assert done is not None
     assert done.id == f"old7.{FIRST + 7}"
-    assert after_upgrade == [35]
+    assert after_upgrade == [36, 37]
     assert count == 20_000 + writes + 1
     assert written is not None
     assert written.id == f"new3.{FIRST + 30_003}"
@@ -194,10 +194,10 @@ async def test_a_migration_stopped_half_way_goes_on_where_it_stopped(
         f"0034_firings_in_due_order: step 2 of 3 (in batches over firings): "
         f"{state.next_page:,} of {pages:,} pages ({state.next_page / pages:.0%}), {left}"
     ) in said
-    assert "0035_firings_keyed_alone: applies after the upgrade" in said
+    assert "0036_firings_keyed_alone: applies after the upgrade" in said
     assert len(before) > 9_000
     assert sorted(map(tuple, kept)) == sorted(map(tuple, before)), "not changed again"
-    assert applied == [34, 35]
+    assert applied == [34, 35, 36, 37]
 
 
 async def test_a_batch_reads_only_its_pages(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,9 +38,10 @@ class Step:
     """One step of a migration, in one of three ways:
 
     - `in one transaction`: its statements at once, all or nothing;
-    - `in batches over <table>`: its one statement again and again, each time in a transaction
-      of its own, given `$1` and `$2`, a range of the table's pages (the first and the one
-      after the last: `ctid >= format('(%s,0)', $1)::tid`, a TID range scan), until it has
+    - `in batches over <table>`: its statements again and again, each time together in a
+      transaction of its own (tried again when a lock it waited for timed out), those that
+      take parameters given `$1` and `$2`, a range of the table's pages (the first and the one
+      after the last: `ctid >= format('(%s,0)', $1)::tid`, a TID range scan), until they have
       been given every page the table had when the step began. Pages added later hold only
       rows written meanwhile, which the migration's earlier steps keep right themselves;
     - `outside a transaction`: its statements one at a time, each its own (what
@@ -52,8 +53,9 @@ class Step:
     table: str | None = None
 
     def statements(self) -> list[str]:
-        """An `outside a transaction` step's statements: each ends with `;` at a line's end,
-        and none has a body of its own (`$$`) in which such a line could hide."""
+        """Its statements, for a step that runs them one by one (in batches, or outside a
+        transaction): each ends with `;` at a line's end, and none has a body of its own
+        (`$$`) in which such a line could hide."""
         if "$$" in self.sql:
             raise ValueError(f"a step {self.how} takes no $$ body: {self.sql!r}")
         found = [s.strip() for s in re.split(r";[ \t]*$", self.sql, flags=re.MULTILINE)]

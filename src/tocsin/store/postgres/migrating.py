@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
@@ -135,22 +136,11 @@ async def _apply(connection: asyncpg.Connection, migration: Migration, batch_pag
 async def _in_one_transaction(
     connection: asyncpg.Connection, migration: Migration, number: int, step: Step, *, last: bool
 ) -> None:
-    for attempt in range(1, LOCK_TRIES + 1):
-        try:
-            async with connection.transaction():
-                await connection.execute(step.sql)
-                await _step_ended(connection, migration, number, last=last)
-            return
-        except asyncpg.LockNotAvailableError:
-            if attempt == LOCK_TRIES:
-                raise
-            logger.warning(
-                "migration %04d waited too long for a lock (try %d of %d); trying again",
-                migration.version,
-                attempt,
-                LOCK_TRIES,
-            )
-            await asyncio.sleep(LOCK_PAUSE)
+    async def run() -> None:
+        await connection.execute(step.sql)
+        await _step_ended(connection, migration, number, last=last)
+
+    await _tried(connection, migration.version, run)
 
 
 async def _in_batches(
@@ -163,12 +153,46 @@ async def _in_batches(
         next_page = 0
     else:
         next_page, pages = row["next_page"], row["pages"]
+    statements = step.statements()
     while next_page < pages:
         end = min(next_page + batch_pages, pages)
-        async with connection.transaction():
-            await connection.execute(step.sql, next_page, end)
-            await connection.execute(q.BATCH_ENDED, version, number, end)
+
+        async def run(first: int = next_page, after: int = end) -> None:
+            for statement in statements:
+                if "$1" in statement:
+                    await connection.execute(statement, first, after)
+                else:
+                    await connection.execute(statement)
+            await connection.execute(q.BATCH_ENDED, version, number, after)
+
+        await _tried(connection, version, run)
         next_page = end
+
+
+async def _tried(
+    connection: asyncpg.Connection, version: int, run: Callable[[], Awaitable[None]]
+) -> None:
+    """`run` in a transaction, again while it waited too long for a lock (its statements set
+    their own `lock_timeout`) or lost a deadlock to a process of the running release, up to
+    `LOCK_TRIES` times."""
+    for attempt in range(1, LOCK_TRIES + 1):
+        try:
+            async with connection.transaction():
+                await run()
+            return
+        except (asyncpg.LockNotAvailableError, asyncpg.DeadlockDetectedError) as error:
+            if attempt == LOCK_TRIES:
+                raise
+            logger.warning(
+                "migration %04d %s (try %d of %d); trying again",
+                version,
+                "lost a deadlock"
+                if isinstance(error, asyncpg.DeadlockDetectedError)
+                else "waited too long for a lock",
+                attempt,
+                LOCK_TRIES,
+            )
+            await asyncio.sleep(LOCK_PAUSE)
 
 
 async def _step_ended(

@@ -25,6 +25,12 @@ from tocsin.store.postgres.hosts import Hosts
 POOL_MIN = 2
 POOL_MAX = 10
 CONNECT_TIMEOUT = 10.0  # for each host of the URL
+# Every session says it writes `due` itself: the triggers that keep `due` and the firings'
+# ring before for the writes of a release from before migration 0021, while it still runs
+# beside an upgrade, leave this release's writes alone (migrations 0033 and 0035). Set once a
+# connection is made, not sent with its start: PgBouncer refuses a start with a setting it
+# does not know.
+WRITES_DUE = "SET tocsin.writes_due = on"
 
 
 def _not_said_yet(record: logging.LogRecord) -> bool:
@@ -47,6 +53,10 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     leaves behind: settings are `SET LOCAL` inside transactions, LISTEN has a connection of
     its own (`Wakeups`), and `migrate` releases its advisory lock itself. A method that sets
     session state must undo it."""
+
+
+async def _writes_due(connection: asyncpg.Connection) -> None:
+    await connection.execute(WRITES_DUE)
 
 
 class Pool:
@@ -78,6 +88,7 @@ class Pool:
                 timeout=CONNECT_TIMEOUT,
                 reset=_keep_session,
                 connect=hosts.connect,
+                init=_writes_due,
             )
         return cls(pool, hosts, acquire_timeout=acquire_timeout)
 

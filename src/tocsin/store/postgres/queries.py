@@ -45,7 +45,7 @@ def _field(row: str, n: int, field: batches.Field) -> str:
 
 
 # The columns of `firings` its readers take (`rows.firing_from`, `rows.firing_id_of`), named,
-# never `*`: a statement prepared before a migration dropped one of its columns (0035 drops
+# never `*`: a statement prepared before a migration dropped one of its columns (0036 drops
 # `id`, with the service running) answers the same columns after it, where with `*` its
 # answer would change under it (asyncpg's "cached statement plan is invalid", which ends the
 # transaction it runs in).

@@ -108,7 +108,7 @@ logger = logging.getLogger(__name__)
 
 _RETRIES = 3  # a transaction that lost a deadlock or serialization race is run again
 _RETRY_STATES = {"40P01", "40001"}  # deadlock detected, serialization failure
-# A statement prepared before a migration changed its table's columns (0035 drops one from
+# A statement prepared before a migration changed its table's columns (0036 drops one from
 # `firings` with the service running): asyncpg forgets the connection's prepared statements
 # and, outside a transaction, prepares it again itself; inside one, the transaction runs again.
 _STATEMENT_OUTDATED = asyncpg.exceptions.InvalidCachedStatementError

@@ -6,6 +6,9 @@
 -- results before `hold_until`, leaves its claims here; `recover_claims` then writes their
 -- unwritten rings `queued`, for any sender, under the same identity, and forgets the claim.
 -- Nothing else reads this table, and no key is needed: rows are found by their hold.
+-- The release before keeps writing `reminders` while this runs: its lock waits at most 5 s
+-- for the transactions before it, and `tocsin migrate` tries it again.
+SET LOCAL lock_timeout = '5s';
 CREATE TABLE claimed_rings (
     hold_until timestamptz NOT NULL,
     sender text NOT NULL,

@@ -6,11 +6,16 @@
 -- edit. Rows that finished before this migration have `due_at` NULL, so they are in it and
 -- retention deletes them as before.
 --
--- Built here, the index holds writes to reminders off while it is built (it reads the whole
--- table). On a large live database build it first with CREATE INDEX CONCURRENTLY as
--- `reminders_finished_without_due` (docs/storage.md, "Changing an index on a live database"):
--- this migration then only drops the old index and renames the new one.
-DROP INDEX reminders_finished;
-ALTER INDEX IF EXISTS reminders_finished_without_due RENAME TO reminders_finished;
-CREATE INDEX IF NOT EXISTS reminders_finished ON reminders (updated_at)
+-- With the service running: the new index is built CONCURRENTLY under another name (writes
+-- go on; a build stopped half way, which leaves an invalid index, is dropped and made again
+-- when the run goes on), then takes the old one's place, a change of the catalogue only.
+
+-- step: outside a transaction
+DROP INDEX CONCURRENTLY IF EXISTS reminders_finished_without_due;
+CREATE INDEX CONCURRENTLY reminders_finished_without_due ON reminders (updated_at)
     WHERE status <> 'pending' AND due_at IS NULL;
+
+-- step: in one transaction
+SET LOCAL lock_timeout = '5s';
+DROP INDEX reminders_finished;
+ALTER INDEX reminders_finished_without_due RENAME TO reminders_finished;

@@ -6,12 +6,18 @@
 -- them): 11.6 s late through the running service. Reads of every priority (the status
 -- board's counts, the oldest pending row) take one range scan per lane and rank.
 --
--- Built here, the index holds writes to reminders off while it is built (it reads every
--- pending row). On a large live database build it first with CREATE INDEX CONCURRENTLY as
--- `reminders_due_by_priority` (docs/storage.md, "Changing an index on a live database"):
--- this migration then only drops the old index and renames the new one.
-DROP INDEX reminders_due;
-ALTER INDEX IF EXISTS reminders_due_by_priority RENAME TO reminders_due;
-CREATE INDEX IF NOT EXISTS reminders_due
+-- With the service running: the new index is built CONCURRENTLY under another name (writes
+-- go on; a build stopped half way, which leaves an invalid index, is dropped and made again
+-- when the run goes on), then takes the old one's place, a change of the catalogue only.
+-- Until the workers of the release before stop, their reads have no index in their order.
+
+-- step: outside a transaction
+DROP INDEX CONCURRENTLY IF EXISTS reminders_due_by_priority;
+CREATE INDEX CONCURRENTLY reminders_due_by_priority
     ON reminders ((shard / 64), (coalesce(priority, 0)), bucket, due_at, id, shard)
     WHERE status = 'pending';
+
+-- step: in one transaction
+SET LOCAL lock_timeout = '5s';
+DROP INDEX reminders_due;
+ALTER INDEX reminders_due_by_priority RENAME TO reminders_due;

@@ -10,9 +10,11 @@
 -- (docs/architecture.md, "Rings in due order").
 --
 -- A reminder rung before this migration keeps what its claims wrote (`fired`, `ended`, its
--- next occurrence in `due_at`); a pending one's occurrence is copied into `due` here, which
--- holds writes to reminders off while it reads every pending row (docs/storage.md,
--- "Changing an index on a live database", says how to run it on a large live database).
+-- next occurrence in `due_at`). The pending ones' occurrences are copied into `due` by
+-- migration 0035, in batches of `reminders`' pages while the release before keeps writing
+-- (`occurrences_to_copy` says there are some to copy); until then `due` holds nothing, so
+-- the migrations between change its shape at no cost. The release before reads
+-- `reminders_due`, which goes after the upgrade (0037).
 CREATE TABLE due (
     lane smallint NOT NULL,
     rank smallint NOT NULL,
@@ -33,9 +35,5 @@ CREATE TABLE rings (
     CONSTRAINT rings_pkey PRIMARY KEY (due_at, reminder_id, version)
 );
 
-INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard)
-SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard
-FROM reminders
-WHERE status = 'pending';
-
-DROP INDEX reminders_due;
+CREATE TABLE occurrences_to_copy (since timestamptz NOT NULL);
+INSERT INTO occurrences_to_copy VALUES (now());

@@ -11,6 +11,9 @@
 -- reads a part's oldest pending rows: it reads the occurrences API writes saved lately
 -- (`saved_at`, by the database's clock, in the partial index `due_saved`), from the time of
 -- the part's last sweep (`leases.swept_at`) less a margin.
+-- The release before keeps writing `leases` while this runs: its lock waits at most 5 s for
+-- the transactions before it, and `tocsin migrate` tries it again.
+SET LOCAL lock_timeout = '5s';
 ALTER TABLE rings ADD COLUMN taken boolean NOT NULL DEFAULT false;
 
 ALTER TABLE due ADD COLUMN saved_at timestamptz;

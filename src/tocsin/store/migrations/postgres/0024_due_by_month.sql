@@ -8,8 +8,9 @@
 -- row by row, and which a month made later takes its rows from (docs/storage.md, "Months of
 -- `due`").
 --
--- The pending occurrences move here in one statement, which holds writes to reminders off
--- while it runs, as 0021 did (docs/storage.md, "Changing an index on a live database").
+-- The occurrences move here in one statement, which holds writes to `due` off while it runs.
+-- On a database migrated from before 0021 there are none yet (0035 copies them), and no
+-- process of the release before reads or writes `due`.
 ALTER TABLE due RENAME TO due_unpartitioned;
 ALTER INDEX due_pkey RENAME TO due_unpartitioned_pkey;
 ALTER INDEX due_saved RENAME TO due_unpartitioned_saved;

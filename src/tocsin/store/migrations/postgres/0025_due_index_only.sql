@@ -8,7 +8,7 @@
 -- from the heap, as before.
 --
 -- The key is built again on every month in one statement, which holds writes to `due` off
--- while it runs (docs/storage.md, "Changing an index on a live database").
+-- while it runs: on a database migrated from before 0021, a table still empty (0035 fills it).
 ALTER TABLE due DROP CONSTRAINT due_pkey;
 ALTER TABLE due ADD CONSTRAINT due_pkey
     PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version) INCLUDE (shard);

@@ -8,6 +8,9 @@
 -- (docs/architecture.md, "Rings at a place"). Read by place when a device reports a
 -- crossing there. It goes with its reminder (retention deletes a cancelled one): a probe of
 -- this table's primary key for each reminder deleted.
+-- The release before keeps writing `reminders` (the foreign key) while this runs: its lock
+-- waits at most 5 s for the transactions before it, and `tocsin migrate` tries it again.
+SET LOCAL lock_timeout = '5s';
 CREATE TABLE place_triggers (
     reminder_id text COLLATE "C" NOT NULL PRIMARY KEY
         REFERENCES reminders (id) ON DELETE CASCADE,

@@ -1,0 +1,3 @@
+-- On PostgreSQL the pending reminders' occurrences of a database migrated from before 0021
+-- are copied into `due` here, in batches, while the release before keeps running. A SQLite
+-- database is one process's, migrated with it stopped: migration 0021 copied them.

@@ -1,0 +1,3 @@
+-- applies: after the upgrade
+-- On PostgreSQL the trigger that kept `due` for the release before's writes goes here, with
+-- the index its workers loaded from. Here migration 0021 dropped that index: nothing changes.
