@@ -90,6 +90,7 @@ class PhasedLoad:
         self._rate = rate
         self.phase = "before"
         self.times: dict[str, list[float]] = {}
+        self.stamps: list[tuple[float, float]] = []  # each write's start (epoch s) and length
         self._stop = asyncio.Event()
 
     async def run(self, lane: int, lanes: int) -> None:
@@ -100,9 +101,11 @@ class PhasedLoad:
             next_at = time.monotonic()
             while not self._stop.is_set():
                 next_at += pause
-                started = time.perf_counter()
+                at, started = time.time(), time.perf_counter()
                 await self.write(connection, n)
-                self.times.setdefault(self.phase, []).append(time.perf_counter() - started)
+                took = time.perf_counter() - started
+                self.times.setdefault(self.phase, []).append(took)
+                self.stamps.append((at, took))
                 n += lanes
                 await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         finally:

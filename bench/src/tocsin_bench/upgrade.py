@@ -6,8 +6,8 @@ on there. A database of it holds `reminders` daily series, each with `history` s
 (by id), vacuumed, analysed and checkpointed; a steady load of its writes runs on two
 connections, `rate` a second (a claim: the reminder's row moved on and, as that release wrote
 it after, the ring's firing; an edit: the reminder's row), while `tocsin migrate
---before-upgrade` (0021 to 0035: 0033 gives the firings the ring before each in batches,
-0035 copies each pending occurrence into `due` in batches) runs as a process of its own. The
+--before-upgrade` (0021 to 0035: 0034 gives the firings their key and the ring before each
+in batches, 0035 copies each pending occurrence into `due` in batches) runs as a process of its own. The
 report: how long each migration took (from `schema_migrations`), the WAL of the whole run (the
 load's included) and per reminder, how long the load's writes took before, during and after
 it (the longest is how long the migration held a write off), and whether `due` holds one
@@ -45,7 +45,7 @@ SELECT 'r' || n, 'owner-' || n % 100003, n % 1024,
     to_timestamp(due), due / 60, 600, 1, now(), now(),
     CASE WHEN $3 > 0 THEN to_timestamp(due - 86400) END
 FROM generate_series(1, $1::integer) AS n,
-    LATERAL (SELECT $2::bigint + (n * 7919) % (30 * 86400) AS due) AS at
+    LATERAL (SELECT $2::bigint + (n::bigint * 7919) % (30 * 86400) AS due) AS at
 """
 _HISTORY = """
 INSERT INTO firings (id, reminder_id, owner, shard, due_at, deadline, channel, text, state,
@@ -54,7 +54,7 @@ SELECT 'r' || n || '.' || rang, 'r' || n, 'owner-' || n % 100003, n % 1024, to_t
     to_timestamp(rang) + interval '1 day', 'webhook', 'Water', 'sent', 1, to_timestamp(rang),
     to_timestamp(rang) + interval '0.2 second', 'webhook'
 FROM generate_series(1, $3::integer) AS back, generate_series(1, $1::integer) AS n,
-    LATERAL (SELECT $2::bigint + (n * 7919) % (30 * 86400) - back * 86400 AS rang) AS ring
+    LATERAL (SELECT $2::bigint + (n::bigint * 7919) % (30 * 86400) - back * 86400 AS rang) AS ring
 """
 # The release before's writes: a claim moves a series on in its row (its firing written after,
 # by its id), an edit moves its occurrence ten minutes on.
@@ -76,9 +76,8 @@ UPDATE reminders SET due_at = due_at + interval '10 minutes', bucket = bucket + 
     version = version + 1, updated_at = now(), rang_due_at = NULL
 WHERE id = $1 AND status = 'pending'
 """
-_TOOK = """
-SELECT version, name, extract(epoch FROM applied_at - lag(applied_at) OVER (ORDER BY version))
-    AS seconds
+_APPLIED = """
+SELECT version, name, extract(epoch FROM applied_at) AS at
 FROM schema_migrations WHERE version > $1 ORDER BY version
 """
 _UNCOPIED = """
@@ -133,6 +132,7 @@ async def run_upgrade(spec: UpgradeSpec) -> dict[str, Any]:
             try:
                 await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "migrating"
+                began = time.time()
                 wal_before = await connection.fetchval("SELECT pg_current_wal_lsn()")
                 note("tocsin migrate --before-upgrade (0021 to 0035), the release before writing")
                 took = await migrate_process(
@@ -146,7 +146,7 @@ async def run_upgrade(spec: UpgradeSpec) -> dict[str, Any]:
             finally:
                 load.stop()
                 await asyncio.gather(*lanes)
-            steps = await connection.fetch(_TOOK, BEFORE_0021)
+            applied = await connection.fetch(_APPLIED, BEFORE_0021)
             uncopied = await connection.fetchval(_UNCOPIED)
         finally:
             await connection.close()
@@ -165,12 +165,27 @@ async def run_upgrade(spec: UpgradeSpec) -> dict[str, Any]:
             "reminders_per_s": rate(spec.reminders, took),
             "wal_bytes": int(wal),
             "wal_per_reminder": round(float(wal) / spec.reminders, 1),
-            "took_s": {
-                f"{row['version']:04d}_{row['name']}": round(float(row["seconds"]), 2)
-                for row in steps
-                if row["seconds"] is not None
-            },
+            **_by_migration(applied, began, load.stamps),
             "uncopied": uncopied,
             "writes_ms": {phase: write_spread(times) for phase, times in load.times.items()},
         },
     }
+
+
+def _by_migration(
+    applied: list[asyncpg.Record], began: float, stamps: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """How long each migration took (from the end of the one before, by `applied_at`), and
+    the writes that began meanwhile: how long they took."""
+    took: dict[str, float] = {}
+    writes: dict[str, dict[str, float]] = {}
+    since = began
+    for row in applied:
+        name = f"{row['version']:04d}_{row['name']}"
+        until = float(row["at"])
+        took[name] = round(until - since, 2)
+        during = [seconds for at, seconds in stamps if since <= at < until]
+        if during:
+            writes[name] = write_spread(during)
+        since = until
+    return {"took_s": took, "writes_ms_by_migration": writes}

@@ -1,14 +1,14 @@
-"""Migrations 0015 to 0035 on PostgreSQL while a release before 0021 runs (0.1.0, or the last
-before 0021): it keeps each reminder's next occurrence in its own row (a claim rewrites it
-there) and writes firings by id, while `tocsin migrate --before-upgrade` builds its indexes
-CONCURRENTLY (0017, 0018), gives each firing the ring before it (0033, in batches of
-`firings`' pages), and `due` an occurrence for each pending reminder and each reminder its
-last ring (0035, in batches of `reminders`' pages, by 0032's rule). The release before's API
-writes and claims, made while the batches go, are kept by triggers: when the run ends, `due`
-holds exactly the occurrences the reminders name, each carrying the ring before it, each
-reminder its last ring, and each firing the one before it. This release's writes are left
-alone by those triggers. The release before's processes are stood in for by the statements
-it ran."""
+"""Migrations 0015 to 0035 on PostgreSQL while a release before 0021 runs (0.1.0, or the
+last before 0021): it keeps each reminder's next occurrence in its own row (a claim rewrites
+it there) and writes firings by id, while `tocsin migrate --before-upgrade` builds its
+indexes CONCURRENTLY (0017, 0018), gives each firing the ring before it (0033, filled by
+0034's batches of `firings`' pages), and `due` an occurrence for each pending reminder and
+each reminder its last ring (0035, in batches of `reminders`' pages, by 0032's rule). The
+release before's API writes and claims, made while the batches go, are kept by triggers:
+when the run ends, `due` holds exactly the occurrences the reminders name, each carrying the
+ring before it, each reminder its last ring, and each firing the one before it. This
+release's writes are left alone by those triggers. The release before's processes are stood
+in for by the statements it ran."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from tocsin.errors import SchemaTooNew, SchemaTooOld
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _STEP = re.compile(r"^-- step: (.+)$", re.MULTILINE)
-_BATCHES = re.compile(r"^in batches over ([a-z_]+)$")
+_BATCHES = re.compile(r"^in batches (?:of at most (\d+) pages )?over ([a-z_]+)$")
 AFTER_THE_UPGRADE = "-- applies: after the upgrade"
 BATCH_PAGES = 256  # pages a batch changes (2 MiB): tens of thousands of rows, well under a second
 ONE_TRANSACTION = "in one transaction"
@@ -43,7 +43,9 @@ class Step:
       take parameters given `$1` and `$2`, a range of the table's pages (the first and the one
       after the last: `ctid >= format('(%s,0)', $1)::tid`, a TID range scan), until they have
       been given every page the table had when the step began. Pages added later hold only
-      rows written meanwhile, which the migration's earlier steps keep right themselves;
+      rows written meanwhile, which the migration's earlier steps keep right themselves.
+      `in batches of at most N pages over <table>` caps a batch's pages below the run's
+      (`--batch-pages`), for a batch that holds the table's writes off while it runs;
     - `outside a transaction`: its statements one at a time, each its own (what
       `CONCURRENTLY` needs), each safe to run again: a step stopped half way runs whole again.
     """
@@ -51,6 +53,7 @@ class Step:
     how: str
     sql: str
     table: str | None = None
+    most_pages: int | None = None  # a batch's pages at most (`in batches of at most N pages`)
 
     def statements(self) -> list[str]:
         """Its statements, for a step that runs them one by one (in batches, or outside a
@@ -87,7 +90,14 @@ class Migration:
             batches = _BATCHES.match(how)
             if how not in (ONE_TRANSACTION, OUTSIDE_A_TRANSACTION) and not batches:
                 raise ValueError(f"migration {self.version}: no step is {how!r}")
-            steps.append(Step(how=how, sql=body.strip(), table=batches[1] if batches else None))
+            steps.append(
+                Step(
+                    how=how,
+                    sql=body.strip(),
+                    table=batches[2] if batches else None,
+                    most_pages=int(batches[1]) if batches and batches[1] else None,
+                )
+            )
         return steps
 
 

@@ -154,6 +154,8 @@ async def _in_batches(
     else:
         next_page, pages = row["next_page"], row["pages"]
     statements = step.statements()
+    if step.most_pages is not None:
+        batch_pages = min(batch_pages, step.most_pages)
     while next_page < pages:
         end = min(next_page + batch_pages, pages)
 

@@ -6,9 +6,10 @@
 -- has no row of `rings`, and its firing carries it. Rows written before are given theirs
 -- from the firings' ids, here.
 --
--- With the service running: the firings, every one the release before wrote, are given
--- theirs in batches of pages (`tocsin migrate --status` says how many are left); a firing it
--- writes meanwhile is given its own as it is inserted, and its reminder the ring as its last
+-- With the service running: the firings the release before wrote are given theirs by
+-- migration 0034's batches, with their key (one pass over the table, where two wrote each row
+-- twice); a firing it writes meanwhile is given its own as it is inserted, and its reminder
+-- the ring as its last
 -- (`rang_due_at`, as migration 0032 gives it: a release before 0015 wrote none, and its
 -- claim wrote the firing after the reminder's row), by `firings_ring_before`, a trigger for
 -- the sessions that do not write them themselves (this release's say `tocsin.writes_due`),
@@ -60,13 +61,3 @@ WHERE NOT EXISTS (
     SELECT 1 FROM rings AS g
     WHERE (g.due_at, g.reminder_id, g.version) = (d.due_at, d.reminder_id, d.version)
 );
-
--- step: in batches over firings
-UPDATE firings AS f SET prev_due = (
-    SELECT before.due_at FROM firings AS before
-    WHERE before.id > f.reminder_id || '.' AND before.id < f.id
-    ORDER BY before.id DESC
-    LIMIT 1
-)
-WHERE f.ctid >= format('(%s,0)', $1::bigint)::tid AND f.ctid < format('(%s,0)', $2::bigint)::tid
-  AND f.prev_due IS NULL;

@@ -11,7 +11,8 @@
 -- while this runs, and this release's write the key; until migration 0035 each row holds
 -- both, the one a process did not write filled in by a trigger. The column is added (no
 -- rewrite), the rows written before are given theirs in batches of pages, oldest first (each
--- a transaction of its own; `tocsin migrate --status` says how many are left), and the new
+-- a transaction of its own; `tocsin migrate --status` says how many are left), with the ring
+-- before each where migration 0033 left it to this pass, and the new
 -- key and `firings_open` are built CONCURRENTLY. Nothing here holds a write off for longer
 -- than adding a column does.
 --
@@ -45,9 +46,15 @@ CREATE TRIGGER firings_keyed_both BEFORE INSERT OR UPDATE ON firings
     FOR EACH ROW EXECUTE FUNCTION firings_keyed_both();
 
 -- step: in batches over firings
-UPDATE firings SET due_second = firing_second(id)
-WHERE ctid >= format('(%s,0)', $1::bigint)::tid AND ctid < format('(%s,0)', $2::bigint)::tid
-  AND due_second IS NULL;
+UPDATE firings AS f SET due_second = firing_second(f.id),
+    prev_due = coalesce(f.prev_due, (
+        SELECT before.due_at FROM firings AS before
+        WHERE before.id > f.reminder_id || '.' AND before.id < f.id
+        ORDER BY before.id DESC
+        LIMIT 1
+    ))
+WHERE f.ctid >= format('(%s,0)', $1::bigint)::tid AND f.ctid < format('(%s,0)', $2::bigint)::tid
+  AND f.due_second IS NULL;
 
 -- step: outside a transaction
 ALTER TABLE firings VALIDATE CONSTRAINT firings_due_second_set;

@@ -15,7 +15,8 @@
 --    it. It goes after the upgrade (0037).
 -- 2. The copy, in batches of `reminders`' pages. Each batch holds the reminders' writes off
 --    while it runs (a SHARE lock, waiting at most 5 s for the writes before it, and tried
---    again): a row a write changes is copied before the write or kept by the trigger after
+--    again), so it takes 32 pages at most (about 1,200 reminders; 256, the runner's, held
+--    writes for up to a second): a row a write changes is copied before the write or kept by the trigger after
 --    it, never copied as it was after the trigger kept it. An occurrence due within the
 --    minute is given its `saved_at`, so that this release's sweep finds it if the release
 --    before has not rung it by the upgrade. `tocsin migrate --status` says how many rows are
@@ -86,7 +87,7 @@ BEGIN
 END
 $make$;
 
--- step: in batches over reminders
+-- step: in batches of at most 32 pages over reminders
 SET LOCAL lock_timeout = '5s';
 SET LOCAL tocsin.writes_due = 'on';
 LOCK TABLE reminders IN SHARE MODE;
