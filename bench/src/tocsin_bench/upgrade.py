@@ -7,11 +7,11 @@ on there. A database of it holds `reminders` daily series, each with `history` s
 connections, `rate` a second (a claim: the reminder's row moved on and, as that release wrote
 it after, the ring's firing; an edit: the reminder's row), while `tocsin migrate
 --before-upgrade` (0021 to 0035: 0034 gives the firings their key and the ring before each
-in batches, 0035 copies each pending occurrence into `due` in batches) runs as a process of its own. The
-report: how long each migration took (from `schema_migrations`), the WAL of the whole run (the
-load's included) and per reminder, how long the load's writes took before, during and after
-it (the longest is how long the migration held a write off), and whether `due` holds one
-occurrence for each pending reminder.
+in batches, 0035 copies each pending occurrence into `due` in batches) runs as a process of
+its own. The report: how long each migration took (from `schema_migrations`) and the writes
+made meanwhile, the WAL of the whole run (the load's included) and per reminder, how long the
+load's writes took before, during and after it (the longest is how long the migration held a
+write off), and whether `due` holds one occurrence for each pending reminder.
 """
 
 from __future__ import annotations
