@@ -18,6 +18,8 @@ import asyncio
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,8 +116,15 @@ class PhasedLoad:
     async def write(self, connection: asyncpg.Connection, n: int) -> None:
         raise NotImplementedError
 
-    def stop(self) -> None:
-        self._stop.set()
+    @asynccontextmanager
+    async def running(self, lanes: int = 2) -> AsyncIterator[None]:
+        """The writes on `lanes` connections while the body runs."""
+        tasks = [asyncio.create_task(self.run(lane, lanes)) for lane in range(lanes)]
+        try:
+            yield
+        finally:
+            self._stop.set()
+            await asyncio.gather(*tasks)
 
 
 class _Load(PhasedLoad):
@@ -147,18 +156,11 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
             await connection.execute("CHECKPOINT")
             pages = await connection.fetchval(q.TABLE_PAGES, "firings")
             load = _Load(url, spec)
-            lanes = [asyncio.create_task(load.run(lane, 2)) for lane in range(2)]
-            try:
+            async with load.running():
                 await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "0034"
-                wal_before = await connection.fetchval("SELECT pg_current_wal_lsn()")
                 note("tocsin migrate --before-upgrade (0034 and 0035), the release before writing")
-                took_0034 = await migrate_process(
-                    url, "--before-upgrade", "--batch-pages", str(spec.batch_pages)
-                )
-                wal = await connection.fetchval(
-                    "SELECT pg_current_wal_lsn() - $1::pg_lsn", wal_before
-                )
+                took_0034, wal = await before_upgrade(connection, url, spec.batch_pages)
                 load.by_key, load.phase = True, "upgraded"
                 await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "0036"
@@ -166,9 +168,6 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
                 took_0036 = await migrate_process(url)
                 load.phase = "after"
                 await asyncio.sleep(spec.quiet_seconds)
-            finally:
-                load.stop()
-                await asyncio.gather(*lanes)
             keyed = await connection.fetchval(
                 "SELECT count(*) FROM firings WHERE due_second IS NOT NULL"
             )
@@ -186,7 +185,7 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
         "metrics": {
             "0034_s": round(took_0034, 1),
             "0034_rows_per_s": rate(spec.firings, took_0034),
-            "0034_wal_bytes": int(wal),
+            "0034_wal_bytes": wal,
             "0034_wal_per_row": round(float(wal) / spec.firings, 1),
             "0036_s": round(took_0036, 2),
             "rows": rows,
@@ -194,6 +193,17 @@ async def run_migration(spec: MigrationSpec) -> dict[str, Any]:
             "writes_ms": {phase: write_spread(times) for phase, times in load.times.items()},
         },
     }
+
+
+async def before_upgrade(
+    connection: asyncpg.Connection, url: str, batch_pages: int
+) -> tuple[float, int]:
+    """`tocsin migrate --before-upgrade` run as a process of its own: the seconds it took,
+    and the bytes of WAL the server wrote meanwhile (whatever else wrote them too)."""
+    wal_before = await connection.fetchval("SELECT pg_current_wal_lsn()")
+    took = await migrate_process(url, "--before-upgrade", "--batch-pages", str(batch_pages))
+    wal = await connection.fetchval("SELECT pg_current_wal_lsn() - $1::pg_lsn", wal_before)
+    return took, int(wal)
 
 
 async def migrate_process(url: str, *args: str) -> float:

@@ -27,7 +27,7 @@ from tocsin.store.migrations import BATCH_PAGES
 from tocsin.store.postgres import migrating
 from tocsin.store.postgres import queries as q
 from tocsin_bench.databases import throwaway
-from tocsin_bench.migration import PhasedLoad, migrate_process, write_spread
+from tocsin_bench.migration import PhasedLoad, before_upgrade, write_spread
 from tocsin_bench.progress import note
 from tocsin_bench.stats import rate
 
@@ -128,24 +128,14 @@ async def run_upgrade(spec: UpgradeSpec) -> dict[str, Any]:
                 for table in ("reminders", "firings")
             }
             load = _Load(url, spec)
-            lanes = [asyncio.create_task(load.run(lane, 2)) for lane in range(2)]
-            try:
+            async with load.running():
                 await asyncio.sleep(spec.quiet_seconds)
                 load.phase = "migrating"
                 began = time.time()
-                wal_before = await connection.fetchval("SELECT pg_current_wal_lsn()")
                 note("tocsin migrate --before-upgrade (0021 to 0035), the release before writing")
-                took = await migrate_process(
-                    url, "--before-upgrade", "--batch-pages", str(spec.batch_pages)
-                )
-                wal = await connection.fetchval(
-                    "SELECT pg_current_wal_lsn() - $1::pg_lsn", wal_before
-                )
+                took, wal = await before_upgrade(connection, url, spec.batch_pages)
                 load.phase = "after"
                 await asyncio.sleep(spec.quiet_seconds)
-            finally:
-                load.stop()
-                await asyncio.gather(*lanes)
             applied = await connection.fetch(_APPLIED, BEFORE_0021)
             uncopied = await connection.fetchval(_UNCOPIED)
         finally:
@@ -163,7 +153,7 @@ async def run_upgrade(spec: UpgradeSpec) -> dict[str, Any]:
         "metrics": {
             "migrate_s": round(took, 1),
             "reminders_per_s": rate(spec.reminders, took),
-            "wal_bytes": int(wal),
+            "wal_bytes": wal,
             "wal_per_reminder": round(float(wal) / spec.reminders, 1),
             **_by_migration(applied, began, load.stamps),
             "uncopied": uncopied,

@@ -52,7 +52,8 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     took 389 µs instead of 272 µs, docs/benchmarks.md), for session state no store method
     leaves behind: settings are `SET LOCAL` inside transactions, LISTEN has a connection of
     its own (`Wakeups`), and `migrate` releases its advisory lock itself. A method that sets
-    session state must undo it."""
+    session state must undo it; the one setting a session keeps is `WRITES_DUE`, set once
+    when the connection is made."""
 
 
 async def _writes_due(connection: asyncpg.Connection) -> None:
