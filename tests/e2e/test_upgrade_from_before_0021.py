@@ -29,7 +29,8 @@ from tocsin.store.migrations import migrations_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.long]
 
-ONE_OFFS = 48  # due 4 a second over 10 seconds; the last 8 from 25 s on (`_due_of`)
+ONE_OFFS = 48  # due 4 a second over 10 seconds; the last 8 later (`_late_of`)
+LEAD = timedelta(seconds=10)  # how long before its minute starts a worker reads it (the loader's)
 SERIES = 8  # daily, each rung twice by the release before, due one a second
 
 SAVED = """
@@ -46,11 +47,18 @@ VALUES ($1, $2, 'ana', $3, $4::timestamptz, $4::timestamptz + interval '1 day', 
 """
 
 
-def _due_of(n: int) -> timedelta:
-    """When the `n`th one-off is due, after the first: the last eight, which an API process of
-    the release before edits and cancels once this release's workers run, 25 s on, well after
-    the workers start."""
-    return timedelta(seconds=n // 4 if n < 40 else 25 + (n - 40) // 4)
+def _minute_after(instant: datetime) -> datetime:
+    return instant.replace(second=0) + timedelta(minutes=1)
+
+
+def _due_of(n: int, start: datetime) -> datetime:
+    """When the `n`th one-off is due: four a second from `start`; the last eight, which an API
+    process of the release before edits and cancels once this release's workers have read
+    them, 15 s into the first minute that starts 20 s after `start` (well after the workers
+    start): they are read 10 s before it starts, and edited after that."""
+    if n < 40:
+        return start + timedelta(seconds=n // 4)
+    return _minute_after(start + timedelta(seconds=20)) + timedelta(seconds=15 + (n - 40) // 4)
 
 
 async def _save(
@@ -86,7 +94,7 @@ async def test_a_database_before_0021_upgrades_while_its_reminders_ring(
     start = (datetime.now(UTC) + timedelta(seconds=40)).replace(microsecond=0)
     connection = await asyncpg.connect(pg_url)
     try:
-        one_offs = [await _save(connection, f"o{n}", start + _due_of(n)) for n in range(ONE_OFFS)]
+        one_offs = [await _save(connection, f"o{n}", _due_of(n, start)) for n in range(ONE_OFFS)]
         series = [
             await _save(connection, f"s{n}", start + timedelta(seconds=n), daily=True)
             for n in range(SERIES)
@@ -112,7 +120,11 @@ async def test_a_database_before_0021_upgrades_while_its_reminders_ring(
     with receiver() as sink, service("postgres", tmp_path, pg_url, sink, SETTINGS) as base:
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             # This release's workers run, and an API process of the release before still
-            # takes writes beside its own: it edits four more and cancels four more.
+            # takes writes beside its own: it edits four more and cancels four more, once
+            # the workers have read them (a claim of what was read before an edit or a
+            # cancel of the release before rings nothing).
+            read = _due_of(40, start).replace(second=0) - LEAD + timedelta(seconds=4)
+            await asyncio.sleep(max(0.0, (read - datetime.now(UTC)).total_seconds()))
             connection = await asyncpg.connect(pg_url)
             try:
                 for one in one_offs[40:44]:
@@ -147,11 +159,11 @@ async def test_a_database_before_0021_upgrades_while_its_reminders_ring(
     assert after.startswith(
         "applied migrations: 0036_firings_keyed_alone, 0037_occurrences_kept_in_due"
     )
-    assert migrated_at < start + _due_of(ONE_OFFS - 1), "migrated while due"
+    assert migrated_at < _due_of(ONE_OFFS - 1, start), "migrated while due"
     assert set(stats["arrivals"]) == expected, "each pending reminder, nothing else"
     edited = [*range(0, 4), *range(40, 44)]
     assert [due[one_offs[n]] for n in edited] == [
-        start + _due_of(n) + timedelta(seconds=3) for n in edited
+        _due_of(n, start) + timedelta(seconds=3) for n in edited
     ]
     assert stats["duplicates"] == 0
     ring = due[series[1]]

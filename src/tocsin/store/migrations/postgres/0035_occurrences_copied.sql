@@ -10,7 +10,9 @@
 --    trigger on `reminders` keeps, for each write of a session that does not write `due`
 --    itself (this release's sessions say `tocsin.writes_due`; the release before's do not),
 --    what the copy would make of the row: the occurrence its row names in `due` (the one it
---    named before taken back), and its last ring in `rang_due_at` (the newest of its
+--    named before taken back, as this release's API writes take one back: its row of `due`
+--    deleted and a `taken` row of `rings` under its key, which a claim of this release that
+--    loaded it before the write then meets, and rings nothing), and its last ring in `rang_due_at` (the newest of its
 --    firings, as migration 0032 gives it), which the occurrence carries as the ring before
 --    it. It goes after the upgrade (0037).
 -- 2. The copy, in batches of `reminders`' pages. Each batch holds the reminders' writes off
@@ -39,6 +41,14 @@ BEGIN
         WHERE (lane, rank, bucket, due_at, reminder_id, version)
             = (OLD.shard / 64, coalesce(OLD.priority, 0), OLD.bucket, OLD.due_at, OLD.id,
                OLD.version);
+        IF TG_OP = 'DELETE' OR NEW.status <> 'pending'
+            OR (NEW.shard, NEW.priority, NEW.bucket, NEW.due_at, NEW.version)
+                IS DISTINCT FROM (OLD.shard, OLD.priority, OLD.bucket, OLD.due_at, OLD.version)
+        THEN
+            INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, taken)
+            VALUES (OLD.due_at, OLD.id, OLD.version, false, NULL, true)
+            ON CONFLICT DO NOTHING;
+        END IF;
     END IF;
     IF TG_OP = 'DELETE' THEN
         RETURN OLD;
