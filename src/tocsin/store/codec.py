@@ -92,13 +92,34 @@ def due_ring(
     content: str | None = None,
     prev_due: datetime | None = None,
 ) -> DueRing:
-    """A `load_due` row as the scheduler holds it: a schedule for a series, or a one-off
-    with alerts, only (a plain one-off's claim needs no next ring)."""
+    """A `load_due` row of SQLite as the scheduler holds it: a schedule for a series, or a
+    one-off with alerts or nags, only (a plain one-off's claim needs no next ring)."""
     plain = rule is None and alerts is None and nag is None
     schedule = None if plain else schedule_of(zone, anchor, rule, alerts, nag, nags)
     return DueRing(
         reminder_id, due_at, freshness, schedule, version, priority or 0, content, prev_due
     )
+
+
+def due_ring_of(
+    reminder_id: str,
+    due_at: datetime,
+    version: int,
+    rank: int,
+    content: str,
+    prev_due: datetime | None,
+) -> DueRing:
+    """A `load_due` row of PostgreSQL as the scheduler holds it: its freshness and schedule
+    read from what the ring says (`content`, the occurrence's `ring`), which goes on to the
+    claim as it is."""
+    said = orjson.loads(content)
+    rule, alerts, nag = said["rule"], said["alerts"], said["nag"]
+    plain = rule is None and alerts is None and nag is None
+    schedule = None
+    if not plain:
+        schedule = schedule_of(said["zone"], said["anchor"], rule, alerts, nag, said["nags"])
+    freshness = said["freshness"]
+    return DueRing(reminder_id, due_at, freshness, schedule, version, rank, content, prev_due)
 
 
 def priority_of(stored: int | None) -> Priority:

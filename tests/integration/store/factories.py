@@ -26,6 +26,7 @@ from tocsin.domain import (
 )
 from tocsin.ids import new_reminder_id, shard_of
 from tocsin.store import Store, codec
+from tocsin.time.alerts import stored_alerts
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PARIS = ZoneInfo("Europe/Paris")
@@ -99,7 +100,8 @@ def claim(
 
 def content_of(target: Reminder) -> str:
     """What a load of `target` reads for its claim (`DueRing.content`, PostgreSQL's
-    `_LOAD_LANE`), for a reminder no ring of which went before (`rang_due_at` NULL)."""
+    `_LOAD_LANE`: what its occurrence holds), for a reminder no ring of which went before
+    (`rang_due_at` NULL)."""
     return orjson.dumps(
         {
             "owner": target.owner,
@@ -111,6 +113,12 @@ def content_of(target: Reminder) -> str:
             "priority": codec.stored_priority(target.priority),
             "freshness": target.freshness,
             "rang_due_at": None,
+            "zone": target.schedule.zone,
+            "anchor": codec.anchor_to_text(target.schedule.anchor),
+            "rule": target.schedule.rule,
+            "alerts": stored_alerts(target.schedule.alerts),
+            "nag": target.schedule.nag or None,
+            "nags": target.schedule.nags or None,
         }
     ).decode()
 

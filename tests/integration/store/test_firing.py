@@ -7,7 +7,9 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import asyncpg
 import orjson
+import pytest
 
 from tests.integration.store.factories import (
     LEASE,
@@ -168,6 +170,68 @@ async def test_claim_moves_a_series_on_and_ends_it(store: Store) -> None:
     assert ended.status is ReminderStatus.ENDED
     assert recorded == 2
     assert {f.due_at for f in await store.list_firings(series.id)} == {series.due_at, tomorrow}
+
+
+@pytest.mark.postgres
+async def test_an_occurrence_holds_what_its_ring_says(pg_url: str) -> None:
+    """PostgreSQL: the load reads what a ring says from its occurrence, as the API write and
+    the claim that scheduled it wrote it (`due.ring`), and from its reminder's row for one
+    saved without it (by a release before 0038): the same ring either way."""
+    store = await open_store(pg_url)
+    try:
+        await store.migrate()
+        series = reminder(rule="FREQ=DAILY", text="Feed the cat")
+        one_off = reminder(text="Call mom")
+        await store.add_reminders([series, one_off])
+        assert series.due_at is not None
+        tomorrow = series.due_at + timedelta(days=1)
+        minute = bucket_of(series.due_at)
+
+        async def loaded(first: datetime) -> list[DueRing]:
+            bucket = bucket_of(first)
+            return await store.load_due(
+                shards=ALL, first_bucket=bucket, last_bucket=bucket, limit=9
+            )
+
+        saved = await loaded(series.due_at)
+        connection = await asyncpg.connect(pg_url)
+        try:
+            rings = await connection.fetchval(
+                "SELECT count(ring) FROM due WHERE bucket = $1", minute
+            )
+            await connection.execute("UPDATE due SET ring = NULL WHERE bucket = $1", minute)
+            unsaid = await loaded(series.due_at)
+            [ring] = [r for r in saved if r.reminder_id == series.id]
+            await store.claim(
+                [claim(series, next_due_at=tomorrow)], sender="w", now=NOW, lease=LEASE
+            )
+            carried = await connection.fetchval(
+                "SELECT ring FROM due WHERE reminder_id = $1 AND due_at = $2", series.id, tomorrow
+            )
+        finally:
+            await connection.close()
+        [next_one] = await loaded(tomorrow)
+    finally:
+        await store.close()
+
+    assert rings == 2
+    assert [r.reminder_id for r in saved] == [r.reminder_id for r in unsaid]
+    assert {r.reminder_id: orjson.loads(r.content or "") for r in saved} == {
+        r.reminder_id: orjson.loads(r.content or "") for r in unsaid
+    }
+    assert [r._replace(content=None) for r in saved] == [r._replace(content=None) for r in unsaid]
+    assert ring.schedule == series.schedule
+    assert orjson.loads(ring.content or "") == orjson.loads(content_of(series))
+    # The series' next occurrence carries the ring the claim was given, with its schedule.
+    assert orjson.loads(carried or "") == orjson.loads(content_of(series))
+    assert next_one._replace(content=None) == DueRing(
+        series.id,
+        tomorrow,
+        series.freshness,
+        series.schedule,
+        series.version,
+        prev_due=series.due_at,
+    )
 
 
 async def test_a_claim_at_a_due_time_the_row_left_changes_nothing(store: Store) -> None:

@@ -28,6 +28,8 @@ from tocsin.store.sqlite import queries as lite
 
 ROWS = 20_000
 BUCKETS = 500
+# The gate of a load's read of a reminder's row: its occurrence was saved without its ring.
+UNSAID = re.compile(r"\(d(_\d+)?\.ring IS NULL\)")
 
 
 async def _fill(store: Store) -> None:
@@ -326,9 +328,13 @@ async def test_postgres_pages_a_part_in_index_order(busy_pg: str) -> None:
         nodes = list(_nodes(json.loads(plan)[0]["Plan"]))
         scans = _due_scans(nodes)
         assert scans, plan
-        # The key alone: the heap's rows lie as they were saved, a page a ring when the
-        # minute's rows are scattered (migration 0025).
-        assert all(n["Node Type"] == "Index Only Scan" for n in scans), plan
+        # The key, in its order, and each occurrence's row for what its ring says (migration
+        # 0038), where its reminder's row was read before, by its key and heap page.
+        assert all(n["Node Type"] == "Index Scan" for n in scans), plan
+        # A reminder's row is read only for an occurrence saved without its ring.
+        reads = [n for n in nodes if n.get("Relation Name") == "reminders"]
+        gates = [n for n in nodes if UNSAID.fullmatch(n.get("One-Time Filter", ""))]
+        assert len(reads) == len(gates) == len(scans), plan
         assert all(n["Index Name"] == f"{n['Relation Name']}_pkey" for n in scans), plan
         assert not any(n["Node Type"] in ("Sort", "Seq Scan") for n in nodes), plan
         # The cursor bounds the range scan: a filter instead read the part's bucket from its

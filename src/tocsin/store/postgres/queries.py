@@ -63,8 +63,8 @@ def firing_columns(table: str) -> str:
 
 
 def ring_content(table: str) -> str:
-    """What a ring of the reminder row `table` says and where it goes, as CLAIM reads it
-    (`DueRing.content`)."""
+    """What a ring of the reminder row `table` says, where it goes and when the reminder rings
+    next, as an occurrence's `ring` holds it and CLAIM reads it (`DueRing.content`)."""
     return _TEXT["_RING_CONTENT"].format(table=table)
 
 
@@ -77,19 +77,22 @@ def _ring_state(table: str, now: str, starts: str, *, places: bool = True) -> st
 _NOT_RUNG = "'{}'::timestamptz[]"
 
 
-ADD_REMINDER = _TEXT["ADD_REMINDER"].format(waiting=_TEXT["_WAITING"])
+ADD_REMINDERS = _TEXT["ADD_REMINDERS"].format(ring=ring_content("saved"))
+ADD_REMINDER = _TEXT["ADD_REMINDER"].format(waiting=_TEXT["_WAITING"], ring=ring_content("saved"))
 PENDING_COUNTS = _TEXT["PENDING_COUNTS"].format(waiting=_TEXT["_WAITING"])
 RING_CONTENTS = _TEXT["RING_CONTENTS"].format(content=ring_content("r"))
 REMINDERS_NOW = _TEXT["REMINDERS_NOW"].format(
     ring_state=_ring_state("r", "$3", "wanted.starts::timestamptz[]")
 )
 UPDATE_REMINDER = _TEXT["UPDATE_REMINDER"].format(
-    ring_state=_ring_state("saved", "$16", _NOT_RUNG), take_back=_TEXT["_TAKE_BACK"]
+    ring_state=_ring_state("saved", "$16", _NOT_RUNG),
+    take_back=_TEXT["_TAKE_BACK"],
+    ring=ring_content("saved"),
 )
 CANCEL_REMINDER = _TEXT["CANCEL_REMINDER"].format(
     ring_state=_ring_state("cancelled", "$2", _NOT_RUNG), take_back=_TEXT["_TAKE_BACK"]
 )
-RESCHEDULE = _TEXT["RESCHEDULE"].format(take_back=_TEXT["_TAKE_BACK"])
+RESCHEDULE = _TEXT["RESCHEDULE"].format(take_back=_TEXT["_TAKE_BACK"], ring=ring_content("moved"))
 # The bucket of LATEST, where a reminder that rings at a place waits: no load reads it.
 NEVER_BUCKET = bucket_of(LATEST)
 OLDEST_PENDING = _TEXT["OLDEST_PENDING"].format(
@@ -152,9 +155,9 @@ def load_saved(lanes: int, ranks: tuple[int, ...] = (0, 1)) -> str:
 
 def _merged(name: str, lanes: int, ranks: tuple[int, ...]) -> str:
     lane = _TEXT[name]
-    content = ring_content("r")
+    said = _TEXT["_SAID"].format(content=ring_content("r"))
     branches = [
-        lane.format(offset=n, rank=rank, content=content, never=NEVER_BUCKET)
+        lane.format(offset=n, rank=rank, said=said, never=NEVER_BUCKET)
         for n in range(lanes)
         for rank in ranks
     ]

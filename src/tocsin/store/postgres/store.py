@@ -907,7 +907,7 @@ class PostgresStore(Store):
             codec.AFTER_ALL if until is None else until,
             planning=q.LOAD_PLANNING,
         )
-        return [codec.due_ring(*row) for row in rows]
+        return [codec.due_ring_of(*row) for row in rows]
 
     async def claim(
         self,
@@ -985,7 +985,7 @@ class PostgresStore(Store):
             codec.BEFORE_ANY if since is None else since,
             codec.AFTER_ALL if through is None else through,
         )
-        return [codec.due_ring(*row) for row in rows], read_at
+        return [codec.due_ring_of(*row) for row in rows], read_at
 
     async def renew_leases(
         self, worker: str, *, parts: int, ttl: timedelta, breakers: Sequence[str] = ()

@@ -72,7 +72,8 @@ WHERE oid = $1::text::regclass AND relpages > 0 AND reltuples >= 0
 
 -- name: ADD_REMINDERS
 -- Save a batch of reminders and, when $1 is not NULL, the request's idempotency record, in one
--- statement (so all or nothing), each pending one's occurrence waiting in `due`; then announce the reminders due soon ($27: `shard:second`
+-- statement (so all or nothing), each pending one's occurrence waiting in `due` with what its
+-- ring says ({ring}: `_RING_CONTENT` of the row saved); then announce the reminders due soon ($27: `shard:second`
 -- payloads), delivered on commit. $28…$32: the reminders' priorities, whether each ignores
 -- quiet hours, their alerts and their nags (columns of $7…$26).
 WITH saved_key AS (
@@ -92,11 +93,11 @@ WITH saved_key AS (
         $25::timestamptz[], $26::timestamptz[], $28::smallint[], $29::boolean[],
         $30::text[], $31::integer[], $32::smallint[]
     )
-    RETURNING shard, priority, bucket, due_at, id, version, status
+    RETURNING *
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, ring)
     SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
-        clock_timestamp()
+        clock_timestamp(), {ring}
     FROM saved
     WHERE status = 'pending'
 )
@@ -138,11 +139,11 @@ WITH room AS (
         $25::timestamptz, $26::timestamptz, $28::smallint, $29::boolean, $30::text,
         $31::integer, $32::smallint
     WHERE (SELECT ok FROM room)
-    RETURNING shard, priority, bucket, due_at, id, version, status
+    RETURNING *
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at)
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, ring)
     SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
-        clock_timestamp()
+        clock_timestamp(), {ring}
     FROM saved
     WHERE status = 'pending'
 )
@@ -333,9 +334,11 @@ WITH removed AS (
     WHERE id = $1 AND version = $2 AND ($18::timestamptz IS NULL OR id IN (SELECT reminder_id FROM taken))
     RETURNING *
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due)
+    INSERT INTO due (
+        lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due, ring
+    )
     SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
-        clock_timestamp(), rang_due_at
+        clock_timestamp(), rang_due_at, {ring}
     FROM saved
     WHERE status = 'pending'
 )
@@ -667,11 +670,19 @@ RETURNING secrets.name
 -- Up to ($2, $10): the range's last bucket, and in it no row due after $10 (the sweep reads
 -- only what is due by now; reading ahead passes the bucket's end), a bound of the scan
 -- itself, so the rows after it are never read.
--- Each with what its claim needs of its reminder's row, read by primary key at the version
--- of the occurrence (every API write that changes the row takes its occurrence back in the
--- same transaction, so the two always agree): its schedule, for the scheduler, and, as
--- `content`, one JSON object of what the ring says and where it goes, which the scheduler
--- passes on to CLAIM as it is, so that the claim reads no row of `reminders`.
+-- Each with what its ring says, where it goes and when its reminder rings next, as `content`:
+-- one JSON object (`_RING_CONTENT`), which the scheduler reads its schedule from and passes
+-- on to CLAIM as it is, so that the claim reads no row of `reminders`. It is the
+-- occurrence's own (`ring`, written with it by the API write or the claim that scheduled it,
+-- from the version it is of), so a minute's load reads only the minute's pages: its entries
+-- of due_pkey and its rows of `due`. Read from its reminder's row instead (`_SAID`) only for
+-- an occurrence saved without it (by a release before migration 0038, or the trigger that
+-- keeps the writes of a release before 0021), at the occurrence's version (every API write
+-- that changes the row takes its occurrence back in the same transaction, so the two always
+-- agree). A reminder's row read for each ring was a leaf of `reminders_pkey` and a heap page
+-- that no other ring of its minute shared: in a minute among a hundred times as many
+-- reminders, 22 µs of the database's CPU a ring, where the occurrence's own costs 7
+-- (docs/benchmarks.md, "What a ring says, with its occurrence").
 -- An occurrence a claim or an API write decided stays in `due` until its minute is tidied
 -- (TIDY_DUE), and is passed by: a probe of rings_pkey by its key, among the minute's own pages.
 -- The cursor is always given, never `$6 IS NULL OR …`: the generic plan a prepared statement
@@ -679,11 +690,11 @@ RETURNING secrets.name
 -- page read the bucket again from its start, a heap fetch for every row before the cursor
 -- (a million rings in a minute: 12.5 million buffers over 2.35 million rows loaded, p99
 -- 121 s; docs/benchmarks.md, "The packed minute, bisected").
-SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts,
-    r.nag, r.nags, d.version,
-    r.priority, {content} AS content, d.prev_due, d.bucket
-FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
+SELECT d.reminder_id AS id, d.due_at, d.version, d.rank AS priority,
+    coalesce(d.ring, r.content) AS content, d.prev_due, d.bucket
+FROM due AS d {said}
 WHERE d.lane = $9::integer + {offset} AND d.rank = {rank}
+  AND coalesce(d.ring, r.content) IS NOT NULL
   AND d.bucket >= $1 AND d.bucket < {never} AND d.shard BETWEEN $3 AND $4
   AND (d.bucket, d.due_at, d.reminder_id) > ($8::integer, $6::timestamptz, $7::text)
   AND (d.bucket, d.due_at) <= ($2::integer, $10::timestamptz)
@@ -703,11 +714,11 @@ LIMIT $5
 -- reading ahead has passed: what lies after it is read in its turn, and a sweep that read
 -- it read a busy minute's rows saved lately every round), not decided since. In due order,
 -- $5 at most.
-SELECT d.reminder_id AS id, d.due_at, r.freshness, r.zone, r.anchor, r.rule, r.alerts,
-    r.nag, r.nags, d.version,
-    r.priority, {content} AS content, d.prev_due, d.bucket
-FROM due AS d JOIN reminders AS r ON r.id = d.reminder_id AND r.version = d.version
+SELECT d.reminder_id AS id, d.due_at, d.version, d.rank AS priority,
+    coalesce(d.ring, r.content) AS content, d.prev_due, d.bucket
+FROM due AS d {said}
 WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
+  AND coalesce(d.ring, r.content) IS NOT NULL
   AND d.saved_at > $6::timestamptz AND d.saved_at IS NOT NULL
   AND d.shard BETWEEN $3 AND $4 AND (d.bucket, d.due_at) <= ($2::integer, $7::timestamptz)
   AND d.bucket < {never}
@@ -718,14 +729,28 @@ WHERE d.lane = $1::integer + {offset} AND d.rank = {rank}
   )
 
 -- name: _RING_CONTENT
--- {content} of _LOAD_LANE: what a ring of the reminder {table} says and where it goes, as
--- one JSON object (the metadata as the text it is stored as), which CLAIM reads by name.
+-- What a ring of the reminder {table} says, where it goes and when the reminder rings next,
+-- as one JSON object (the metadata as the text it is stored as): an occurrence's `ring`,
+-- which the load reads (`codec.due_ring_of` its schedule) and CLAIM reads by name.
 json_build_object(
     'owner', {table}.owner, 'shard', {table}.shard, 'channel', {table}.channel,
     'text', {table}.text, 'metadata', {table}.metadata::text, 'source', {table}.source,
     'priority', {table}.priority, 'freshness', {table}.freshness,
-    'rang_due_at', {table}.rang_due_at
+    'rang_due_at', {table}.rang_due_at, 'zone', {table}.zone, 'anchor', {table}.anchor,
+    'rule', {table}.rule, 'alerts', {table}.alerts, 'nag', {table}.nag, 'nags', {table}.nags
 )::text
+
+-- name: _SAID
+-- {said} of _LOAD_LANE and _LOAD_SAVED_LANE: what a ring of an occurrence saved without it
+-- says (`_RING_CONTENT`), from its reminder's row at its version. A subquery kept apart
+-- (OFFSET 0), so that its condition on the occurrence alone is a filter of the subquery's
+-- own, tested before the read, which it spares every occurrence that holds its `ring`
+-- (pulled up into the join, it was a condition of the join, tested after the read).
+LEFT JOIN LATERAL (
+    SELECT {content} AS content FROM reminders AS r
+    WHERE d.ring IS NULL AND r.id = d.reminder_id AND r.version = d.version
+    OFFSET 0
+) AS r ON true
 
 -- name: RING_CONTENTS
 -- The reminders $1 (ids) with what a ring of each says and where it goes, as a load reads
@@ -737,8 +762,7 @@ SELECT r.id, {content} AS content FROM reminders AS r WHERE r.id = ANY($1::text[
 -- Pending reminders of a part that spans several lanes or priorities: the {branches}, one
 -- `_LOAD_LANE` scan per lane and priority, merged (a Merge Append, which stops at the limit).
 -- `queries.load_due` builds it; `queries.load_saved` the sweep's, of `_LOAD_SAVED_LANE`.
-SELECT id, due_at, freshness, zone, anchor, rule, alerts, nag, nags, version, priority, content,
-    prev_due
+SELECT id, due_at, version, priority, content, prev_due
 FROM ({branches}) AS due
 ORDER BY bucket, due_at, id LIMIT $5
 
@@ -793,7 +817,7 @@ SET LOCAL enable_sort = off
 -- lease ran out and was taken over changes nothing (the fencing token). Each claim taken
 -- becomes a row of `rings` naming the occurrence after it (`next_due`: a series' next,
 -- computed from the rule of that version; NULL for a one-off or a finished series), which
--- waits in `due` in its turn. A ring rings once under its delivery identity (`<reminder
+-- waits in `due` in its turn, with the content loaded (what it says is the version's). A ring rings once under its delivery identity (`<reminder
 -- id>.<due epoch second>`, made here: tocsin.ids.firing_id): one rung already, by another
 -- version (a series edited back to an instant that rang) or by a claim of an earlier
 -- release (its firing written; probed only for a reminder whose row says a ring of it went
@@ -859,7 +883,7 @@ WITH claim AS (
             AS state,
         CASE WHEN state = 'sending' AND channel = 'inapp' THEN $6 ELSE error END AS error,
         state = 'sending' AND channel = 'inapp' AS feed, priority, freshness, next_due_at,
-        next_bucket, prev_due, EXISTS (
+        next_bucket, prev_due, content, EXISTS (
             SELECT 1 FROM rings AS g
             WHERE g.due_at = taken.due_at AND g.reminder_id = taken.reminder_id
               AND NOT g.repeat AND NOT g.taken
@@ -876,9 +900,9 @@ WITH claim AS (
     INSERT INTO rings (due_at, reminder_id, version, repeat, next_due, prev_due)
     SELECT due_at, reminder_id, version, repeat, next_due_at, prev_due FROM moved
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, prev_due)
+    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, prev_due, ring)
     SELECT shard / 64, coalesce(priority, 0), next_bucket, next_due_at, reminder_id, version,
-        shard, due_at
+        shard, due_at, content::text
     FROM moved
     WHERE next_due_at IS NOT NULL
     ON CONFLICT DO NOTHING
@@ -1684,11 +1708,13 @@ WITH m AS (
         updated_at = $6, rang_due_at = greatest(m.rang, r.rang_due_at)
     FROM taken JOIN m ON m.id = taken.reminder_id
     WHERE r.id = taken.reminder_id AND r.version = taken.version AND r.status = 'pending'
-    RETURNING r.id, r.shard, r.priority, r.bucket, r.due_at, r.version, r.rang_due_at
+    RETURNING r.*
 ), waiting AS (
-    INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due)
+    INSERT INTO due (
+        lane, rank, bucket, due_at, reminder_id, version, shard, saved_at, prev_due, ring
+    )
     SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard,
-        clock_timestamp(), rang_due_at
+        clock_timestamp(), rang_due_at, {ring}
     FROM moved
 )
 SELECT id, (SELECT count(pg_notify('tocsin_due', wake)) FROM unnest($7::text[]) AS wake) AS woke,

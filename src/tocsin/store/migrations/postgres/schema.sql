@@ -76,6 +76,7 @@ CREATE TABLE due (
     shard smallint NOT NULL,
     saved_at timestamp with time zone,
     prev_due timestamp with time zone,
+    ring text,
     CONSTRAINT due_pkey PRIMARY KEY (lane, rank, bucket, due_at, reminder_id, version) INCLUDE (shard, prev_due)
 ) PARTITION BY RANGE (bucket);
 

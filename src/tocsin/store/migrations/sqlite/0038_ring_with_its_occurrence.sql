@@ -1,0 +1,3 @@
+-- On PostgreSQL an occurrence holds what its ring says (`due.ring`), so that a minute's load
+-- reads only the minute's pages. SQLite's claim reads each ring's reminder row itself, in a
+-- file of its own on the same disk as everything else: nothing changes here.
