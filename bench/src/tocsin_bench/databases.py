@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 
 from tocsin.store import Store, open_store
+from tocsin.store.postgres.queries import ring_content
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 # The occurrence of every pending reminder a bench inserted with plain SQL, waiting in `due`
@@ -24,6 +25,14 @@ SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard FRO
 WHERE status = 'pending' AND due_at IS NOT NULL
 ON CONFLICT DO NOTHING
 """
+# PostgreSQL's: each occurrence with what its ring says (`due.ring`), as the API writes it.
+FILL_DUE_SAID = """
+INSERT INTO due (lane, rank, bucket, due_at, reminder_id, version, shard, ring)
+SELECT shard / 64, coalesce(priority, 0), bucket, due_at, id, version, shard, {ring}
+FROM reminders
+WHERE status = 'pending' AND due_at IS NOT NULL
+ON CONFLICT DO NOTHING
+""".format(ring=ring_content("reminders"))
 DROP_ATTEMPTS = 30
 
 

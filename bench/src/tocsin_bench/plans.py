@@ -35,7 +35,7 @@ from tocsin.store import batches
 from tocsin.store.base import FEED_WAITING
 from tocsin.store.batches import json_rows
 from tocsin.store.postgres.queries import CLAIM, RECORD_ATTEMPTS, RING_CONTENTS
-from tocsin_bench.databases import FILL_DUE, migrated_store, throwaway
+from tocsin_bench.databases import FILL_DUE_SAID, migrated_store, throwaway
 from tocsin_bench.progress import note
 
 _FINISHED = """
@@ -172,7 +172,7 @@ async def _import(connection: asyncpg.Connection, spec: PlansSpec, busy: datetim
     await connection.execute(_SENT, busy, spec.finished)
     await connection.execute("ANALYZE reminders; ANALYZE firings")
     await connection.execute(_REMINDERS, busy, spec.reminders, spec.busy)
-    await connection.execute(FILL_DUE)
+    await connection.execute(FILL_DUE_SAID)
     await connection.execute(_FIRINGS, busy, spec.firings, spec.sending)
     await connection.execute(_LEASES, busy)
     # Hint bits now, not during the first batch measured.

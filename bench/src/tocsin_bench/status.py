@@ -22,7 +22,7 @@ import asyncpg
 from tocsin.clock import SystemClock
 from tocsin.statusboard.board import Board
 from tocsin.store.codec import EPOCH
-from tocsin_bench.databases import FILL_DUE, migrated_store, throwaway
+from tocsin_bench.databases import FILL_DUE, FILL_DUE_SAID, migrated_store, throwaway
 from tocsin_bench.progress import note
 
 DAY_SECONDS = 86_400
@@ -190,7 +190,7 @@ async def _postgres(url: str, spec: StatusSpec, at: _Moments) -> None:
             PG_REMINDERS, spec.reminders, spec.busy, at.busy_ahead, at.now, DAY_SECONDS
         )
         await connection.execute(PG_FIRINGS, spec.firings, spec.busy, at.busy_behind, at.hour_ago)
-        await connection.execute(FILL_DUE)
+        await connection.execute(FILL_DUE_SAID)
         await connection.execute("VACUUM ANALYZE reminders")
         await connection.execute("VACUUM ANALYZE due")
         await connection.execute("VACUUM ANALYZE firings")
