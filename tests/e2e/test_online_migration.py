@@ -21,6 +21,7 @@ from tests.e2e.service import acreate, afirings, iso, logs, service
 from tests.integration.engine.support import eventually, receiver
 from tests.integration.store.test_online_migration import database_of_the_release_before
 from tests.support.processes import clean_env
+from tocsin.store.migrations import migrations_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.long]
 
@@ -87,7 +88,8 @@ async def test_this_release_rings_through_the_migration_after_its_upgrade(
         "applied migrations: 0036_firings_keyed_alone, 0037_occurrences_kept_in_due"
     )
     assert migrated_at < start + timedelta(seconds=COUNT // 6), "migrated while rings were due"
-    assert status.startswith("37 of 37 migrations applied")
+    known = len(migrations_for("postgres"))
+    assert status.startswith(f"{known} of {known} migrations applied")
     assert [len(rings) for rings in seen] == [1] * COUNT
     assert {ring["id"] for rings in seen for ring in rings} == set(stats["arrivals"])
     assert stats["unique"] == COUNT, "each ring arrived"
